@@ -1,0 +1,24 @@
+// Command kubelab runs the whole Kubernetes storage and networking pipeline of the
+// seeds on one machine: API server on etcd, controllers, scheduler, the CSI driver
+// ebs.csi.aws.com on a local EC2/EBS-compatible cloud, kubelets, CNI and a service proxy.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/kubelab/kubelab/internal/app"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := app.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kubelab:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what kubelab and its tests need on a fresh Debian machine, only where missing.
+# Safe to run again: it changes nothing when everything is there.
+set -euo pipefail
+
+# Debian packages: the real parts kubelab drives (block devices, filesystems, runtime,
+# nftables) and the peers its tests use as judges (etcd-server, awscli).
+packages=(
+	util-linux e2fsprogs xfsprogs iproute2 nftables
+	containerd runc busybox-static
+	etcd-server awscli
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "setup: missing Debian packages (${missing[*]}); run as root to install them" >&2
+	else
+		echo "setup: installing ${missing[*]}" >&2
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		# etcd-server's and containerd's units must not start on their own: kubelab
+		# starts what it uses, and only that.
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+		trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+		apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	fi
+fi
+
+# Go tools the tests use as judges.
+gobin="$(go env GOPATH)/bin"
+if [ ! -x "$gobin/csi-sanity" ]; then
+	echo "setup: installing csi-sanity" >&2
+	go install github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity@v5.6.0 || echo "setup: csi-sanity not installed; its tests will skip" >&2
+fi

@@ -1,0 +1,179 @@
+package driver
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	mount "k8s.io/mount-utils"
+	utilexec "k8s.io/utils/exec"
+)
+
+// Mounter is what the node needs to put filesystems on devices and paths.
+type Mounter interface {
+	// GetDiskFormat returns the filesystem on device, "" when blank.
+	GetDiskFormat(device string) (string, error)
+	// FormatAndMount makes fsType on source when it is blank and mounts it at target.
+	FormatAndMount(source, target, fsType string, mountOptions, formatOptions []string) error
+	// Mount mounts source at target (options "bind", "ro", …).
+	Mount(source, target, fsType string, options []string) error
+	Unmount(target string) error
+	// IsMountPoint reports whether target is a mount point; an error wrapping
+	// os.ErrNotExist when it does not exist.
+	IsMountPoint(target string) (bool, error)
+	// DeviceOf returns the device mounted at target.
+	DeviceOf(target string) (string, error)
+	// NeedResize and Resize grow the filesystem on device mounted at mountPath to
+	// fill the device.
+	NeedResize(device, mountPath string) (bool, error)
+	Resize(device, mountPath string) (bool, error)
+}
+
+// Devices finds the block devices of attached volumes on the node.
+type Devices interface {
+	// Resolve returns the device of volumeID, attached as devicePath (/dev/xvdba).
+	Resolve(devicePath, volumeID string) (string, error)
+	// Size returns the size of device in bytes.
+	Size(device string) (int64, error)
+}
+
+// ErrDeviceNotFound is returned by Devices.Resolve when the volume has no device.
+var ErrDeviceNotFound = errors.New("device not found")
+
+// SystemMounter is the real Mounter: k8s.io/mount-utils' SafeFormatAndMount
+// (blkid, mkfs.*, mount, umount) and ResizeFs (resize2fs, xfs_growfs).
+type SystemMounter struct {
+	sfm    *mount.SafeFormatAndMount
+	resize *mount.ResizeFs
+}
+
+// NewSystemMounter returns the real Mounter.
+func NewSystemMounter() *SystemMounter {
+	ex := utilexec.New()
+	return &SystemMounter{
+		sfm:    mount.NewSafeFormatAndMount(mount.New(""), ex),
+		resize: mount.NewResizeFs(ex),
+	}
+}
+
+func (m *SystemMounter) GetDiskFormat(device string) (string, error) {
+	return m.sfm.GetDiskFormat(device)
+}
+
+func (m *SystemMounter) FormatAndMount(source, target, fsType string, mountOptions, formatOptions []string) error {
+	return m.sfm.FormatAndMountSensitiveWithFormatOptions(source, target, fsType, mountOptions, nil, formatOptions)
+}
+
+func (m *SystemMounter) Mount(source, target, fsType string, options []string) error {
+	return m.sfm.Mount(source, target, fsType, options)
+}
+
+func (m *SystemMounter) Unmount(target string) error { return m.sfm.Unmount(target) }
+
+func (m *SystemMounter) IsMountPoint(target string) (bool, error) {
+	if _, err := os.Stat(target); err != nil {
+		return false, err
+	}
+	return m.sfm.IsMountPoint(target)
+}
+
+func (m *SystemMounter) DeviceOf(target string) (string, error) {
+	dev, refs, err := mount.GetDeviceNameFromMount(m.sfm, target)
+	if err != nil {
+		return "", err
+	}
+	if refs == 0 || dev == "" {
+		return "", fmt.Errorf("%s is not mounted", target)
+	}
+	return dev, nil
+}
+
+func (m *SystemMounter) NeedResize(device, mountPath string) (bool, error) {
+	return m.resize.NeedResize(device, mountPath)
+}
+
+func (m *SystemMounter) Resize(device, mountPath string) (bool, error) {
+	return m.resize.Resize(device, mountPath)
+}
+
+// DeviceDir resolves devices the way a node sees EBS volumes: the publish
+// context's /dev/xvdXX under the node's device directory, else the NVMe by-id
+// name of the volume, both followed to the block device they link to.
+type DeviceDir struct {
+	Dir string
+	// Hollow accepts a regular file or a dangling link as the device, and when the
+	// hollow cloud made no link at all, the conventional name: in hollow mode attached
+	// volumes are not block devices.
+	Hollow bool
+}
+
+// Resolve implements Devices.
+func (d DeviceDir) Resolve(devicePath, volumeID string) (string, error) {
+	var candidates []string
+	if devicePath != "" {
+		candidates = append(candidates, filepath.Join(d.Dir, strings.TrimPrefix(filepath.Clean(devicePath), "/dev/")))
+	}
+	if volumeID != "" {
+		candidates = append(candidates, filepath.Join(d.Dir, "disk", "by-id",
+			"nvme-Amazon_Elastic_Block_Store_"+strings.ReplaceAll(volumeID, "-", "")))
+	}
+	var found []string
+	for _, c := range candidates {
+		if dev, ok := d.check(c); ok {
+			found = append(found, dev)
+		}
+	}
+	switch {
+	case len(found) == 0 && d.Hollow && len(candidates) > 0:
+		return candidates[0], nil
+	case len(found) == 0:
+		return "", fmt.Errorf("volume %s: no device at %s: %w", volumeID, strings.Join(candidates, " or "), ErrDeviceNotFound)
+	case len(found) == 2 && found[0] != found[1]:
+		// The by-id name belongs to the volume; a /dev/xvdXX name may be stale.
+		return found[1], nil
+	}
+	return found[0], nil
+}
+
+func (d DeviceDir) check(p string) (string, bool) {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		if d.Hollow {
+			if _, lerr := os.Lstat(p); lerr == nil {
+				return p, true
+			}
+		}
+		return "", false
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return "", false
+	}
+	if st.Mode()&os.ModeDevice != 0 && st.Mode()&os.ModeCharDevice == 0 {
+		return real, true
+	}
+	if d.Hollow && st.Mode().IsRegular() {
+		return real, true
+	}
+	return "", false
+}
+
+// Size implements Devices: the end of the device (or file), 0 for a dangling link.
+func (d DeviceDir) Size(device string) (int64, error) {
+	f, err := os.Open(device)
+	if err != nil {
+		if d.Hollow && errors.Is(err, os.ErrNotExist) {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("size of %s: %w", device, err)
+	}
+	defer f.Close()
+	n, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return 0, fmt.Errorf("size of %s: %w", device, err)
+	}
+	return n, nil
+}

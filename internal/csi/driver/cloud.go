@@ -78,6 +78,7 @@ var (
 	ErrDeviceInUse      = errors.New("device name already in use")
 	ErrIncorrectState   = errors.New("incorrect state")
 	ErrInvalidParameter = errors.New("invalid parameter")
+	ErrUnsupported      = errors.New("not supported by the cloud")
 )
 
 // Disk is an EBS volume as DescribeVolumes shows it.

@@ -83,6 +83,7 @@ func (c *controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 
 	// Content source: a snapshot or a volume, which must exist.
 	var snapshotID, sourceVolumeID string
+	var srcDisk *Disk
 	explicitSize := req.GetCapacityRange().GetRequiredBytes() > 0
 	if src := req.GetVolumeContentSource(); src != nil {
 		switch {
@@ -106,7 +107,7 @@ func (c *controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 			if sourceVolumeID == "" {
 				return nil, invalid("volume %s: volume source has no volume id", name)
 			}
-			srcDisk, err := c.cloud().DescribeVolume(ctx, sourceVolumeID)
+			srcDisk, err = c.cloud().DescribeVolume(ctx, sourceVolumeID)
 			if err != nil {
 				return nil, cloudStatus(err, "volume %s: source volume %s", name, sourceVolumeID)
 			}
@@ -135,7 +136,7 @@ func (c *controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 		switch {
 		case e.SizeGiB != size:
 			return nil, status.Errorf(codes.AlreadyExists, "volume %s exists as %s with %d GiB, not %d GiB", name, e.ID, e.SizeGiB, size)
-		case e.SnapshotID != snapshotID:
+		case snapshotID != "" && e.SnapshotID != snapshotID:
 			return nil, status.Errorf(codes.AlreadyExists, "volume %s exists as %s from snapshot %q, not %q", name, e.ID, e.SnapshotID, snapshotID)
 		}
 		disk, err := c.waitAvailable(ctx, e.ID)
@@ -161,10 +162,16 @@ func (c *controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 	tags[TagCluster] = "true"
 
 	var disk *Disk
+	var tempSnapshot string
 	if sourceVolumeID != "" {
 		disk, err = c.cloud().CopyVolume(ctx, CopyVolumeInput{
 			ClientToken: clientToken(name), SourceVolumeID: sourceVolumeID, SizeGiB: size, Tags: tags,
 		})
+		if errors.Is(err, ErrUnsupported) {
+			// A cloud without CopyVolumes: clone through a snapshot, as the driver
+			// did before EBS had CopyVolumes.
+			disk, tempSnapshot, err = c.cloneViaSnapshot(ctx, name, srcDisk, size, params, tags)
+		}
 	} else {
 		disk, err = c.cloud().CreateVolume(ctx, CreateVolumeInput{
 			ClientToken: clientToken(name),
@@ -193,8 +200,54 @@ func (c *controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 		}
 		return nil, err
 	}
+	if tempSnapshot != "" {
+		if err := c.cloud().DeleteSnapshot(ctx, tempSnapshot); err != nil {
+			c.d.log.Error("delete clone snapshot", "snapshot", tempSnapshot, "error", err)
+		}
+	}
 	c.d.log.Info("volume created", "name", name, "volume", ready.ID, "zone", ready.Zone, "size_gib", ready.SizeGiB)
 	return c.volumeResponse(ready, params, req.GetVolumeContentSource()), nil
+}
+
+// cloneViaSnapshot snapshots src, waits for the snapshot and creates the clone
+// from it; the caller deletes the snapshot once the clone is available.
+func (c *controller) cloneViaSnapshot(ctx context.Context, name string, src *Disk, size int32, p volumeParams, tags map[string]string) (*Disk, string, error) {
+	snap, err := c.cloud().CreateSnapshot(ctx, CreateSnapshotInput{
+		VolumeID:    src.ID,
+		Description: "Clone of " + src.ID + " for " + name,
+		Tags:        map[string]string{TagCluster: "true", "kubelab.dev/clone-for": name},
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("snapshot %s for clone: %w", src.ID, err)
+	}
+	err = c.d.poll(ctx, "snapshot "+snap.ID+" of "+src.ID, func(ctx context.Context) (bool, error) {
+		s, err := c.cloud().DescribeSnapshot(ctx, snap.ID)
+		if err != nil {
+			return false, err
+		}
+		switch s.State {
+		case SnapshotCompleted:
+			return true, nil
+		case SnapshotError:
+			return false, fmt.Errorf("snapshot %s failed", snap.ID)
+		}
+		return false, nil
+	})
+	if err == nil {
+		var disk *Disk
+		disk, err = c.cloud().CreateVolume(ctx, CreateVolumeInput{
+			ClientToken: clientToken(name), Zone: src.Zone, SizeGiB: size, Type: p.Type,
+			IOPS: p.iopsFor(size), Throughput: p.Throughput, Encrypted: p.Encrypted, KMSKeyID: p.KMSKeyID,
+			SnapshotID: snap.ID, Tags: tags,
+		})
+		if err == nil {
+			return disk, snap.ID, nil
+		}
+	}
+	if derr := c.cloud().DeleteSnapshot(context.WithoutCancel(ctx), snap.ID); derr != nil {
+		c.d.log.Error("delete clone snapshot", "snapshot", snap.ID, "error", derr)
+	}
+	return nil, "", err
 }
 
 func (c *controller) volumeResponse(d *Disk, p volumeParams, src *csi.VolumeContentSource) *csi.CreateVolumeResponse {

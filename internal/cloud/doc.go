@@ -1,0 +1,72 @@
+// Package cloud is kubelab's EC2/EBS-compatible block-storage cloud: one region, its
+// availability zones, instances, volumes, attachments, snapshots and volume
+// modifications, served over the EC2 Query API (Version 2016-11-15) on 127.0.0.1, with
+// an instance metadata service (IMDSv1 and v2) per instance.
+//
+// It implements the cloud side of the seeds: "the CSI controller talks to AWS APIs and
+// creates an EBS volume", "AWS attaches the volume to that EC2" (seed 000, seed 001's CSI
+// Controller column, seed 002 step 2) and "the node plugin uses IMDS to discover its own
+// AWS identity" (seed 002 step 4).
+//
+// # Data path
+//
+// In real mode (root) a volume is a sparse file DIR/volumes/<vol-id>.img. AttachVolume
+// sets up a loop device over it and gives the instance EBS-style names in the instance's
+// device directory D:
+//
+//	D/xvdba                                               -> /dev/loopN
+//	D/disk/by-id/nvme-Amazon_Elastic_Block_Store_vol<hex> -> /dev/loopN
+//
+// D is DIR/instances/<instance-id>/dev unless RunInstances set the tag
+// kubelab.dev/device-dir=<absolute path>. DetachVolume removes both links and the loop
+// device. ModifyVolume grows the file and refreshes the loop device's capacity.
+// CreateSnapshot copies the volume's data (sparse-aware) to DIR/snapshots/<snap-id>.img
+// and CreateVolume with a SnapshotId copies it back. In hollow mode (Config.Hollow) the
+// API and its states are the same, but there are no files, loop devices or links.
+//
+// # In-process contract (stable; other packages' tests rely on it)
+//
+//	c, err := cloud.New(cloud.Config{DataDir: dir})       // Listen defaults to 127.0.0.1:0
+//	go c.Run(ctx)                                           // blocks until ctx ends
+//	<-c.Ready()                                             // closed once it serves
+//	c.Endpoint()                                            // "http://127.0.0.1:PORT"
+//	c.ConfigFile(), c.CredentialsFile()                     // for AWS_CONFIG_FILE / AWS_SHARED_CREDENTIALS_FILE
+//	c.Credentials()                                         // access key id, secret key
+//	c.IMDSHandler(instanceID)                               // http.Handler of one instance's IMDS
+//	c.IMDSEndpoint(instanceID)                              // its loopback URL
+//	c.InjectFault(f), c.ClearFaults()                       // fault injection
+//	c.Done()                                                // closed when Run has returned
+//
+// At start it writes into DataDir: endpoint (the URL, one line), aws-config ([default]
+// region = …) and aws-credentials ([default] aws_access_key_id / aws_secret_access_key),
+// and for each instance instances/<id>/imds-endpoint (the IMDS URL, one line). The keys
+// are made at first start and kept in state.db; every EC2 request must carry a valid
+// Signature Version 4 made with them (service "ec2", the cloud's region).
+//
+// Run returns when ctx ends. Attached volumes stay attached (their loop devices and links
+// stay) so that a restarted cloud finds them again, unless Config.ReleaseOnExit is set, in
+// which case Run detaches every loop device and removes every link it made; the next Run
+// sets them up again for the volumes that are attached in the API. At start Run reconciles
+// the stored state with the machine: it resumes transitions that were under way, brings
+// back the loop devices and links of attached volumes, and removes volume files, loop
+// devices and links that no volume accounts for.
+//
+// # State
+//
+// All state is in DataDir/state.db (bbolt). One Cloud per data dir: the store is locked.
+//
+// # Asynchrony
+//
+// As on EC2, CreateVolume returns "creating", AttachVolume "attaching", DetachVolume
+// "detaching", ModifyVolume "modifying" (then "optimizing", "completed") and CreateSnapshot
+// "pending"; the transitions complete in the background after the profile's latencies
+// (Config.Profile "fast", the default, or "aws" with realistic seconds). In real mode the
+// device exists once the attachment is "attached", and is gone once the volume reads
+// "available" after a detach.
+//
+// # Fault injection
+//
+// POST /_kubelab/faults on the API listener (JSON, see Fault) or Cloud.InjectFault makes
+// chosen creates, attaches, detaches, modifications or snapshots fail, hang or slow down,
+// by volume or instance; GET lists them, DELETE /_kubelab/faults[/ID] clears them.
+package cloud

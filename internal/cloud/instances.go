@@ -1,0 +1,531 @@
+package cloud
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Tags on RunInstances that kubelab reads.
+const (
+	// TagDeviceDir overrides an instance's device dir (an absolute path).
+	TagDeviceDir = "kubelab.dev/device-dir"
+	// TagAttachLimit overrides an instance's attachment limit.
+	TagAttachLimit = "kubelab.dev/attach-limit"
+)
+
+const defaultImageID = "ami-0a1b2c3d4e5f60718"
+
+type xmlInstanceState struct {
+	Code int    `xml:"code"`
+	Name string `xml:"name"`
+}
+
+var stateCodes = map[string]int{"pending": 0, "running": 16, "shutting-down": 32, "terminated": 48, "stopping": 64, "stopped": 80}
+
+func instanceState(s string) xmlInstanceState { return xmlInstanceState{stateCodes[s], s} }
+
+type xmlBlockDevice struct {
+	DeviceName string `xml:"deviceName"`
+	Ebs        struct {
+		VolumeID            string `xml:"volumeId"`
+		Status              string `xml:"status"`
+		AttachTime          string `xml:"attachTime"`
+		DeleteOnTermination bool   `xml:"deleteOnTermination"`
+	} `xml:"ebs"`
+}
+
+type xmlInstance struct {
+	InstanceID       string           `xml:"instanceId"`
+	ImageID          string           `xml:"imageId"`
+	State            xmlInstanceState `xml:"instanceState"`
+	PrivateDNSName   string           `xml:"privateDnsName"`
+	InstanceType     string           `xml:"instanceType"`
+	LaunchTime       string           `xml:"launchTime"`
+	Placement        xmlPlacement     `xml:"placement"`
+	PrivateIP        string           `xml:"privateIpAddress"`
+	Architecture     string           `xml:"architecture"`
+	RootDeviceType   string           `xml:"rootDeviceType"`
+	RootDeviceName   string           `xml:"rootDeviceName"`
+	BlockDevices     []xmlBlockDevice `xml:"blockDeviceMapping>item"`
+	Hypervisor       string           `xml:"hypervisor"`
+	Tags             []xmlTag         `xml:"tagSet>item,omitempty"`
+	MetadataOptions  xmlMetadataOpts  `xml:"metadataOptions"`
+	AmiLaunchIndex   int              `xml:"amiLaunchIndex"`
+	VirtualizationTy string           `xml:"virtualizationType"`
+}
+
+type xmlPlacement struct {
+	AvailabilityZone string `xml:"availabilityZone"`
+	Tenancy          string `xml:"tenancy"`
+}
+
+type xmlMetadataOpts struct {
+	State        string `xml:"state"`
+	HTTPTokens   string `xml:"httpTokens"`
+	HTTPEndpoint string `xml:"httpEndpoint"`
+}
+
+type xmlReservation struct {
+	ReservationID string        `xml:"reservationId"`
+	OwnerID       string        `xml:"ownerId"`
+	Instances     []xmlInstance `xml:"instancesSet>item"`
+}
+
+type runInstancesResponse struct {
+	respBase
+	xmlReservation
+}
+
+type describeInstancesResponse struct {
+	respBase
+	Reservations []xmlReservation `xml:"reservationSet>item"`
+	NextToken    string           `xml:"nextToken,omitempty"`
+}
+
+func (c *Cloud) toXMLInstanceLocked(i *Instance, state string) xmlInstance {
+	out := xmlInstance{
+		InstanceID: i.ID, ImageID: i.ImageID, State: instanceState(state), InstanceType: i.Type,
+		PrivateDNSName: privateDNS(i.PrivateIP, c.cfg.Region), LaunchTime: ts(i.LaunchTime),
+		Placement: xmlPlacement{AvailabilityZone: i.Zone, Tenancy: "default"}, PrivateIP: i.PrivateIP,
+		Architecture: "x86_64", RootDeviceType: "ebs", RootDeviceName: "/dev/xvda", Hypervisor: "xen",
+		Tags: xmlTags(i.Tags), MetadataOptions: xmlMetadataOpts{"applied", i.HTTPTokens, "enabled"}, VirtualizationTy: "hvm",
+	}
+	for _, v := range sortedVolumes(c.volumes) {
+		if a := v.attachment(i.ID); a != nil {
+			var bd xmlBlockDevice
+			bd.DeviceName = a.Device
+			bd.Ebs.VolumeID, bd.Ebs.Status, bd.Ebs.AttachTime = v.ID, a.State, ts(a.AttachTime)
+			out.BlockDevices = append(out.BlockDevices, bd)
+		}
+	}
+	return out
+}
+
+func privateDNS(ip, region string) string {
+	if region == "us-east-1" {
+		return "ip-" + strings.ReplaceAll(ip, ".", "-") + ".ec2.internal"
+	}
+	return "ip-" + strings.ReplaceAll(ip, ".", "-") + "." + region + ".compute.internal"
+}
+
+func sortedVolumes(m map[string]*Volume) []*Volume {
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	ids, _, _ = paginate(ids, 0, "")
+	out := make([]*Volume, len(ids))
+	for i, id := range ids {
+		out[i] = m[id]
+	}
+	return out
+}
+
+func (c *Cloud) runInstances(p *params) (response, *apiError) {
+	minCount, maxCount := p.int("MinCount"), p.int("MaxCount")
+	p.required("MinCount")
+	p.required("MaxCount")
+	image := p.str("ImageId")
+	typ := p.str("InstanceType")
+	zone := p.str("Placement.AvailabilityZone")
+	tags := p.tagSpecs("instance")
+	httpTokens := p.str("MetadataOptions.HttpTokens")
+	token := p.str("ClientToken")
+	dry := p.dryRun()
+	if p.err != nil {
+		return nil, p.err
+	}
+	if minCount < 1 || minCount > maxCount || maxCount > 100 {
+		return nil, errInvalid("MinCount", strconv.Itoa(minCount), "MinCount must be at least 1 and at most MaxCount, and MaxCount at most 100.")
+	}
+	if image == "" {
+		image = defaultImageID
+	}
+	if typ == "" {
+		typ = "m5.large"
+	}
+	if zone == "" {
+		zone = c.cfg.Zones[0]
+	}
+	if !c.zoneKnown(zone) {
+		return nil, errInvalid("Placement.AvailabilityZone", zone, "Invalid availability zone: ["+zone+"]")
+	}
+	switch httpTokens {
+	case "":
+		httpTokens = "optional"
+	case "optional", "required":
+	default:
+		return nil, errInvalid("MetadataOptions.HttpTokens", httpTokens, "It must be optional or required.")
+	}
+	devDir, _ := tagValue(tags, TagDeviceDir)
+	if devDir != "" && !filepath.IsAbs(devDir) {
+		return nil, errInvalid("TagSpecification "+TagDeviceDir, devDir, "The device dir must be an absolute path.")
+	}
+	limit := attachLimit(typ)
+	if s, ok := tagValue(tags, TagAttachLimit); ok {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 128 {
+			return nil, errInvalid("TagSpecification "+TagAttachLimit, s, "The attachment limit must be an integer from 1 to 128.")
+		}
+		limit = n
+	}
+	if devDir != "" && maxCount > 1 {
+		return nil, errf("InvalidParameterCombination", "The tag %s names one device dir; launch one instance per request with it.", TagDeviceDir)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	hash := p.requestHash()
+	if token != "" {
+		if rec, ok := c.tokens[token]; ok {
+			if rec.Action != "RunInstances" || rec.Hash != hash {
+				return nil, errf("IdempotentParameterMismatch", "The client token %s was used with different parameters.", token)
+			}
+			if !dry {
+				return &runInstancesResponse{xmlReservation: c.reservationLocked(rec.ResourceID, nil)}, nil
+			}
+		}
+	}
+	if dry {
+		return nil, errDryRun()
+	}
+	resID := newID("r-")
+	var insts []*Instance
+	var changes []change
+	for n := 0; n < maxCount; n++ {
+		i := &Instance{
+			ID: newID("i-"), ReservationID: resID, Type: typ, Zone: zone, ImageID: image, State: "pending",
+			LaunchTime: c.now().UTC(), Tags: tags, DeviceDir: devDir, PrivateIP: c.nextIPLocked(zone, n),
+			MAC: macFor(len(c.instances) + n), HTTPTokens: httpTokens, AttachLimit: limit,
+		}
+		insts = append(insts, i)
+		changes = append(changes, put(bucketInstances, i.ID, i))
+	}
+	if token != "" {
+		changes = append(changes, put(bucketTokens, token, tokenEntry(token, tokenRecord{Action: "RunInstances", Hash: hash, ResourceID: resID})))
+	}
+	if aerr := c.persist(changes...); aerr != nil {
+		return nil, aerr
+	}
+	if token != "" {
+		c.tokens[token] = tokenRecord{Action: "RunInstances", Hash: hash, ResourceID: resID}
+	}
+	for _, i := range insts {
+		c.instances[i.ID] = i
+		if i.DeviceDir == "" {
+			os.MkdirAll(c.devDirOf(i), 0o755)
+		}
+	}
+	resp := &runInstancesResponse{xmlReservation: c.reservationLocked(resID, map[string]string{})}
+	for _, i := range insts {
+		id := i.ID
+		c.after(c.lat.Create, "RunInstances", "", id, i.Tags, func() {
+			cur := c.instances[id]
+			if cur == nil || cur.State != "pending" {
+				return
+			}
+			ni := cur.clone()
+			ni.State = "running"
+			if c.persist(put(bucketInstances, id, ni)) == nil {
+				c.instances[id] = ni
+				c.startIMDSLocked(ni)
+			}
+		})
+	}
+	return resp, nil
+}
+
+// reservationLocked describes a reservation's instances; states overrides their states
+// (a map that is empty but not nil reports them as "pending", as a launch answers).
+func (c *Cloud) reservationLocked(resID string, states map[string]string) xmlReservation {
+	out := xmlReservation{ReservationID: resID, OwnerID: c.ownerID}
+	ids := []string{}
+	for id, i := range c.instances {
+		if i.ReservationID == resID {
+			ids = append(ids, id)
+		}
+	}
+	ids, _, _ = paginate(ids, 0, "")
+	for _, id := range ids {
+		i := c.instances[id]
+		state := i.State
+		if states != nil {
+			state = "pending"
+		}
+		out.Instances = append(out.Instances, c.toXMLInstanceLocked(i, state))
+	}
+	return out
+}
+
+// nextIPLocked gives an instance a private address in its zone's subnet (172.31.16*k.0/20).
+func (c *Cloud) nextIPLocked(zone string, n int) string {
+	zi := 0
+	for k, z := range c.cfg.Zones {
+		if z == zone {
+			zi = k
+		}
+	}
+	count := n
+	for _, i := range c.instances {
+		if i.Zone == zone {
+			count++
+		}
+	}
+	host := 10 + count
+	return fmt.Sprintf("172.31.%d.%d", zi*16+host/250, host%250+1)
+}
+
+func macFor(n int) string {
+	return fmt.Sprintf("0e:6b:%02x:%02x:%02x:%02x", byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+}
+
+type xmlStateChange struct {
+	InstanceID    string           `xml:"instanceId"`
+	CurrentState  xmlInstanceState `xml:"currentState"`
+	PreviousState xmlInstanceState `xml:"previousState"`
+}
+
+type terminateInstancesResponse struct {
+	respBase
+	Instances []xmlStateChange `xml:"instancesSet>item"`
+}
+
+func (c *Cloud) terminateInstances(p *params) (response, *apiError) {
+	ids := p.list("InstanceId")
+	dry := p.dryRun()
+	if p.err != nil {
+		return nil, p.err
+	}
+	if len(ids) == 0 {
+		return nil, errMissing("InstanceId")
+	}
+	for _, id := range ids {
+		if aerr := checkID("i-", id); aerr != nil {
+			return nil, aerr
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var missing []string
+	for _, id := range dedupe(ids) {
+		if c.instances[id] == nil {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, errInstanceNotFound(missing...)
+	}
+	if dry {
+		return nil, errDryRun()
+	}
+	resp := &terminateInstancesResponse{}
+	for _, id := range dedupe(ids) {
+		i := c.instances[id]
+		prev := i.State
+		if prev == "pending" || prev == "running" {
+			ni := i.clone()
+			ni.State = "shutting-down"
+			if aerr := c.persist(put(bucketInstances, id, ni)); aerr != nil {
+				return nil, aerr
+			}
+			c.instances[id] = ni
+			c.stopIMDSLocked(id)
+			// Its volumes are detached, as EC2 does on termination.
+			for _, v := range sortedVolumes(c.volumes) {
+				if a := v.attachment(id); a != nil && a.State != "detaching" {
+					nv := v.clone()
+					nv.attachment(id).State = "detaching"
+					if c.saveVolumeLocked(nv) == nil {
+						volID := v.ID
+						c.after(c.lat.Detach, "terminate-detach", volID, id, nil, func() { c.finishDetachLocked(volID, id) })
+					}
+				}
+			}
+			c.after(c.lat.Terminate, "TerminateInstances", "", id, nil, func() {
+				cur := c.instances[id]
+				if cur == nil || cur.State != "shutting-down" {
+					return
+				}
+				ni := cur.clone()
+				ni.State = "terminated"
+				if c.persist(put(bucketInstances, id, ni)) == nil {
+					c.instances[id] = ni
+				}
+			})
+		}
+		resp.Instances = append(resp.Instances, xmlStateChange{InstanceID: id, CurrentState: instanceState(c.instances[id].State), PreviousState: instanceState(prev)})
+	}
+	return resp, nil
+}
+
+func (c *Cloud) describeInstances(p *params) (response, *apiError) {
+	ids := p.list("InstanceId")
+	filters := p.filters()
+	max := p.maxResults(5, 1000)
+	token := p.str("NextToken")
+	dry := p.dryRun()
+	if p.err != nil {
+		return nil, p.err
+	}
+	if len(ids) > 0 && (max > 0 || token != "") {
+		return nil, errf("InvalidParameterCombination", "The parameter InstanceId cannot be used with the parameters MaxResults or NextToken.")
+	}
+	for _, id := range ids {
+		if aerr := checkID("i-", id); aerr != nil {
+			return nil, aerr
+		}
+	}
+	if dry {
+		return nil, errDryRun()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var candidates, missing []string
+	if len(ids) > 0 {
+		for _, id := range dedupe(ids) {
+			if c.instances[id] == nil {
+				missing = append(missing, id)
+			} else {
+				candidates = append(candidates, id)
+			}
+		}
+		if len(missing) > 0 {
+			return nil, errInstanceNotFound(missing...)
+		}
+	} else {
+		for id := range c.instances {
+			candidates = append(candidates, id)
+		}
+	}
+	var matched []string
+	for _, id := range candidates {
+		i := c.instances[id]
+		ok, aerr := matchFilters(filters, func(name string) ([]string, bool) {
+			switch name {
+			case "instance-id":
+				return []string{i.ID}, true
+			case "availability-zone":
+				return []string{i.Zone}, true
+			case "instance-state-name":
+				return []string{i.State}, true
+			case "instance-state-code":
+				return []string{strconv.Itoa(stateCodes[i.State])}, true
+			case "instance-type":
+				return []string{i.Type}, true
+			case "image-id":
+				return []string{i.ImageID}, true
+			case "private-ip-address":
+				return []string{i.PrivateIP}, true
+			case "private-dns-name":
+				return []string{privateDNS(i.PrivateIP, c.cfg.Region)}, true
+			case "reservation-id":
+				return []string{i.ReservationID}, true
+			}
+			return tagFields(i.Tags, name)
+		})
+		if aerr != nil {
+			return nil, aerr
+		}
+		if ok {
+			matched = append(matched, id)
+		}
+	}
+	page, next, aerr := paginate(matched, max, token)
+	if aerr != nil {
+		return nil, aerr
+	}
+	resp := &describeInstancesResponse{NextToken: next}
+	byRes := map[string]int{}
+	for _, id := range page {
+		i := c.instances[id]
+		k, ok := byRes[i.ReservationID]
+		if !ok {
+			k = len(resp.Reservations)
+			byRes[i.ReservationID] = k
+			resp.Reservations = append(resp.Reservations, xmlReservation{ReservationID: i.ReservationID, OwnerID: c.ownerID})
+		}
+		resp.Reservations[k].Instances = append(resp.Reservations[k].Instances, c.toXMLInstanceLocked(i, i.State))
+	}
+	return resp, nil
+}
+
+type xmlZone struct {
+	ZoneName           string `xml:"zoneName"`
+	ZoneState          string `xml:"zoneState"`
+	RegionName         string `xml:"regionName"`
+	ZoneID             string `xml:"zoneId"`
+	ZoneType           string `xml:"zoneType"`
+	OptInStatus        string `xml:"optInStatus"`
+	GroupName          string `xml:"groupName"`
+	NetworkBorderGroup string `xml:"networkBorderGroup"`
+}
+
+type describeZonesResponse struct {
+	respBase
+	Zones []xmlZone `xml:"availabilityZoneInfo>item"`
+}
+
+// zoneID is the zone's account-independent id, e.g. use1-az1 for the first zone of us-east-1.
+func zoneID(region string, k int) string {
+	parts := strings.Split(region, "-")
+	var b strings.Builder
+	for i, part := range parts {
+		if i == 0 || i == len(parts)-1 {
+			b.WriteString(part)
+		} else if part != "" {
+			b.WriteByte(part[0])
+		}
+	}
+	return fmt.Sprintf("%s-az%d", b.String(), k+1)
+}
+
+func (c *Cloud) describeAvailabilityZones(p *params) (response, *apiError) {
+	names := p.list("ZoneName")
+	zids := p.list("ZoneId")
+	filters := p.filters()
+	p.bool("AllAvailabilityZones")
+	dry := p.dryRun()
+	if p.err != nil {
+		return nil, p.err
+	}
+	if dry {
+		return nil, errDryRun()
+	}
+	resp := &describeZonesResponse{}
+	for _, n := range names {
+		if !c.zoneKnown(n) {
+			return nil, errInvalid("ZoneName", n, "Invalid availability zone: ["+n+"]")
+		}
+	}
+	for k, z := range c.cfg.Zones {
+		xz := xmlZone{ZoneName: z, ZoneState: "available", RegionName: c.cfg.Region, ZoneID: zoneID(c.cfg.Region, k),
+			ZoneType: "availability-zone", OptInStatus: "opt-in-not-required", GroupName: c.cfg.Region, NetworkBorderGroup: c.cfg.Region}
+		if len(names) > 0 && !anyMatch(names, []string{z}) || len(zids) > 0 && !anyMatch(zids, []string{xz.ZoneID}) {
+			continue
+		}
+		ok, aerr := matchFilters(filters, func(name string) ([]string, bool) {
+			switch name {
+			case "zone-name":
+				return []string{xz.ZoneName}, true
+			case "zone-id":
+				return []string{xz.ZoneID}, true
+			case "state":
+				return []string{xz.ZoneState}, true
+			case "region-name":
+				return []string{xz.RegionName}, true
+			case "zone-type":
+				return []string{xz.ZoneType}, true
+			}
+			return nil, false
+		})
+		if aerr != nil {
+			return nil, aerr
+		}
+		if ok {
+			resp.Zones = append(resp.Zones, xz)
+		}
+	}
+	return resp, nil
+}

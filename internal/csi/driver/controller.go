@@ -96,11 +96,11 @@ func (c *controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 			if err != nil {
 				return nil, cloudStatus(err, "volume %s: source snapshot %s", name, snapshotID)
 			}
-			if size < snap.SizeGiB {
-				if explicitSize {
-					return nil, status.Errorf(codes.OutOfRange, "volume %s: %d GiB is smaller than snapshot %s (%d GiB)", name, size, snapshotID, snap.SizeGiB)
-				}
+			// No size asked: the snapshot's.
+			if !explicitSize {
 				size = snap.SizeGiB
+			} else if size < snap.SizeGiB {
+				return nil, status.Errorf(codes.OutOfRange, "volume %s: %d GiB is smaller than snapshot %s (%d GiB)", name, size, snapshotID, snap.SizeGiB)
 			}
 		case src.GetVolume() != nil:
 			sourceVolumeID = src.GetVolume().GetVolumeId()
@@ -115,11 +115,10 @@ func (c *controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 				return nil, invalid("volume %s: source volume %s is in %s, outside the requested topology", name, sourceVolumeID, srcDisk.Zone)
 			}
 			zone = srcDisk.Zone
-			if size < srcDisk.SizeGiB {
-				if explicitSize {
-					return nil, status.Errorf(codes.OutOfRange, "volume %s: %d GiB is smaller than source volume %s (%d GiB)", name, size, sourceVolumeID, srcDisk.SizeGiB)
-				}
+			if !explicitSize {
 				size = srcDisk.SizeGiB
+			} else if size < srcDisk.SizeGiB {
+				return nil, status.Errorf(codes.OutOfRange, "volume %s: %d GiB is smaller than source volume %s (%d GiB)", name, size, sourceVolumeID, srcDisk.SizeGiB)
 			}
 		default:
 			return nil, invalid("volume %s: unknown volume content source", name)

@@ -139,7 +139,7 @@ func TestPublishUnpublishAndZoneMismatch(t *testing.T) {
 	other := e.cloud.AddInstance("us-east-1b", "m5.large")
 	inA := e.cloud.AddInstance("us-east-1a", "m5.large")
 	vol, err := e.ctrl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "p", VolumeCapabilities: []*csi.VolumeCapability{mountCap("")},
-		CapacityRange: &csi.CapacityRange{RequiredBytes: GiB},
+		CapacityRange:             &csi.CapacityRange{RequiredBytes: GiB},
 		AccessibilityRequirements: &csi.TopologyRequirement{Requisite: []*csi.Topology{topo("us-east-1b")}}})
 	if err != nil {
 		t.Fatal(err)

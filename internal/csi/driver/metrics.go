@@ -56,4 +56,3 @@ func (d *Driver) interceptor(ctx context.Context, req any, info *grpc.UnaryServe
 	}
 	return resp, err
 }
-

@@ -132,7 +132,9 @@ func TestMkfsOptions(t *testing.T) {
 	}
 }
 
-func topo(zone string) *csi.Topology { return &csi.Topology{Segments: map[string]string{TopologyKeyZone: zone}} }
+func topo(zone string) *csi.Topology {
+	return &csi.Topology{Segments: map[string]string{TopologyKeyZone: zone}}
+}
 
 func TestPickZone(t *testing.T) {
 	wk := func(z string) *csi.Topology {

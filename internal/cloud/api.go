@@ -306,13 +306,17 @@ func (p *params) filters() []filter {
 	return out
 }
 
-// maxResults reads MaxResults in [lo, hi] (0 when absent).
+// maxResults reads MaxResults (0 when absent): below lo is an error, above hi means hi
+// (as EC2 documents: "if you specify a value larger than hi, only hi items are returned").
 func (p *params) maxResults(lo, hi int) int {
 	n := p.int("MaxResults")
-	if p.v.Get("MaxResults") != "" && (n < lo || n > hi) {
+	if p.v.Get("MaxResults") == "" {
+		return 0
+	}
+	if n < lo {
 		p.fail(errInvalid("MaxResults", p.v.Get("MaxResults"), fmt.Sprintf("It must be between %d and %d.", lo, hi)))
 	}
-	return n
+	return min(n, hi)
 }
 
 // requestHash identifies a request's parameters for ClientToken idempotency.

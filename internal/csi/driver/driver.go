@@ -93,6 +93,11 @@ func (d *Driver) Run(ctx context.Context) error {
 			return fmt.Errorf("csi driver: read instance identity: %w", err)
 		}
 		d.identity = id
+		if d.cfg.Mode.controller() && d.cfg.DefaultZone == "" {
+			// One process serving both sides: volumes without topology go where
+			// this node is, as the upstream controller does with its own metadata.
+			d.cfg.DefaultZone = id.Zone
+		}
 		d.log.Info("node identity", "instance", id.InstanceID, "zone", id.Zone, "type", id.InstanceType)
 	}
 	sock, _ := socketPath(d.cfg.Endpoint)

@@ -617,7 +617,22 @@ func (c *controller) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapshot
 		return nil, aborted(id)
 	}
 	defer c.d.ctrlLocks.unlock(id)
-	if err := c.cloud().DeleteSnapshot(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
+	err := c.cloud().DeleteSnapshot(ctx, id)
+	if errors.Is(err, ErrIncorrectState) {
+		// A snapshot still being taken cannot be deleted: wait for it to settle.
+		werr := c.d.poll(ctx, "snapshot "+id+" to complete", func(ctx context.Context) (bool, error) {
+			s, err := c.cloud().DescribeSnapshot(ctx, id)
+			if err != nil {
+				return false, err
+			}
+			return s.State != SnapshotPending, nil
+		})
+		if werr != nil && !errors.Is(werr, ErrNotFound) {
+			return nil, cloudStatus(werr, "delete snapshot %s", id)
+		}
+		err = c.cloud().DeleteSnapshot(ctx, id)
+	}
+	if err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, cloudStatus(err, "delete snapshot %s", id)
 	}
 	return &csi.DeleteSnapshotResponse{}, nil

@@ -139,6 +139,11 @@ func TestSanityReal(t *testing.T) {
 		Logger:   bufferLogger(logs),
 	})
 	runSanity(t, "unix://"+filepath.Join(root, "csi.sock"), root, logs)
+	// The node specs really made filesystems on the loop devices and mounted them.
+	if !strings.Contains(logs.String(), `msg="volume staged"`) || !strings.Contains(logs.String(), "formatted=true") ||
+		!strings.Contains(logs.String(), "device=/dev/loop") {
+		t.Fatal("no volume was formatted and staged from a loop device during the run")
+	}
 }
 
 // requireRoot skips tests that make loop devices and mounts when not root, and when

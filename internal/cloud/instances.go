@@ -399,32 +399,13 @@ func (c *Cloud) describeInstances(p *params) (response, *apiError) {
 			candidates = append(candidates, id)
 		}
 	}
+	if _, aerr := matchFilters(filters, instanceFields(c, &Instance{})); aerr != nil {
+		return nil, aerr // an unknown filter is an error even when nothing is listed
+	}
 	var matched []string
 	for _, id := range candidates {
 		i := c.instances[id]
-		ok, aerr := matchFilters(filters, func(name string) ([]string, bool) {
-			switch name {
-			case "instance-id":
-				return []string{i.ID}, true
-			case "availability-zone":
-				return []string{i.Zone}, true
-			case "instance-state-name":
-				return []string{i.State}, true
-			case "instance-state-code":
-				return []string{strconv.Itoa(stateCodes[i.State])}, true
-			case "instance-type":
-				return []string{i.Type}, true
-			case "image-id":
-				return []string{i.ImageID}, true
-			case "private-ip-address":
-				return []string{i.PrivateIP}, true
-			case "private-dns-name":
-				return []string{privateDNS(i.PrivateIP, c.cfg.Region)}, true
-			case "reservation-id":
-				return []string{i.ReservationID}, true
-			}
-			return tagFields(i.Tags, name)
-		})
+		ok, aerr := matchFilters(filters, instanceFields(c, i))
 		if aerr != nil {
 			return nil, aerr
 		}
@@ -528,4 +509,30 @@ func (c *Cloud) describeAvailabilityZones(p *params) (response, *apiError) {
 		}
 	}
 	return resp, nil
+}
+
+func instanceFields(c *Cloud, i *Instance) fieldsFunc {
+	return func(name string) ([]string, bool) {
+		switch name {
+		case "instance-id":
+			return []string{i.ID}, true
+		case "availability-zone":
+			return []string{i.Zone}, true
+		case "instance-state-name":
+			return []string{i.State}, true
+		case "instance-state-code":
+			return []string{strconv.Itoa(stateCodes[i.State])}, true
+		case "instance-type":
+			return []string{i.Type}, true
+		case "image-id":
+			return []string{i.ImageID}, true
+		case "private-ip-address":
+			return []string{i.PrivateIP}, true
+		case "private-dns-name":
+			return []string{privateDNS(i.PrivateIP, c.cfg.Region)}, true
+		case "reservation-id":
+			return []string{i.ReservationID}, true
+		}
+		return tagFields(i.Tags, name)
+	}
 }

@@ -167,26 +167,13 @@ func (c *Cloud) describeVolumesModifications(p *params) (response, *apiError) {
 			candidates = append(candidates, id)
 		}
 	}
+	if _, aerr := matchFilters(filters, modificationFields(&Modification{})); aerr != nil {
+		return nil, aerr // an unknown filter is an error even when nothing is listed
+	}
 	var matched []string
 	for _, id := range candidates {
 		m := c.mods[id]
-		ok, aerr := matchFilters(filters, func(name string) ([]string, bool) {
-			switch name {
-			case "volume-id":
-				return []string{m.VolumeID}, true
-			case "modification-state":
-				return []string{m.State}, true
-			case "target-size":
-				return []string{strconv.Itoa(m.TargetSize)}, true
-			case "target-volume-type":
-				return []string{m.TargetType}, true
-			case "original-size":
-				return []string{strconv.Itoa(m.OriginalSize)}, true
-			case "original-volume-type":
-				return []string{m.OriginalType}, true
-			}
-			return nil, false
-		})
+		ok, aerr := matchFilters(filters, modificationFields(m))
 		if aerr != nil {
 			return nil, aerr
 		}
@@ -203,4 +190,24 @@ func (c *Cloud) describeVolumesModifications(p *params) (response, *apiError) {
 		resp.Modifications = append(resp.Modifications, toXMLModification(c.mods[id]))
 	}
 	return resp, nil
+}
+
+func modificationFields(m *Modification) fieldsFunc {
+	return func(name string) ([]string, bool) {
+		switch name {
+		case "volume-id":
+			return []string{m.VolumeID}, true
+		case "modification-state":
+			return []string{m.State}, true
+		case "target-size":
+			return []string{strconv.Itoa(m.TargetSize)}, true
+		case "target-volume-type":
+			return []string{m.TargetType}, true
+		case "original-size":
+			return []string{strconv.Itoa(m.OriginalSize)}, true
+		case "original-volume-type":
+			return []string{m.OriginalType}, true
+		}
+		return nil, false
+	}
 }

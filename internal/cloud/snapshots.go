@@ -208,32 +208,13 @@ func (c *Cloud) describeSnapshots(p *params) (response, *apiError) {
 			candidates = append(candidates, id)
 		}
 	}
+	if _, aerr := matchFilters(filters, snapshotFields(c, &Snapshot{})); aerr != nil {
+		return nil, aerr // an unknown filter is an error even when nothing is listed
+	}
 	var matched []string
 	for _, id := range candidates {
 		s := c.snapshots[id]
-		ok, aerr := matchFilters(filters, func(name string) ([]string, bool) {
-			switch name {
-			case "snapshot-id":
-				return []string{s.ID}, true
-			case "volume-id":
-				return []string{s.VolumeID}, true
-			case "status":
-				return []string{s.State}, true
-			case "owner-id":
-				return []string{c.ownerID}, true
-			case "progress":
-				return []string{strconv.Itoa(s.Progress) + "%"}, true
-			case "volume-size":
-				return []string{strconv.Itoa(s.VolumeSize)}, true
-			case "encrypted":
-				return []string{strconv.FormatBool(s.Encrypted)}, true
-			case "description":
-				return []string{s.Description}, true
-			case "start-time":
-				return []string{ts(s.StartTime)}, true
-			}
-			return tagFields(s.Tags, name)
-		})
+		ok, aerr := matchFilters(filters, snapshotFields(c, s))
 		if aerr != nil {
 			return nil, aerr
 		}
@@ -250,4 +231,30 @@ func (c *Cloud) describeSnapshots(p *params) (response, *apiError) {
 		resp.Snapshots = append(resp.Snapshots, c.toXMLSnapshot(c.snapshots[id]))
 	}
 	return resp, nil
+}
+
+func snapshotFields(c *Cloud, s *Snapshot) fieldsFunc {
+	return func(name string) ([]string, bool) {
+		switch name {
+		case "snapshot-id":
+			return []string{s.ID}, true
+		case "volume-id":
+			return []string{s.VolumeID}, true
+		case "status":
+			return []string{s.State}, true
+		case "owner-id":
+			return []string{c.ownerID}, true
+		case "progress":
+			return []string{strconv.Itoa(s.Progress) + "%"}, true
+		case "volume-size":
+			return []string{strconv.Itoa(s.VolumeSize)}, true
+		case "encrypted":
+			return []string{strconv.FormatBool(s.Encrypted)}, true
+		case "description":
+			return []string{s.Description}, true
+		case "start-time":
+			return []string{ts(s.StartTime)}, true
+		}
+		return tagFields(s.Tags, name)
+	}
 }

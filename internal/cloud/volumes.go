@@ -369,6 +369,9 @@ func (c *Cloud) describeVolumes(p *params) (response, *apiError) {
 			candidates = append(candidates, id)
 		}
 	}
+	if _, aerr := matchFilters(filters, volumeFields(&Volume{})); aerr != nil {
+		return nil, aerr // an unknown filter is an error even when nothing is listed
+	}
 	var matched []string
 	for _, id := range candidates {
 		ok, aerr := matchFilters(filters, volumeFields(c.volumes[id]))

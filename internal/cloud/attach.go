@@ -166,15 +166,12 @@ func (c *Cloud) detachVolume(p *params) (response, *apiError) {
 	}
 	instID = a.InstanceID
 	if a.State == "detaching" {
+		resp := &attachResponse{xmlAttachment: toXMLAttachment(volID, *a)}
 		if force {
 			// A forced detach completes one that is stuck (for instance, held by a fault).
 			c.forceDetachLocked(volID, instID)
-			a = c.volumes[volID].attachment(instID)
-			if a == nil {
-				return &attachResponse{xmlAttachment: xmlAttachment{VolumeID: volID, InstanceID: instID, Device: device, Status: "detached"}}, nil
-			}
 		}
-		return &attachResponse{xmlAttachment: toXMLAttachment(volID, *a)}, nil
+		return resp, nil
 	}
 	nv := v.clone()
 	na := nv.attachment(instID)

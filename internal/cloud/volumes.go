@@ -22,7 +22,7 @@ type xmlAttachment struct {
 	InstanceID          string `xml:"instanceId"`
 	Device              string `xml:"device"`
 	Status              string `xml:"status"`
-	AttachTime          string `xml:"attachTime"`
+	AttachTime          string `xml:"attachTime,omitempty"`
 	DeleteOnTermination bool   `xml:"deleteOnTermination"`
 }
 

@@ -1,0 +1,63 @@
+package cloud
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// awsCLI finds the aws CLI: Debian's awscli at /usr/bin/aws first, then PATH.
+func awsCLI(t *testing.T) string {
+	if _, err := os.Stat("/usr/bin/aws"); err == nil {
+		return "/usr/bin/aws"
+	}
+	p, err := exec.LookPath("aws")
+	if err != nil {
+		t.Skip("the aws CLI is not installed (Debian package awscli); hack/setup.sh installs it")
+	}
+	return p
+}
+
+// TestAWSCLI drives the cloud with the aws CLI, configured only by the files the cloud
+// wrote and its endpoint.
+func TestAWSCLI(t *testing.T) {
+	cli := awsCLI(t)
+	r := startCloud(t, Config{Hollow: true})
+	inst := r.runInstance(t, "us-east-1a")
+	vol := r.createVolume(t, "us-east-1a", 2)
+	run := func(args ...string) map[string]any {
+		t.Helper()
+		cmd := exec.Command(cli, append([]string{"ec2", "--endpoint-url", r.Endpoint(), "--output", "json"}, args...)...)
+		cmd.Env = []string{"AWS_CONFIG_FILE=" + r.ConfigFile(), "AWS_SHARED_CREDENTIALS_FILE=" + r.CredentialsFile(), "AWS_PAGER=", "HOME=" + t.TempDir()}
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "AWS_") && !strings.HasPrefix(kv, "HOME=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("aws %v: %v\n%s", args, err, out)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(out, &m); err != nil {
+			t.Fatalf("aws %v: %v\n%s", args, err, out)
+		}
+		return m
+	}
+	att := run("attach-volume", "--volume-id", vol, "--instance-id", inst, "--device", "/dev/xvdba")
+	if att["State"] != "attaching" || att["VolumeId"] != vol {
+		t.Errorf("attach-volume answered %v", att)
+	}
+	out := run("describe-volumes", "--filters", "Name=attachment.instance-id,Values="+inst)
+	vols, _ := out["Volumes"].([]any)
+	if len(vols) != 1 {
+		t.Fatalf("describe-volumes: %v", out)
+	}
+	v := vols[0].(map[string]any)
+	atts := v["Attachments"].([]any)
+	if v["VolumeId"] != vol || v["State"] != "in-use" || len(atts) != 1 || atts[0].(map[string]any)["State"] != "attached" {
+		t.Errorf("describe-volumes: %v", v)
+	}
+}

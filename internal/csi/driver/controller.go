@@ -396,6 +396,9 @@ func (c *controller) ControllerPublishVolume(ctx context.Context, req *csi.Contr
 		}
 	}
 
+	if disk.Zone != inst.Zone {
+		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is in zone %s and node %s in zone %s: an EBS volume attaches only to instances in its own zone", volID, disk.Zone, nodeID, inst.Zone)
+	}
 	if err := c.attach(ctx, volID, inst); err != nil {
 		return nil, err
 	}

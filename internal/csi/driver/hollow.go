@@ -116,3 +116,4 @@ func (m *HollowMounter) Mounts() int {
 
 func (m *HollowMounter) NeedResize(string, string) (bool, error) { return false, nil }
 func (m *HollowMounter) Resize(string, string) (bool, error)     { return true, nil }
+func (m *HollowMounter) GrowUnmounted(string) error              { return nil }

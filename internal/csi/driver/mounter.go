@@ -30,6 +30,9 @@ type Mounter interface {
 	// fill the device.
 	NeedResize(device, mountPath string) (bool, error)
 	Resize(device, mountPath string) (bool, error)
+	// GrowUnmounted grows the ext2/3/4 filesystem on an unmounted device to fill it
+	// (checked first, as resize2fs asks).
+	GrowUnmounted(device string) error
 }
 
 // Devices finds the block devices of attached volumes on the node.
@@ -97,6 +100,19 @@ func (m *SystemMounter) NeedResize(device, mountPath string) (bool, error) {
 
 func (m *SystemMounter) Resize(device, mountPath string) (bool, error) {
 	return m.resize.Resize(device, mountPath)
+}
+
+func (m *SystemMounter) GrowUnmounted(device string) error {
+	// e2fsck -p exits 1 when it fixed something, which is fine here.
+	if out, err := m.sfm.Exec.Command("e2fsck", "-f", "-p", device).CombinedOutput(); err != nil {
+		if ee, ok := err.(utilexec.ExitError); !ok || ee.ExitStatus() > 1 {
+			return fmt.Errorf("e2fsck %s: %w: %s", device, err, out)
+		}
+	}
+	if out, err := m.sfm.Exec.Command("resize2fs", device).CombinedOutput(); err != nil {
+		return fmt.Errorf("resize2fs %s: %w: %s", device, err, out)
+	}
+	return nil
 }
 
 // DeviceDir resolves devices the way a node sees EBS volumes: the publish

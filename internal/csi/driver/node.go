@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
@@ -120,11 +121,27 @@ func (n *node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 	if existing != "" && existing != fsType {
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s: device %s holds %s, not the requested %s", volID, source, existing, fsType)
 	}
+	grown := false
+	if isExt(existing) {
+		// A volume that grew while it was not staged (resized offline, restored
+		// from a smaller snapshot) is grown before it is mounted: offline growth
+		// needs no privilege beyond the device, unlike ext4's online resize.
+		need, err := n.mounter().NeedResize(source, staging)
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "volume %s: check size of %s: %v", volID, source, err)
+		}
+		if need {
+			if err := n.mounter().GrowUnmounted(source); err != nil {
+				return nil, status.Errorf(codes.Internal, "volume %s: grow filesystem on %s: %v", volID, source, err)
+			}
+			grown = true
+		}
+	}
 	opts := append([]string(nil), vc.GetMount().GetMountFlags()...)
 	if err := n.mounter().FormatAndMount(source, staging, fsType, opts, formatOpts); err != nil {
 		return nil, status.Errorf(codes.Internal, "volume %s: format and mount %s at %s: %v", volID, source, staging, err)
 	}
-	if existing != "" {
+	if existing != "" && !isExt(existing) {
 		// A volume that had a filesystem may have grown since (restored from a
 		// smaller snapshot, resized while detached).
 		need, err := n.mounter().NeedResize(source, staging)
@@ -137,9 +154,11 @@ func (n *node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 			}
 		}
 	}
-	n.d.log.Info("volume staged", "volume", volID, "device", source, "fs", fsType, "path", staging, "formatted", existing == "")
+	n.d.log.Info("volume staged", "volume", volID, "device", source, "fs", fsType, "path", staging, "formatted", existing == "", "grown", grown)
 	return &csi.NodeStageVolumeResponse{}, nil
 }
+
+func isExt(fs string) bool { return fs == "ext2" || fs == "ext3" || fs == "ext4" }
 
 func sameFile(a, b string) bool {
 	if a == b {
@@ -386,8 +405,19 @@ func (n *node) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRe
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "volume %s: device at %s: %v", volID, path, err)
 	}
-	if _, err := n.mounter().Resize(dev, path); err != nil {
-		return nil, status.Errorf(codes.Internal, "volume %s: grow filesystem on %s: %v", volID, dev, err)
+	need, err := n.mounter().NeedResize(dev, path)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "volume %s: check size of %s: %v", volID, dev, err)
+	}
+	if need {
+		if _, err := n.mounter().Resize(dev, path); err != nil {
+			if strings.Contains(err.Error(), "Permission denied to resize") {
+				// ext4 online resize needs CAP_SYS_RESOURCE, which some nodes (and
+				// containers) lack; offline growth at the next stage still works.
+				return nil, status.Errorf(codes.FailedPrecondition, "volume %s: this node may not grow a mounted ext4 filesystem (no CAP_SYS_RESOURCE): unpublish and unstage the volume and it grows at the next NodeStageVolume: %v", volID, err)
+			}
+			return nil, status.Errorf(codes.Internal, "volume %s: grow filesystem on %s: %v", volID, dev, err)
+		}
 	}
 	size, err := n.devices().Size(dev)
 	if err != nil {

@@ -117,8 +117,17 @@ func TestCreateVolumeDefaultZoneAndFailureCleanup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if z := zoneOf(r.GetVolume().GetAccessibleTopology()[0]); z != "us-east-1a" {
-		t.Fatalf("default zone %s, want the first zone us-east-1a", z)
+	if z := zoneOf(r.GetVolume().GetAccessibleTopology()[0]); z != "us-east-1b" {
+		t.Fatalf("default zone in all mode %s, want the node's zone us-east-1b", z)
+	}
+	// A controller alone takes the region's first zone.
+	_, conn := StartDriver(t, Config{Mode: ModeController}, Deps{Cloud: e.cloud})
+	r2, err := csi.NewControllerClient(conn).CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "z2", VolumeCapabilities: []*csi.VolumeCapability{mountCap("")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z := zoneOf(r2.GetVolume().GetAccessibleTopology()[0]); z != "us-east-1a" {
+		t.Fatalf("default zone of a lone controller %s, want the first zone us-east-1a", z)
 	}
 	if r.GetVolume().GetCapacityBytes() != 100*GiB {
 		t.Fatalf("default size %d, want 100 GiB", r.GetVolume().GetCapacityBytes())

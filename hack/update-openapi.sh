@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Regenerates internal/apiserver/openapi/zz_generated.openapi.go from the k8s.io types.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+go install k8s.io/kube-openapi/cmd/openapi-gen@"$(go list -m -f '{{.Version}}' k8s.io/kube-openapi)"
+"$(go env GOPATH)/bin/openapi-gen" --output-dir internal/apiserver/openapi \
+	--output-pkg github.com/kubelab/kubelab/internal/apiserver/openapi \
+	--output-file zz_generated.openapi.go --go-header-file hack/boilerplate.go.txt \
+	--report-filename /dev/null \
+	k8s.io/api/core/v1 k8s.io/api/apps/v1 k8s.io/api/storage/v1 k8s.io/api/discovery/v1 \
+	k8s.io/api/coordination/v1 k8s.io/api/events/v1 k8s.io/api/rbac/v1 k8s.io/api/policy/v1 \
+	k8s.io/api/autoscaling/v1 k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime \
+	k8s.io/apimachinery/pkg/version k8s.io/apimachinery/pkg/util/intstr k8s.io/apimachinery/pkg/api/resource

@@ -1,0 +1,22 @@
+// Package apiserver is kubelab's Kubernetes-compatible API server: the front door of every
+// step in the seeds ("kubectl apply → API server → authn/authz/admission → etcd", seed 003
+// §1–§2, and the watches that wake controllers, scheduler and kubelet in seed 001).
+//
+// It is built on k8s.io/apiserver, the library kube-apiserver and aggregated API servers
+// are made of, so the wire is the real one: JSON, YAML and protobuf; watch with bookmarks
+// and WatchList; every patch type and server-side apply with managedFields; field
+// validation; tables; discovery and OpenAPI v2/v3; resourceVersion and pagination rules.
+//
+// What kubelab adds is the registry: one row per kind (resource.go; the rows are in
+// core.go, apps.go, storage.go, other.go) saying its names, scope, subresources, table
+// columns and selectable fields, plus a few hooks for the kind's own rules. A generic
+// strategy (strategy.go) applies the rules all kinds share. Kinds with behaviour beyond
+// storage have a file each: pods.go (binding, eviction, graceful deletion),
+// namespaces.go (two-step deletion, /finalize), services.go (ClusterIP and NodePort
+// allocation), scale.go (/scale).
+//
+// Contract: New(Config) validates; Run(ctx) serves HTTPS on the loopback address until ctx
+// ends, authenticating x509 client certificates of the cluster CA (CN user, O groups) and
+// bearer tokens, and writes the admin kubeconfig; Ready() closes once the built-in
+// namespaces exist. Authorization allows every authenticated user for now (a seam for RBAC).
+package apiserver

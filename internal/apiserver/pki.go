@@ -1,0 +1,236 @@
+package apiserver
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// PKI is the cluster's certificate authority and the certificates made from it at first
+// start: the API server's serving certificate and the admin's client certificate.
+type PKI struct {
+	Dir string
+}
+
+func (p PKI) CACert() string         { return filepath.Join(p.Dir, "ca.crt") }
+func (p PKI) CAKey() string          { return filepath.Join(p.Dir, "ca.key") }
+func (p PKI) ServingCert() string    { return filepath.Join(p.Dir, "apiserver.crt") }
+func (p PKI) ServingKey() string     { return filepath.Join(p.Dir, "apiserver.key") }
+func (p PKI) AdminCert() string      { return filepath.Join(p.Dir, "admin.crt") }
+func (p PKI) AdminKey() string       { return filepath.Join(p.Dir, "admin.key") }
+func (p PKI) TokenFile() string      { return filepath.Join(p.Dir, "tokens.csv") }
+func (p PKI) adminTokenFile() string { return filepath.Join(p.Dir, "admin.token") }
+
+// AdminUser and AdminGroup are the identity of the admin kubeconfig.
+const (
+	AdminUser  = "kubelab-admin"
+	AdminGroup = "system:masters"
+)
+
+// ensure creates whatever of the PKI is missing; existing files are kept, so clients'
+// kubeconfigs stay valid across restarts.
+func (p PKI) ensure() error {
+	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
+		return fmt.Errorf("create pki dir: %w", err)
+	}
+	if !exists(p.CACert()) || !exists(p.CAKey()) {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return err
+		}
+		tmpl := &x509.Certificate{
+			SerialNumber: serial(), Subject: pkix.Name{CommonName: "kubelab-ca"},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().AddDate(10, 0, 0),
+			KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+			BasicConstraintsValid: true, IsCA: true,
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+		if err != nil {
+			return fmt.Errorf("create CA: %w", err)
+		}
+		if err := writePair(p.CACert(), p.CAKey(), der, key); err != nil {
+			return err
+		}
+	}
+	caCert, caKey, err := p.loadCA()
+	if err != nil {
+		return err
+	}
+	if !exists(p.ServingCert()) || !exists(p.ServingKey()) {
+		tmpl := &x509.Certificate{
+			Subject:     pkix.Name{CommonName: "kube-apiserver"},
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+			DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+				"kubernetes.default.svc.cluster.local"},
+			IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")},
+		}
+		if err := issue(tmpl, caCert, caKey, p.ServingCert(), p.ServingKey()); err != nil {
+			return err
+		}
+	}
+	if !exists(p.AdminCert()) || !exists(p.AdminKey()) {
+		tmpl := &x509.Certificate{
+			Subject:     pkix.Name{CommonName: AdminUser, Organization: []string{AdminGroup}},
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		}
+		if err := issue(tmpl, caCert, caKey, p.AdminCert(), p.AdminKey()); err != nil {
+			return err
+		}
+	}
+	if !exists(p.TokenFile()) {
+		b := make([]byte, 24)
+		if _, err := rand.Read(b); err != nil {
+			return err
+		}
+		token := hex.EncodeToString(b)
+		// token,user,uid,"group1,group2" — the static token file format.
+		line := fmt.Sprintf("%s,%s,%s,\"%s\"\n", token, AdminUser, AdminUser, AdminGroup)
+		if err := writeFileAtomic(p.TokenFile(), []byte(line), 0o600); err != nil {
+			return err
+		}
+		if err := writeFileAtomic(p.adminTokenFile(), []byte(token+"\n"), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p PKI) loadCA() (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	certPEM, err := os.ReadFile(p.CACert())
+	if err != nil {
+		return nil, nil, err
+	}
+	keyPEM, err := os.ReadFile(p.CAKey())
+	if err != nil {
+		return nil, nil, err
+	}
+	cb, _ := pem.Decode(certPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return nil, nil, errors.New("pki: CA files are not PEM")
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pki: parse CA certificate: %w", err)
+	}
+	key, err := x509.ParseECPrivateKey(kb.Bytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pki: parse CA key: %w", err)
+	}
+	return cert, key, nil
+}
+
+// WriteAdminKubeconfig writes a kubeconfig for the admin (client certificate) to path.
+func (p PKI) WriteAdminKubeconfig(path, server string) error {
+	ca, err := os.ReadFile(p.CACert())
+	if err != nil {
+		return err
+	}
+	cert, err := os.ReadFile(p.AdminCert())
+	if err != nil {
+		return err
+	}
+	key, err := os.ReadFile(p.AdminKey())
+	if err != nil {
+		return err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["kubelab"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	cfg.AuthInfos[AdminUser] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key}
+	cfg.Contexts["kubelab"] = &clientcmdapi.Context{Cluster: "kubelab", AuthInfo: AdminUser, Namespace: "default"}
+	cfg.CurrentContext = "kubelab"
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, data, 0o600)
+}
+
+// AdminToken is the bearer token of the admin, for clients that cannot use certificates.
+func (p PKI) AdminToken() (string, error) {
+	b, err := os.ReadFile(p.adminTokenFile())
+	if err != nil {
+		return "", err
+	}
+	return string(trimNewline(b)), nil
+}
+
+func trimNewline(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func issue(tmpl, ca *x509.Certificate, caKey *ecdsa.PrivateKey, certPath, keyPath string) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	tmpl.SerialNumber = serial()
+	tmpl.NotBefore = time.Now().Add(-time.Hour)
+	tmpl.NotAfter = time.Now().AddDate(5, 0, 0)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return fmt.Errorf("issue %s: %w", tmpl.Subject.CommonName, err)
+	}
+	return writePair(certPath, keyPath, der, key)
+}
+
+func writePair(certPath, keyPath string, der []byte, key *ecdsa.PrivateKey) error {
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		return err
+	}
+	return writeFileAtomic(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+}
+
+func serial() *big.Int {
+	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	return n
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// writeFileAtomic writes through a temporary file and a rename, so that a reader never
+// sees half a file.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

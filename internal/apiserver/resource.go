@@ -1,0 +1,64 @@
+package apiserver
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// resource is one row of the registry: everything the generic store, discovery, tables
+// and field selectors need to serve a kind. Adding a kind is adding a row (resources.go)
+// and, where the kind has rules of its own, a few hooks.
+type resource struct {
+	group, version, kind, plural, singular string
+	shortNames, categories                 []string
+	namespaced                             bool
+	newObj, newList                        func() runtime.Object
+
+	// status: the kind has a /status subresource; the main resource then ignores status
+	// and /status ignores the rest.
+	status bool
+	// scale: the kind has a /scale subresource (autoscaling/v1 Scale over spec.replicas).
+	scale bool
+	// generation: writes that change spec bump metadata.generation.
+	generation bool
+
+	// selectableFields are the field-selector labels beyond metadata.name/namespace.
+	selectableFields []string
+	fields           func(obj runtime.Object) fields.Set
+
+	columns []metav1.TableColumnDefinition
+	row     func(obj runtime.Object) []interface{}
+
+	hooks hooks
+}
+
+// hooks are the rules of a kind beyond the generic ones.
+type hooks struct {
+	// name validates metadata.name; DNS-1123 subdomain when nil.
+	name func(name string, prefix bool) []string
+	// validate checks an object about to be created or updated.
+	validate func(obj runtime.Object) field.ErrorList
+	// validateUpdate checks what may not change.
+	validateUpdate func(obj, old runtime.Object) field.ErrorList
+	// prepareForCreate sets server-owned fields on create (after status is cleared).
+	prepareForCreate func(obj runtime.Object)
+	// prepareForUpdate carries server-owned fields over on update.
+	prepareForUpdate func(obj, old runtime.Object)
+	// gracefulDelete decides whether a delete is graceful, adjusting the options.
+	gracefulDelete func(ctx context.Context, obj runtime.Object, options *metav1.DeleteOptions) bool
+}
+
+func (r *resource) gv() schema.GroupVersion {
+	return schema.GroupVersion{Group: r.group, Version: r.version}
+}
+
+func (r *resource) gvk() schema.GroupVersionKind { return r.gv().WithKind(r.kind) }
+
+func (r *resource) groupResource() schema.GroupResource {
+	return schema.GroupResource{Group: r.group, Resource: r.plural}
+}

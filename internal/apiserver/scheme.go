@@ -1,0 +1,97 @@
+package apiserver
+
+import (
+	"fmt"
+	"reflect"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+)
+
+// The API server has no separate "internal" Go types, as kube-apiserver does: each kind's
+// versioned k8s.io/api type is registered a second time under its group's internal
+// version, so the generic registry converts between the two by only changing the kind.
+// The one exception is events.k8s.io: its objects are stored as core/v1 Events (one
+// store, two APIs, as upstream), so the core type is its internal type and conversion
+// functions translate the fields.
+
+// addToSchemes registers the external versions kubelab serves.
+var addToSchemes = []func(*runtime.Scheme) error{
+	corev1.AddToScheme, appsv1.AddToScheme, storagev1.AddToScheme, discoveryv1.AddToScheme,
+	coordinationv1.AddToScheme, eventsv1.AddToScheme, rbacv1.AddToScheme, policyv1.AddToScheme,
+	autoscalingv1.AddToScheme, snapshotv1.AddToScheme,
+}
+
+var metav1Pkg = reflect.TypeOf(metav1.Status{}).PkgPath()
+
+// newScheme builds the scheme and codecs of the server: external versions, their internal
+// twins, defaulting, field-label conversions and the events conversions.
+func newScheme(resources []resource) (*runtime.Scheme, serializer.CodecFactory, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range addToSchemes {
+		if err := add(scheme); err != nil {
+			return nil, serializer.CodecFactory{}, err
+		}
+	}
+	// What the generic server needs for its own objects.
+	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
+	scheme.AddUnversionedTypes(schema.GroupVersion{Version: "v1"},
+		&metav1.Status{}, &metav1.APIVersions{}, &metav1.APIGroupList{}, &metav1.APIGroup{}, &metav1.APIResourceList{})
+
+	for _, gv := range scheme.PrioritizedVersionsAllGroups() {
+		internal := schema.GroupVersion{Group: gv.Group, Version: runtime.APIVersionInternal}
+		for kind, t := range scheme.KnownTypes(gv) {
+			if t.PkgPath() == metav1Pkg || gv.Group == eventsv1.GroupName {
+				continue
+			}
+			scheme.AddKnownTypeWithName(internal.WithKind(kind), reflect.New(t).Interface().(runtime.Object))
+		}
+	}
+	eventsInternal := schema.GroupVersion{Group: eventsv1.GroupName, Version: runtime.APIVersionInternal}
+	scheme.AddKnownTypes(eventsInternal, &corev1.Event{}, &corev1.EventList{})
+	if err := addEventConversions(scheme); err != nil {
+		return nil, serializer.CodecFactory{}, err
+	}
+	// Versions in order of preference, so that the storage encodes in v1.
+	for _, gv := range []schema.GroupVersion{corev1.SchemeGroupVersion, appsv1.SchemeGroupVersion,
+		storagev1.SchemeGroupVersion, discoveryv1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion,
+		eventsv1.SchemeGroupVersion, rbacv1.SchemeGroupVersion, policyv1.SchemeGroupVersion,
+		autoscalingv1.SchemeGroupVersion, snapshotv1.SchemeGroupVersion} {
+		if err := scheme.SetVersionPriority(gv); err != nil {
+			return nil, serializer.CodecFactory{}, err
+		}
+	}
+
+	addDefaults(scheme)
+	for i := range resources {
+		r := &resources[i]
+		allowed := map[string]bool{"metadata.name": true, "metadata.namespace": true}
+		for _, f := range r.selectableFields {
+			allowed[f] = true
+		}
+		kind := r.gvk()
+		err := scheme.AddFieldLabelConversionFunc(kind, func(label, value string) (string, string, error) {
+			if !allowed[label] {
+				return "", "", fmt.Errorf("field label not supported: %s", label)
+			}
+			return label, value, nil
+		})
+		if err != nil {
+			return nil, serializer.CodecFactory{}, err
+		}
+	}
+	return scheme, serializer.NewCodecFactory(scheme), nil
+}

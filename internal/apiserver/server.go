@@ -1,0 +1,324 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	"k8s.io/apiserver/pkg/authentication/request/union"
+	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+	"k8s.io/apiserver/pkg/authentication/token/tokenfile"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/apiserver/pkg/server/options"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	basecompatibility "k8s.io/component-base/compatibility"
+
+	"github.com/kubelab/kubelab/internal/apiserver/openapi"
+	"github.com/kubelab/kubelab/internal/version"
+)
+
+// Server is kubelab's API server.
+type Server struct {
+	cfg   Config
+	pki   PKI
+	ready chan struct{}
+	url   string
+}
+
+// New checks cfg and prepares a Server; Run starts it.
+func New(cfg Config) (*Server, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("apiserver config: %w", err)
+	}
+	return &Server{cfg: cfg, pki: PKI{Dir: filepath.Join(cfg.DataDir, "pki")}, ready: make(chan struct{})}, nil
+}
+
+// Ready is closed once the server serves requests and the built-in namespaces exist.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// URL is the server's https URL; valid after Ready.
+func (s *Server) URL() string { return s.url }
+
+// KubeconfigPath is where the admin kubeconfig is written.
+func (s *Server) KubeconfigPath() string { return s.cfg.KubeconfigPath }
+
+// PKI is the server's certificate authority and credentials.
+func (s *Server) PKI() PKI { return s.pki }
+
+// allResources is the registry: every row kubelab serves.
+func allResources() []resource {
+	var rs []resource
+	for _, r := range coreResources() {
+		r.version = "v1"
+		rs = append(rs, r)
+	}
+	rs = append(rs, appsResources()...)
+	rs = append(rs, storageResources()...)
+	rs = append(rs, otherResources()...)
+	return rs
+}
+
+// Run serves until ctx ends.
+func (s *Server) Run(ctx context.Context) error {
+	if err := s.pki.ensure(); err != nil {
+		return fmt.Errorf("apiserver pki: %w", err)
+	}
+	resources := allResources()
+	scheme, codecs, err := newScheme(resources)
+	if err != nil {
+		return fmt.Errorf("apiserver scheme: %w", err)
+	}
+
+	listener, err := net.Listen("tcp", net.JoinHostPort(s.cfg.BindAddress, strconv.Itoa(s.cfg.Port)))
+	if err != nil {
+		return fmt.Errorf("apiserver listen: %w", err)
+	}
+	s.url = "https://" + listener.Addr().String()
+
+	cfg := genericapiserver.NewConfig(codecs)
+	info := version.Info()
+	cfg.EffectiveVersion = basecompatibility.NewEffectiveVersionFromString(info.Major+"."+info.Minor, "", "")
+	if err := s.applyServing(cfg, listener); err != nil {
+		listener.Close()
+		return err
+	}
+	if err := s.applyAuth(cfg); err != nil {
+		listener.Close()
+		return err
+	}
+	namer := openapinamer.NewDefinitionNamer(scheme)
+	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(openapi.Definitions, namer)
+	cfg.OpenAPIConfig.Info.Title, cfg.OpenAPIConfig.Info.Version = "Kubernetes", info.GitVersion
+	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.Definitions, namer)
+	cfg.OpenAPIV3Config.Info.Title, cfg.OpenAPIV3Config.Info.Version = "Kubernetes", info.GitVersion
+
+	resourceConfig := serverstorage.NewResourceConfig()
+	for _, r := range resources {
+		resourceConfig.EnableVersions(r.gv())
+	}
+	cfg.MergedResourceConfig = resourceConfig
+	if err := s.applyStorage(cfg, scheme, codecs, resources, resourceConfig); err != nil {
+		listener.Close()
+		return err
+	}
+
+	client, err := kubernetes.NewForConfig(cfg.LoopbackClientConfig)
+	if err != nil {
+		listener.Close()
+		return err
+	}
+	factory := informers.NewSharedInformerFactory(client, 10*time.Minute)
+	nsLifecycle, err := lifecycle.NewLifecycle(sets.New(metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic))
+	if err != nil {
+		listener.Close()
+		return err
+	}
+	nsLifecycle.SetExternalKubeInformerFactory(factory)
+	nsLifecycle.SetExternalKubeClientSet(client)
+	if err := nsLifecycle.ValidateInitialization(); err != nil {
+		listener.Close()
+		return err
+	}
+	cfg.AdmissionControl = admission.NewChainHandler(nsLifecycle)
+
+	etcdClient, err := clientv3.New(clientv3.Config{Endpoints: s.cfg.EtcdServers, DialTimeout: 10 * time.Second, Context: ctx})
+	if err != nil {
+		listener.Close()
+		return fmt.Errorf("apiserver etcd client: %w", err)
+	}
+	defer etcdClient.Close()
+	_, cidr, _ := net.ParseCIDR(s.cfg.ServiceCIDR)
+	alloc := &serviceAllocator{etcd: etcdClient, prefix: s.cfg.EtcdPrefix, cidr: cidr}
+
+	server, err := cfg.Complete(factory).New("kubelab-apiserver", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		listener.Close()
+		return fmt.Errorf("apiserver: %w", err)
+	}
+	if err := installAPIs(server, scheme, codecs, resources, cfg.RESTOptionsGetter, alloc); err != nil {
+		return err
+	}
+	server.AddPostStartHookOrDie("kubelab-bootstrap", func(hook genericapiserver.PostStartHookContext) error {
+		if err := bootstrap(hook, hook.LoopbackClientConfig, alloc.firstIP().String(), listener.Addr().(*net.TCPAddr).Port); err != nil {
+			return err
+		}
+		if err := s.pki.WriteAdminKubeconfig(s.cfg.KubeconfigPath, s.url); err != nil {
+			return fmt.Errorf("write kubeconfig: %w", err)
+		}
+		slog.InfoContext(ctx, "API server is ready", "url", s.url, "kubeconfig", s.cfg.KubeconfigPath)
+		close(s.ready)
+		return nil
+	})
+	return server.PrepareRun().RunWithContext(ctx)
+}
+
+func (s *Server) applyServing(cfg *genericapiserver.Config, listener net.Listener) error {
+	serving := options.NewSecureServingOptions().WithLoopback()
+	serving.Listener = listener
+	serving.BindAddress = net.ParseIP(s.cfg.BindAddress)
+	serving.BindPort = listener.Addr().(*net.TCPAddr).Port
+	serving.ServerCert.CertKey.CertFile = s.pki.ServingCert()
+	serving.ServerCert.CertKey.KeyFile = s.pki.ServingKey()
+	if err := serving.ApplyTo(&cfg.SecureServing, &cfg.LoopbackClientConfig); err != nil {
+		return fmt.Errorf("apiserver serving: %w", err)
+	}
+	return nil
+}
+
+// applyAuth: x509 client certificates signed by the cluster CA (CN user, O groups) and
+// bearer tokens from the token file; no anonymous requests (401). Every authenticated
+// user may do everything for now: authorization is a seam for RBAC.
+func (s *Server) applyAuth(cfg *genericapiserver.Config) error {
+	caPEM, err := os.ReadFile(s.pki.CACert())
+	if err != nil {
+		return err
+	}
+	ca, err := dynamiccertificates.NewStaticCAContent("client-ca", caPEM)
+	if err != nil {
+		return fmt.Errorf("client CA: %w", err)
+	}
+	if err := cfg.Authentication.ApplyClientCert(ca, cfg.SecureServing); err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	certs := x509request.New(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, x509request.CommonNameUserConversion)
+	tokens, err := tokenfile.NewCSV(s.pki.TokenFile())
+	if err != nil {
+		return fmt.Errorf("token file: %w", err)
+	}
+	var authn authenticator.Request = union.New(certs, bearertoken.New(tokens))
+	cfg.Authentication.Authenticator = group.NewAuthenticatedGroupAdder(authn)
+	cfg.Authorization.Authorizer = authorizerfactory.NewAlwaysAllowAuthorizer()
+	genericapiserver.AuthorizeClientBearerToken(cfg.LoopbackClientConfig, &cfg.Authentication, &cfg.Authorization)
+	return nil
+}
+
+// applyStorage stores every kind in etcd as protobuf (JSON for the snapshot kinds, which
+// have no protobuf form), under /registry/<resource>, with a watch cache in front.
+func (s *Server) applyStorage(cfg *genericapiserver.Config, scheme *runtime.Scheme, codecs serializer.CodecFactory, resources []resource, resourceConfig *serverstorage.ResourceConfig) error {
+	backend := storagebackend.NewDefaultConfig(s.cfg.EtcdPrefix, nil)
+	backend.Transport.ServerList = s.cfg.EtcdServers
+	etcdOpts := options.NewEtcdOptions(backend)
+	etcdOpts.DefaultStorageMediaType = runtime.ContentTypeProtobuf
+	factory := serverstorage.NewDefaultStorageFactory(etcdOpts.StorageConfig, runtime.ContentTypeProtobuf, codecs,
+		serverstorage.NewDefaultResourceEncodingConfig(scheme), resourceConfig, nil)
+	factory.AddCohabitatingResources(corev1.Resource("events"), eventsv1.Resource("events"))
+	for _, r := range resources {
+		if r.group == "snapshot.storage.k8s.io" {
+			factory.SetSerializer(r.groupResource(), runtime.ContentTypeJSON, codecs)
+		}
+	}
+	if err := etcdOpts.ApplyWithStorageFactoryTo(factory, cfg); err != nil {
+		return fmt.Errorf("apiserver storage: %w", err)
+	}
+	return nil
+}
+
+// installAPIs builds a store per row and installs each group.
+func installAPIs(server *genericapiserver.GenericAPIServer, scheme *runtime.Scheme, codecs serializer.CodecFactory, resources []resource, optsGetter generic.RESTOptionsGetter, alloc *serviceAllocator) error {
+	groups := map[string]*genericapiserver.APIGroupInfo{}
+	var order []string
+	for i := range resources {
+		r := &resources[i]
+		info, ok := groups[r.group]
+		if !ok {
+			g := genericapiserver.NewDefaultAPIGroupInfo(r.group, scheme, runtime.NewParameterCodec(scheme), codecs)
+			info = &g
+			groups[r.group] = info
+			order = append(order, r.group)
+		}
+		if info.VersionedResourcesStorageMap[r.version] == nil {
+			info.VersionedResourcesStorageMap[r.version] = map[string]rest.Storage{}
+		}
+		storages, err := restStorages(scheme, r, optsGetter, alloc)
+		if err != nil {
+			return err
+		}
+		for path, st := range storages {
+			info.VersionedResourcesStorageMap[r.version][path] = st
+		}
+	}
+	var rest []*genericapiserver.APIGroupInfo
+	for _, g := range order {
+		if g == "" {
+			if err := server.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, groups[g]); err != nil {
+				return fmt.Errorf("install core API: %w", err)
+			}
+			continue
+		}
+		rest = append(rest, groups[g])
+	}
+	if err := server.InstallAPIGroups(rest...); err != nil {
+		return fmt.Errorf("install APIs: %w", err)
+	}
+	return nil
+}
+
+// restStorages are the REST endpoints of one row: the resource and its subresources.
+func restStorages(scheme *runtime.Scheme, r *resource, optsGetter generic.RESTOptionsGetter, alloc *serviceAllocator) (map[string]rest.Storage, error) {
+	store, err := newStore(scheme, r, optsGetter)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]rest.Storage{r.plural: withMeta{store, r}}
+	if r.status {
+		out[r.plural+"/status"] = newStatusREST(scheme, r, store)
+	}
+	if r.scale {
+		out[r.plural+"/scale"] = &scaleREST{r: r, store: store}
+	}
+	switch r.gvk() {
+	case corev1.SchemeGroupVersion.WithKind("Pod"):
+		out["pods/binding"] = &bindingREST{pods: store}
+		out["pods/eviction"] = &evictionREST{pods: store}
+	case corev1.SchemeGroupVersion.WithKind("Namespace"):
+		out["namespaces"] = withMeta{&namespaceREST{store}, r}
+		out["namespaces/finalize"] = newFinalizeREST(store)
+	case corev1.SchemeGroupVersion.WithKind("Service"):
+		alloc.decorate(store)
+	}
+	return out, nil
+}
+
+// withMeta adds the discovery facts of a row (short names, categories, singular name)
+// to its main REST storage.
+type withMeta struct {
+	rest.StandardStorage
+	r *resource
+}
+
+func (w withMeta) ShortNames() []string    { return w.r.shortNames }
+func (w withMeta) Categories() []string    { return w.r.categories }
+func (w withMeta) GetSingularName() string { return w.r.singular }
+func (w withMeta) NamespaceScoped() bool   { return w.r.namespaced }
+func (w withMeta) ConvertToTable(ctx context.Context, obj runtime.Object, opts runtime.Object) (*metav1.Table, error) {
+	return w.StandardStorage.(rest.TableConvertor).ConvertToTable(ctx, obj, opts)
+}

@@ -1,0 +1,164 @@
+package apiserver
+
+import (
+	"strconv"
+	"strings"
+
+	storagev1 "k8s.io/api/storage/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// defaultClassAnnotation marks the StorageClass that claims without a class get.
+const defaultClassAnnotation = "storageclass.kubernetes.io/is-default-class"
+
+// storageResources are the rows of storage.k8s.io/v1: classes, attachments and the CSI
+// objects of seed 001's component map.
+func storageResources() []resource {
+	st := func(r resource) resource { r.group, r.version = "storage.k8s.io", "v1"; return r }
+	return []resource{
+		st(resource{
+			kind: "StorageClass", plural: "storageclasses", singular: "storageclass", shortNames: []string{"sc"},
+			newObj: func() runtime.Object { return &storagev1.StorageClass{} }, newList: func() runtime.Object { return &storagev1.StorageClassList{} },
+			columns: []metav1.TableColumnDefinition{nameCol(),
+				col("Provisioner", "string", "Indicates the type of the provisioner."),
+				col("ReclaimPolicy", "string", "Indicates the type of the reclaim policy."),
+				col("VolumeBindingMode", "string", "Indicates when volume binding and dynamic provisioning should occur"),
+				col("AllowVolumeExpansion", "string", "Indicates whether the storage class allow volume expand"), ageCol()},
+			row: func(o runtime.Object) []interface{} {
+				sc := o.(*storagev1.StorageClass)
+				name := sc.Name
+				if sc.Annotations[defaultClassAnnotation] == "true" {
+					name += " (default)"
+				}
+				reclaim, mode := "Delete", "Immediate"
+				if sc.ReclaimPolicy != nil {
+					reclaim = string(*sc.ReclaimPolicy)
+				}
+				if sc.VolumeBindingMode != nil {
+					mode = string(*sc.VolumeBindingMode)
+				}
+				expand := sc.AllowVolumeExpansion != nil && *sc.AllowVolumeExpansion
+				return []interface{}{name, sc.Provisioner, reclaim, mode, strconv.FormatBool(expand), age(sc.CreationTimestamp)}
+			},
+			hooks: hooks{
+				validate: func(o runtime.Object) field.ErrorList {
+					sc := o.(*storagev1.StorageClass)
+					if sc.Provisioner == "" {
+						return field.ErrorList{field.Required(field.NewPath("provisioner"), "")}
+					}
+					return nil
+				},
+				validateUpdate: func(o, old runtime.Object) field.ErrorList {
+					sc, osc := o.(*storagev1.StorageClass), old.(*storagev1.StorageClass)
+					var errs field.ErrorList
+					if !apiequality.Semantic.DeepEqual(sc.Parameters, osc.Parameters) {
+						errs = append(errs, field.Forbidden(field.NewPath("parameters"), "updates to parameters are forbidden."))
+					}
+					if sc.Provisioner != osc.Provisioner {
+						errs = append(errs, field.Forbidden(field.NewPath("provisioner"), "updates to provisioner are forbidden."))
+					}
+					if !apiequality.Semantic.DeepEqual(sc.VolumeBindingMode, osc.VolumeBindingMode) {
+						errs = append(errs, field.Forbidden(field.NewPath("volumeBindingMode"), "field is immutable"))
+					}
+					return errs
+				},
+			},
+		}),
+		st(resource{
+			kind: "VolumeAttachment", plural: "volumeattachments", singular: "volumeattachment", status: true,
+			newObj: func() runtime.Object { return &storagev1.VolumeAttachment{} }, newList: func() runtime.Object { return &storagev1.VolumeAttachmentList{} },
+			columns: []metav1.TableColumnDefinition{nameCol(),
+				col("Attacher", "string", "Name of the CSI driver that attaches the volume"),
+				col("PV", "string", "The persistent volume to attach"), col("Node", "string", "The node to attach to"),
+				col("Attached", "boolean", "Whether the volume is attached"), ageCol()},
+			row: func(o runtime.Object) []interface{} {
+				va := o.(*storagev1.VolumeAttachment)
+				pv := ""
+				if va.Spec.Source.PersistentVolumeName != nil {
+					pv = *va.Spec.Source.PersistentVolumeName
+				}
+				return []interface{}{va.Name, va.Spec.Attacher, pv, va.Spec.NodeName, va.Status.Attached, age(va.CreationTimestamp)}
+			},
+			hooks: hooks{
+				validate: func(o runtime.Object) field.ErrorList {
+					va := o.(*storagev1.VolumeAttachment)
+					spec := field.NewPath("spec")
+					var errs field.ErrorList
+					if va.Spec.Attacher == "" {
+						errs = append(errs, field.Required(spec.Child("attacher"), ""))
+					}
+					if va.Spec.NodeName == "" {
+						errs = append(errs, field.Required(spec.Child("nodeName"), ""))
+					}
+					if (va.Spec.Source.PersistentVolumeName == nil) == (va.Spec.Source.InlineVolumeSpec == nil) {
+						errs = append(errs, field.Required(spec.Child("source"), "must specify exactly one of persistentVolumeName and inlineVolumeSpec"))
+					}
+					return errs
+				},
+				validateUpdate: func(o, old runtime.Object) field.ErrorList {
+					if !apiequality.Semantic.DeepEqual(o.(*storagev1.VolumeAttachment).Spec, old.(*storagev1.VolumeAttachment).Spec) {
+						return field.ErrorList{field.Invalid(field.NewPath("spec"), "", "field is immutable")}
+					}
+					return nil
+				},
+			},
+		}),
+		st(resource{
+			kind: "CSIDriver", plural: "csidrivers", singular: "csidriver",
+			newObj: func() runtime.Object { return &storagev1.CSIDriver{} }, newList: func() runtime.Object { return &storagev1.CSIDriverList{} },
+			columns: []metav1.TableColumnDefinition{nameCol(),
+				col("AttachRequired", "boolean", "Whether the driver needs an attach step"),
+				col("PodInfoOnMount", "boolean", "Whether the driver wants pod information on mount"),
+				col("StorageCapacity", "boolean", "Whether the driver publishes capacity"),
+				col("TokenRequests", "string", "Service account tokens the driver asks for"),
+				col("RequiresRepublish", "boolean", "Whether NodePublishVolume is called periodically"),
+				col("Modes", "string", "Volume lifecycle modes"), ageCol()},
+			row: func(o runtime.Object) []interface{} {
+				d := o.(*storagev1.CSIDriver)
+				var modes []string
+				for _, m := range d.Spec.VolumeLifecycleModes {
+					modes = append(modes, string(m))
+				}
+				var tokens []string
+				for _, t := range d.Spec.TokenRequests {
+					tokens = append(tokens, t.Audience)
+				}
+				return []interface{}{d.Name, boolOr(d.Spec.AttachRequired, true), boolOr(d.Spec.PodInfoOnMount, false),
+					boolOr(d.Spec.StorageCapacity, false), joinOrNone(tokens), boolOr(d.Spec.RequiresRepublish, false),
+					strings.Join(modes, ","), age(d.CreationTimestamp)}
+			},
+		}),
+		st(resource{
+			kind: "CSINode", plural: "csinodes", singular: "csinode",
+			newObj: func() runtime.Object { return &storagev1.CSINode{} }, newList: func() runtime.Object { return &storagev1.CSINodeList{} },
+			columns: []metav1.TableColumnDefinition{nameCol(), col("Drivers", "integer", "Number of CSI drivers on the node"), ageCol()},
+			row: func(o runtime.Object) []interface{} {
+				n := o.(*storagev1.CSINode)
+				return []interface{}{n.Name, int64(len(n.Spec.Drivers)), age(n.CreationTimestamp)}
+			},
+		}),
+		st(resource{
+			kind: "CSIStorageCapacity", plural: "csistoragecapacities", singular: "csistoragecapacity", namespaced: true,
+			newObj: func() runtime.Object { return &storagev1.CSIStorageCapacity{} }, newList: func() runtime.Object { return &storagev1.CSIStorageCapacityList{} },
+			columns: []metav1.TableColumnDefinition{nameCol(), col("StorageClassName", "string", "The storage class"), col("Capacity", "string", "Capacity available"), ageCol()},
+			row: func(o runtime.Object) []interface{} {
+				c := o.(*storagev1.CSIStorageCapacity)
+				capacity := "<unset>"
+				if c.Capacity != nil {
+					capacity = c.Capacity.String()
+				}
+				return []interface{}{c.Name, c.StorageClassName, capacity, age(c.CreationTimestamp)}
+			},
+		}),
+	}
+}
+
+func boolOr(b *bool, d bool) bool {
+	if b == nil {
+		return d
+	}
+	return *b
+}

@@ -1,0 +1,224 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage/names"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// strategy is the generic create/update/delete strategy of a row. It applies the
+// Kubernetes object rules every kind shares (status reset, generation, validation of
+// metadata) and then the row's hooks.
+type strategy struct {
+	runtime.ObjectTyper
+	names.NameGenerator
+	r *resource
+}
+
+var (
+	_ rest.RESTCreateStrategy              = strategy{}
+	_ rest.RESTUpdateStrategy              = strategy{}
+	_ rest.RESTDeleteStrategy              = strategy{}
+	_ rest.ResetFieldsStrategy             = strategy{}
+	_ rest.RESTGracefulDeleteStrategy      = strategy{}
+	_ rest.GarbageCollectionDeleteStrategy = strategy{}
+)
+
+func newStrategy(typer runtime.ObjectTyper, r *resource) strategy {
+	return strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, r: r}
+}
+
+func (s strategy) NamespaceScoped() bool { return s.r.namespaced }
+
+func (s strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
+	if s.r.status {
+		setField(obj, "Status", nil)
+	}
+	if s.r.generation {
+		if m, err := meta.Accessor(obj); err == nil {
+			m.SetGeneration(1)
+		}
+	}
+	if s.r.hooks.prepareForCreate != nil {
+		s.r.hooks.prepareForCreate(obj)
+	}
+}
+
+func (s strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
+	if s.r.status {
+		setField(obj, "Status", fieldOf(old, "Status"))
+	}
+	if s.r.generation {
+		bumpGenerationOnSpecChange(obj, old)
+	}
+	if s.r.hooks.prepareForUpdate != nil {
+		s.r.hooks.prepareForUpdate(obj, old)
+	}
+}
+
+func (s strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
+	errs := s.validateMeta(obj)
+	if s.r.hooks.validate != nil {
+		errs = append(errs, s.r.hooks.validate(obj)...)
+	}
+	return errs
+}
+
+func (s strategy) validateMeta(obj runtime.Object) field.ErrorList {
+	nameFn := apivalidation.NameIsDNSSubdomain
+	if s.r.hooks.name != nil {
+		nameFn = s.r.hooks.name
+	}
+	om, ok := metaOf(obj)
+	if !ok {
+		return field.ErrorList{field.InternalError(field.NewPath("metadata"), fmt.Errorf("%T has no object metadata", obj))}
+	}
+	return apivalidation.ValidateObjectMeta(om, s.r.namespaced, nameFn, field.NewPath("metadata"))
+}
+
+func (s strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	errs := s.Validate(ctx, obj)
+	if nm, ok := metaOf(obj); ok {
+		if om, ok := metaOf(old); ok {
+			errs = append(errs, apivalidation.ValidateObjectMetaUpdate(nm, om, field.NewPath("metadata"))...)
+		}
+	}
+	if s.r.hooks.validateUpdate != nil {
+		errs = append(errs, s.r.hooks.validateUpdate(obj, old)...)
+	}
+	return errs
+}
+
+func (s strategy) WarningsOnCreate(ctx context.Context, obj runtime.Object) []string { return nil }
+func (s strategy) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
+	return nil
+}
+func (s strategy) Canonicalize(obj runtime.Object)                   {}
+func (s strategy) AllowCreateOnUpdate(ctx context.Context) bool      { return false }
+func (s strategy) AllowUnconditionalUpdate(ctx context.Context) bool { return true }
+
+// GetResetFields tells server-side apply which fields this endpoint ignores: the main
+// resource ignores status when the kind has a status subresource.
+func (s strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	if !s.r.status {
+		return nil
+	}
+	return map[fieldpath.APIVersion]*fieldpath.Set{
+		fieldpath.APIVersion(s.r.gv().String()): fieldpath.NewSet(fieldpath.MakePathOrDie("status")),
+	}
+}
+
+func (s strategy) CheckGracefulDelete(ctx context.Context, obj runtime.Object, options *metav1.DeleteOptions) bool {
+	if s.r.hooks.gracefulDelete == nil {
+		return false
+	}
+	return s.r.hooks.gracefulDelete(ctx, obj, options)
+}
+
+// DefaultGarbageCollectionPolicy: dependents are deleted in the background, as upstream
+// for every kind served at v1.
+func (s strategy) DefaultGarbageCollectionPolicy(ctx context.Context) rest.GarbageCollectionPolicy {
+	return rest.DeleteDependents
+}
+
+// statusStrategy serves /status: it keeps everything but status (and metadata's
+// labels, annotations and finalizers, which status writers may change) from the old object.
+type statusStrategy struct{ strategy }
+
+func (s statusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
+	for _, f := range structFields(obj) {
+		if f != "TypeMeta" && f != "ObjectMeta" && f != "Status" {
+			setField(obj, f, fieldOf(old, f))
+		}
+	}
+}
+
+func (s statusStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	var errs field.ErrorList
+	if nm, ok := metaOf(obj); ok {
+		if om, ok := metaOf(old); ok {
+			errs = append(errs, apivalidation.ValidateObjectMetaUpdate(nm, om, field.NewPath("metadata"))...)
+		}
+	}
+	return errs
+}
+
+func (s statusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return map[fieldpath.APIVersion]*fieldpath.Set{
+		fieldpath.APIVersion(s.r.gv().String()): fieldpath.NewSet(fieldpath.MakePathOrDie("spec")),
+	}
+}
+
+func metaOf(obj runtime.Object) (*metav1.ObjectMeta, bool) {
+	a, ok := obj.(metav1.ObjectMetaAccessor)
+	if !ok {
+		return nil, false
+	}
+	om, ok := a.GetObjectMeta().(*metav1.ObjectMeta)
+	return om, ok
+}
+
+// bumpGenerationOnSpecChange increments metadata.generation when anything but metadata
+// and status changed, as upstream does for kinds with a spec.
+func bumpGenerationOnSpecChange(obj, old runtime.Object) {
+	nm, ok1 := metaOf(obj)
+	om, ok2 := metaOf(old)
+	if !ok1 || !ok2 {
+		return
+	}
+	nm.Generation = om.Generation
+	for _, f := range structFields(obj) {
+		if f == "TypeMeta" || f == "ObjectMeta" || f == "Status" {
+			continue
+		}
+		if !apiequality.Semantic.DeepEqual(fieldOf(obj, f), fieldOf(old, f)) {
+			nm.Generation = om.Generation + 1
+			return
+		}
+	}
+	// Deletion starts a new generation too (upstream bumps it when deletionTimestamp is set).
+	if nm.DeletionTimestamp != nil && om.DeletionTimestamp == nil {
+		nm.Generation = om.Generation + 1
+	}
+}
+
+func structFields(obj runtime.Object) []string {
+	t := reflect.TypeOf(obj).Elem()
+	out := make([]string, 0, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		out = append(out, t.Field(i).Name)
+	}
+	return out
+}
+
+// fieldOf returns obj's top-level field name (a copy of its value), or nil.
+func fieldOf(obj runtime.Object, name string) interface{} {
+	v := reflect.ValueOf(obj).Elem().FieldByName(name)
+	if !v.IsValid() {
+		return nil
+	}
+	return v.Interface()
+}
+
+// setField sets obj's top-level field name to value, or to its zero value when nil.
+func setField(obj runtime.Object, name string, value interface{}) {
+	v := reflect.ValueOf(obj).Elem().FieldByName(name)
+	if !v.IsValid() || !v.CanSet() {
+		return
+	}
+	if value == nil {
+		v.Set(reflect.Zero(v.Type()))
+		return
+	}
+	v.Set(reflect.ValueOf(value))
+}

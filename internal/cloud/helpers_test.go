@@ -186,3 +186,5 @@ func attachedState(v types.Volume) string {
 	}
 	return string(v.Attachments[0].State)
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,170 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
+)
+
+// latencies collects one duration per iteration and reports percentiles.
+type latencies map[string][]time.Duration
+
+func (l latencies) add(name string, d time.Duration) { l[name] = append(l[name], d) }
+
+func (l latencies) report(b *testing.B) {
+	names := make([]string, 0, len(l))
+	for n := range l {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		ds := append([]time.Duration(nil), l[n]...)
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		b.ReportMetric(ms(percentile(ds, 50)), n+"-p50-ms")
+		b.ReportMetric(ms(percentile(ds, 99)), n+"-p99-ms")
+	}
+}
+
+func percentile(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := (len(sorted)*p + 99) / 100
+	if i < 1 {
+		i = 1
+	}
+	return sorted[i-1]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// BenchmarkRealVolumePath times, per volume, the CSI calls that bring a 1 GiB ext4
+// volume to a pod: CreateVolume, ControllerPublishVolume, NodeStageVolume (mkfs and
+// mount included) and NodePublishVolume, on the kubelab cloud in real mode; and, in
+// the same run, a bare mkfs.ext4 (the options mount-utils uses) and mount of an
+// equal loop device, the floor NodeStageVolume is measured against.
+func BenchmarkRealVolumePath(b *testing.B) {
+	requireRoot(b)
+	b.Run("driver", func(b *testing.B) {
+		ce := startCloud(b, false)
+		root := shortDir(b)
+		cleanupMounts(b, root)
+		devDir := filepath.Join(root, "dev")
+		_, imdsURL := ce.runInstance(b, "us-east-1b", devDir)
+		_, conn := StartDriver(b, Config{Mode: ModeAll, Endpoint: "unix://" + filepath.Join(root, "csi.sock"), DeviceDir: devDir},
+			Deps{Cloud: ce.driverCloud(b), Metadata: NewIMDS(imdsURL), Mounter: NewSystemMounter(), Devices: DeviceDir{Dir: devDir},
+				Logger: bufferLogger(&logBuffer{})})
+		ctrl, nodeC := csi.NewControllerClient(conn), csi.NewNodeClient(conn)
+		info, err := nodeC.NodeGetInfo(context.Background(), &csi.NodeGetInfoRequest{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		vc := mountCap("ext4")
+		lat := latencies{}
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			pv := fmt.Sprintf("pvc-bench-%d", i)
+			t0 := time.Now()
+			vol, err := ctrl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: pv, VolumeCapabilities: []*csi.VolumeCapability{vc},
+				CapacityRange:             &csi.CapacityRange{RequiredBytes: GiB},
+				AccessibilityRequirements: &csi.TopologyRequirement{Requisite: []*csi.Topology{topo("us-east-1b")}}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			id := vol.GetVolume().GetVolumeId()
+			pub, err := ctrl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: id, NodeId: info.GetNodeId(), VolumeCapability: vc})
+			if err != nil {
+				b.Fatal(err)
+			}
+			t2 := time.Now()
+			staging := filepath.Join(root, "kubelet", "plugins", "kubernetes.io", "csi", "pv", pv, "globalmount")
+			if _, err := nodeC.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: id, StagingTargetPath: staging, VolumeCapability: vc, PublishContext: pub.GetPublishContext()}); err != nil {
+				b.Fatal(err)
+			}
+			t3 := time.Now()
+			target := filepath.Join(root, "kubelet", "pods", "uid", "volumes", "kubernetes.io~csi", pv, "mount")
+			if _, err := nodeC.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: id, StagingTargetPath: staging, TargetPath: target, VolumeCapability: vc, PublishContext: pub.GetPublishContext()}); err != nil {
+				b.Fatal(err)
+			}
+			t4 := time.Now()
+			lat.add("CreateVolume", t1.Sub(t0))
+			lat.add("ControllerPublish", t2.Sub(t1))
+			lat.add("NodeStage", t3.Sub(t2))
+			lat.add("NodePublish", t4.Sub(t3))
+
+			b.StopTimer()
+			if _, err := nodeC.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := nodeC.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: id, StagingTargetPath: staging}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := ctrl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: id, NodeId: info.GetNodeId()}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := ctrl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: id}); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+		b.StopTimer()
+		lat.report(b)
+	})
+	b.Run("bare-mkfs-mount", func(b *testing.B) {
+		root := shortDir(b)
+		cleanupMounts(b, root)
+		lat := latencies{}
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			img := filepath.Join(root, fmt.Sprintf("vol-%d.img", i))
+			if err := os.WriteFile(img, nil, 0o600); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.Truncate(img, GiB); err != nil {
+				b.Fatal(err)
+			}
+			out, err := exec.Command("losetup", "--find", "--show", img).Output()
+			if err != nil {
+				b.Fatalf("losetup: %v", err)
+			}
+			dev := strings.TrimSpace(string(out))
+			b.Cleanup(func() { _ = exec.Command("losetup", "-d", dev).Run() })
+			mnt := filepath.Join(root, fmt.Sprintf("mnt-%d", i))
+			if err := os.Mkdir(mnt, 0o750); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			t0 := time.Now()
+			if out, err := exec.Command("mkfs.ext4", "-F", "-m0", dev).CombinedOutput(); err != nil {
+				b.Fatalf("mkfs.ext4: %v: %s", err, out)
+			}
+			if out, err := exec.Command("mount", "-t", "ext4", "-o", "defaults", dev, mnt).CombinedOutput(); err != nil {
+				b.Fatalf("mount: %v: %s", err, out)
+			}
+			lat.add("mkfs+mount", time.Since(t0))
+			b.StopTimer()
+			if err := unix.Unmount(mnt, 0); err != nil {
+				b.Fatal(err)
+			}
+			if err := exec.Command("losetup", "-d", dev).Run(); err != nil {
+				b.Fatal(err)
+			}
+			os.Remove(img)
+			b.StartTimer()
+		}
+		b.StopTimer()
+		lat.report(b)
+	})
+}

@@ -14,7 +14,9 @@ import (
 
 // Mounter is what the node needs to put filesystems on devices and paths.
 type Mounter interface {
-	// GetDiskFormat returns the filesystem on device, "" when blank.
+	// GetDiskFormat returns the filesystem on device among ext2, ext3, ext4 and xfs,
+	// "" when it holds none of them. It is not the blankness test: FormatAndMount
+	// makes that one itself before it formats anything.
 	GetDiskFormat(device string) (string, error)
 	// FormatAndMount makes fsType on source when it is blank and mounts it at target.
 	FormatAndMount(source, target, fsType string, mountOptions, formatOptions []string) error
@@ -62,8 +64,43 @@ func NewSystemMounter() *SystemMounter {
 	}
 }
 
+// GetDiskFormat reads the superblocks in Go rather than running blkid: blkid costs
+// a fork and exec (about 15 ms here), and FormatAndMount runs it anyway.
 func (m *SystemMounter) GetDiskFormat(device string) (string, error) {
-	return m.sfm.GetDiskFormat(device)
+	f, err := os.Open(device)
+	if err != nil {
+		return "", fmt.Errorf("read superblock of %s: %w", device, err)
+	}
+	defer f.Close()
+	buf := make([]byte, 2048)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("read superblock of %s: %w", device, err)
+	}
+	return probeFS(buf[:n]), nil
+}
+
+// probeFS names the filesystem whose superblock starts the device: xfs ("XFSB" at
+// 0) or ext2/3/4 (magic 0xEF53 at 1080; ext4 with extents, 64bit or flex_bg, ext3
+// with a journal). Anything else is "".
+func probeFS(b []byte) string {
+	if len(b) >= 4 && string(b[:4]) == "XFSB" {
+		return "xfs"
+	}
+	if len(b) < 1024+100 || b[1080] != 0x53 || b[1081] != 0xEF {
+		return ""
+	}
+	le32 := func(off int) uint32 {
+		return uint32(b[off]) | uint32(b[off+1])<<8 | uint32(b[off+2])<<16 | uint32(b[off+3])<<24
+	}
+	compat, incompat := le32(1024+0x5C), le32(1024+0x60)
+	switch {
+	case incompat&(0x40|0x80|0x200) != 0:
+		return "ext4"
+	case compat&0x4 != 0:
+		return "ext3"
+	}
+	return "ext2"
 }
 
 func (m *SystemMounter) FormatAndMount(source, target, fsType string, mountOptions, formatOptions []string) error {

@@ -1,6 +1,9 @@
 package driver
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -289,5 +292,70 @@ func TestInflight(t *testing.T) {
 	i.unlock("vol-1")
 	if !i.tryLock("vol-1") {
 		t.Fatal("lock after unlock refused")
+	}
+}
+
+func TestProbeFS(t *testing.T) {
+	ext := func(compat, incompat uint32) []byte {
+		b := make([]byte, 2048)
+		b[1080], b[1081] = 0x53, 0xEF
+		put := func(off int, v uint32) {
+			b[off], b[off+1], b[off+2], b[off+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+		}
+		put(1024+0x5C, compat)
+		put(1024+0x60, incompat)
+		return b
+	}
+	xfs := make([]byte, 2048)
+	copy(xfs, "XFSB")
+	tests := []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"zeros", make([]byte, 2048), ""},
+		{"short", []byte("XF"), ""},
+		{"xfs", xfs, "xfs"},
+		{"ext2", ext(0, 0), "ext2"},
+		{"ext3", ext(0x4, 0), "ext3"},
+		{"ext4 extents", ext(0x4, 0x40), "ext4"},
+		{"ext4 flex_bg", ext(0x4, 0x200), "ext4"},
+	}
+	for _, tt := range tests {
+		if got := probeFS(tt.b); got != tt.want {
+			t.Errorf("%s: probeFS = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestSystemMounterGetDiskFormat makes real filesystems in files (no root needed)
+// and reads them back.
+func TestSystemMounterGetDiskFormat(t *testing.T) {
+	m := NewSystemMounter()
+	for _, fs := range []string{"ext4", "ext3", "xfs"} {
+		tool, err := exec.LookPath("mkfs." + fs)
+		if err != nil {
+			t.Skipf("no mkfs.%s (hack/setup.sh installs it)", fs)
+		}
+		img := filepath.Join(t.TempDir(), fs+".img")
+		if err := os.WriteFile(img, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(img, 512<<20); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := m.GetDiskFormat(img); err != nil || got != "" {
+			t.Fatalf("blank file: %q, %v", got, err)
+		}
+		args := []string{"-F", img}
+		if fs == "xfs" {
+			args = []string{"-f", img}
+		}
+		if out, err := exec.Command(tool, args...).CombinedOutput(); err != nil {
+			t.Fatalf("mkfs.%s: %v: %s", fs, err, out)
+		}
+		if got, err := m.GetDiskFormat(img); err != nil || got != fs {
+			t.Fatalf("%s image probed as %q, %v", fs, got, err)
+		}
 	}
 }

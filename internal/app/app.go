@@ -32,6 +32,7 @@ func newRootCommand() *cobra.Command {
 		newCloudCommand(),
 		newCSIDriverCommand(),
 		newKubectlCommand(),
+		newControllerManagerCommand(),
 	)
 	return root
 }

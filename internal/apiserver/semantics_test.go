@@ -1,0 +1,285 @@
+package apiserver_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+)
+
+func claim(name, size string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}},
+		},
+	}
+}
+
+func pod(name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox"}}},
+	}
+}
+
+// causeFields are the fields a 422 names.
+func causeFields(err error) []string {
+	var out []string
+	if s, ok := err.(apierrors.APIStatus); ok && s.Status().Details != nil {
+		for _, c := range s.Status().Details.Causes {
+			out = append(out, c.Field)
+		}
+	}
+	return out
+}
+
+func TestConflictsAndInvalidObjects(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Options{})
+	ctx := context.Background()
+	pvcs := s.Client.CoreV1().PersistentVolumeClaims("default")
+
+	created, err := pvcs.Create(ctx, claim("data", "1Gi"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.UID == "" || created.CreationTimestamp.IsZero() || created.ResourceVersion == "" {
+		t.Fatalf("create did not set uid, creationTimestamp and resourceVersion: %+v", created.ObjectMeta)
+	}
+	if created.Status.Phase != corev1.ClaimPending {
+		t.Errorf("new claim phase = %q, want Pending", created.Status.Phase)
+	}
+
+	_, err = pvcs.Create(ctx, claim("data", "1Gi"), metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) || apierrors.ReasonForError(err) != metav1.StatusReasonAlreadyExists {
+		t.Errorf("duplicate create: got %v, want 409 AlreadyExists", err)
+	}
+
+	// An update carrying a stale resourceVersion is refused.
+	fresh := created.DeepCopy()
+	fresh.Labels = map[string]string{"a": "1"}
+	if _, err := pvcs.Update(ctx, fresh, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stale := created.DeepCopy()
+	stale.Labels = map[string]string{"a": "2"}
+	_, err = pvcs.Update(ctx, stale, metav1.UpdateOptions{})
+	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "the object has been modified") {
+		t.Errorf("stale update: got %v, want 409 Conflict", err)
+	}
+
+	cases := []struct {
+		name   string
+		create func() error
+		get    func() error
+		field  string
+	}{
+		{"bad name", func() error { _, err := pvcs.Create(ctx, claim("Bad_Name", "1Gi"), metav1.CreateOptions{}); return err },
+			func() error { _, err := pvcs.Get(ctx, "Bad_Name", metav1.GetOptions{}); return err }, "metadata.name"},
+		{"negative storage", func() error { _, err := pvcs.Create(ctx, claim("negative", "-1Gi"), metav1.CreateOptions{}); return err },
+			func() error { _, err := pvcs.Get(ctx, "negative", metav1.GetOptions{}); return err }, "spec.resources.requests[storage]"},
+		{"pod without containers", func() error {
+			p := pod("empty")
+			p.Spec.Containers = nil
+			_, err := s.Client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+			return err
+		}, func() error { _, err := s.Client.CoreV1().Pods("default").Get(ctx, "empty", metav1.GetOptions{}); return err }, "spec.containers"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.create()
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("got %v, want 422 Invalid", err)
+			}
+			if fields := causeFields(err); !contains(fields, tc.field) {
+				t.Errorf("causes name %v, want %s", fields, tc.field)
+			}
+			if err := tc.get(); !apierrors.IsNotFound(err) {
+				t.Errorf("invalid object was stored: get returned %v", err)
+			}
+		})
+	}
+}
+
+func TestStrictFieldValidationRefusesUnknownFields(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Options{})
+	body := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"strict"},"data":{"a":"b"},"bogus":1}`
+	res := s.Client.CoreV1().RESTClient().Post().Namespace("default").Resource("configmaps").
+		Param("fieldValidation", "Strict").SetHeader("Content-Type", "application/json").Body([]byte(body)).Do(context.Background())
+	err := res.Error()
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), `unknown field "bogus"`) {
+		t.Fatalf("got %v, want 400 naming the unknown field", err)
+	}
+	if _, err := s.Client.CoreV1().ConfigMaps("default").Get(context.Background(), "strict", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("refused object was stored: %v", err)
+	}
+	// Warn stores it and says why.
+	res = s.Client.CoreV1().RESTClient().Post().Namespace("default").Resource("configmaps").
+		Param("fieldValidation", "Warn").SetHeader("Content-Type", "application/json").Body([]byte(body)).Do(context.Background())
+	if res.Error() != nil {
+		t.Fatalf("Warn: %v", res.Error())
+	}
+	if w := res.Warnings(); len(w) == 0 || !strings.Contains(w[0].Text, "bogus") {
+		t.Errorf("Warn: warnings %v, want one naming bogus", w)
+	}
+}
+
+func TestObjectLifecycleRules(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Options{})
+	ctx := context.Background()
+	pods := s.Client.CoreV1().Pods("default")
+
+	// generateName, generation, status reset on create.
+	p := pod("")
+	p.GenerateName = "web-"
+	p.Status.Phase = corev1.PodRunning
+	got, err := pods.Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got.Name, "web-") || len(got.Name) != len("web-")+5 {
+		t.Errorf("generated name %q, want web- and 5 characters", got.Name)
+	}
+	if got.Generation != 1 || got.Status.Phase != corev1.PodPending {
+		t.Errorf("generation %d phase %q, want 1 Pending", got.Generation, got.Status.Phase)
+	}
+
+	// Creating in a namespace that does not exist is refused.
+	_, err = s.Client.CoreV1().Pods("nowhere").Create(ctx, pod("x"), metav1.CreateOptions{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("create in a missing namespace: got %v, want 404", err)
+	}
+
+	// pods/binding sets the node once.
+	bind := func() error {
+		return pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: got.Name}, Target: corev1.ObjectReference{Kind: "Node", Name: "node-a"}}, metav1.CreateOptions{})
+	}
+	if err := bind(); err != nil {
+		t.Fatal(err)
+	}
+	bound, _ := pods.Get(ctx, got.Name, metav1.GetOptions{})
+	if bound.Spec.NodeName != "node-a" || !hasCondition(bound, corev1.PodScheduled) {
+		t.Errorf("after binding: node %q conditions %v", bound.Spec.NodeName, bound.Status.Conditions)
+	}
+	if err := bind(); !apierrors.IsConflict(err) {
+		t.Errorf("second binding: got %v, want 409", err)
+	}
+
+	// A scheduled pod is deleted gracefully: it stays, marked, until a grace-0 delete.
+	if err := pods.Delete(ctx, got.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	terminating, err := pods.Get(ctx, got.Name, metav1.GetOptions{})
+	if err != nil || terminating.DeletionTimestamp == nil || terminating.DeletionGracePeriodSeconds == nil || *terminating.DeletionGracePeriodSeconds != 30 {
+		t.Fatalf("graceful delete: %v %+v", err, terminating.ObjectMeta)
+	}
+	zero := int64(0)
+	if err := pods.Delete(ctx, got.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pods.Get(ctx, got.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("after grace-0 delete: %v", err)
+	}
+
+	// Finalizers hold deletion until the last one is removed.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{"example.com/hold"}}}
+	cms := s.Client.CoreV1().ConfigMaps("default")
+	if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cms.Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	held, err := cms.Get(ctx, "held", metav1.GetOptions{})
+	if err != nil || held.DeletionTimestamp == nil {
+		t.Fatalf("finalized object: %v %+v", err, held)
+	}
+	if _, err := cms.Patch(ctx, "held", types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cms.Get(ctx, "held", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("after the last finalizer went: %v", err)
+	}
+
+	// Status: the main resource ignores it, /status ignores the rest.
+	pvc, err := s.Client.CoreV1().PersistentVolumeClaims("default").Create(ctx, claim("st", "1Gi"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pvc.Status.Phase = corev1.ClaimBound
+	pvc.Labels = map[string]string{"x": "y"}
+	upd, err := s.Client.CoreV1().PersistentVolumeClaims("default").Update(ctx, pvc, metav1.UpdateOptions{})
+	if err != nil || upd.Status.Phase != corev1.ClaimPending || upd.Labels["x"] != "y" {
+		t.Fatalf("update of main resource: %v phase %q labels %v", err, upd.Status.Phase, upd.Labels)
+	}
+	upd.Status.Phase = corev1.ClaimBound
+	upd.Spec.VolumeName = "pv-1"
+	st, err := s.Client.CoreV1().PersistentVolumeClaims("default").UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+	if err != nil || st.Status.Phase != corev1.ClaimBound || st.Spec.VolumeName != "" {
+		t.Fatalf("status update: %v phase %q volumeName %q", err, st.Status.Phase, st.Spec.VolumeName)
+	}
+}
+
+func TestNamespaceDeletionEmptiesIt(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	startNamespaceController(ctx, t, s)
+	ns := "doomed"
+	if _, err := s.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"a", "b"} {
+		if _, err := s.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(i, err)
+		}
+	}
+	if _, err := s.Client.CoreV1().Pods(ns).Create(ctx, pod("p"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err == nil && got.Status.Phase != corev1.NamespaceTerminating {
+		t.Errorf("deleted namespace phase %q, want Terminating", got.Status.Phase)
+	}
+	if _, err := s.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{}); err == nil {
+		t.Errorf("create in a terminating namespace was accepted")
+	}
+	waitFor(t, "namespace gone", func() bool {
+		_, err := s.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	cms, err := s.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil || len(cms.Items) != 0 {
+		t.Errorf("content left: %v %d", err, len(cms.Items))
+	}
+}
+
+func hasCondition(p *corev1.Pod, c corev1.PodConditionType) bool {
+	for _, x := range p.Status.Conditions {
+		if x.Type == c && x.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+

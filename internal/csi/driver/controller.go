@@ -190,6 +190,11 @@ func (c *controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 		return nil, cloudStatus(err, "create volume %s in %s", name, zone)
 	}
 	ready, err := c.waitAvailable(ctx, disk.ID)
+	if err != nil && tempSnapshot != "" {
+		if derr := c.cloud().DeleteSnapshot(context.WithoutCancel(ctx), tempSnapshot); derr != nil {
+			c.d.log.Error("delete clone snapshot", "snapshot", tempSnapshot, "error", derr)
+		}
+	}
 	if err != nil {
 		if st, ok := status.FromError(err); ok && st.Code() == codes.Internal {
 			// The volume failed: leave nothing half-made behind.

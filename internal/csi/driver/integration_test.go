@@ -197,21 +197,24 @@ func TestIntegrationReal(t *testing.T) {
 			// ext4, i.e. has CAP_SYS_RESOURCE), else offline, grown at the next stage.
 			before := dfSize(t, target2)
 			online := fs == "xfs" || hasCapSysResource()
-			if !online {
-				t.Log("no CAP_SYS_RESOURCE here: ext4 grows offline, at NodeStageVolume")
-				if _, err := b2.node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target2}); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := b2.node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: id, StagingTargetPath: b2.staging(pv)}); err != nil {
-					t.Fatal(err)
-				}
-			}
 			exp, err := ctrl.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: id,
 				CapacityRange: &csi.CapacityRange{RequiredBytes: 2 * GiB}, VolumeCapability: vc})
 			if err != nil || exp.GetCapacityBytes() != 2*GiB || !exp.GetNodeExpansionRequired() {
 				t.Fatalf("controller expand: %v, %v", exp, err)
 			}
 			if !online {
+				t.Log("no CAP_SYS_RESOURCE here: a mounted ext4 cannot grow; it grows offline, at NodeStageVolume")
+				_, err := b2.node.NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{VolumeId: id, VolumePath: target2,
+					CapacityRange: &csi.CapacityRange{RequiredBytes: 2 * GiB}, VolumeCapability: vc})
+				if status.Code(err) != codes.FailedPrecondition || !strings.Contains(status.Convert(err).Message(), "CAP_SYS_RESOURCE") {
+					t.Fatalf("online ext4 expand without CAP_SYS_RESOURCE: %v, want FailedPrecondition naming it", err)
+				}
+				if _, err := b2.node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target2}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := b2.node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: id, StagingTargetPath: b2.staging(pv)}); err != nil {
+					t.Fatal(err)
+				}
 				if _, err := b2.node.NodeStageVolume(ctx, stage2); err != nil {
 					t.Fatal(err)
 				}

@@ -1,0 +1,235 @@
+package replicaset
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// ComponentName is the source of the controller's Events, as upstream.
+const ComponentName = "replicaset-controller"
+
+// Config tunes the controller.
+type Config struct {
+	// Workers is the number of ReplicaSets synced at once (5 when zero, as upstream).
+	Workers int
+	// BurstReplicas caps the pods created or deleted in one sync (500 when zero).
+	BurstReplicas int
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+func (c *Config) validate() error {
+	if c.Workers < 0 {
+		return fmt.Errorf("replicaset controller: workers %d < 0", c.Workers)
+	}
+	if c.BurstReplicas < 0 {
+		return fmt.Errorf("replicaset controller: burst replicas %d < 0", c.BurstReplicas)
+	}
+	return nil
+}
+
+// Controller keeps the pods of ReplicaSets.
+type Controller struct {
+	cfg          Config
+	client       kubernetes.Interface
+	rsLister     appslisters.ReplicaSetLister
+	podLister    corelisters.PodLister
+	synced       []cache.InformerSynced
+	queue        workqueue.TypedRateLimitingInterface[string]
+	expectations *expectations
+	broadcaster  record.EventBroadcaster
+	recorder     record.EventRecorder
+}
+
+// New registers the controller's informers and handlers on factory; the caller starts
+// the factory after every New.
+func New(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory) (*Controller, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = 5
+	}
+	if cfg.BurstReplicas == 0 {
+		cfg.BurstReplicas = 500
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	rsInf := factory.Apps().V1().ReplicaSets()
+	podInf := factory.Core().V1().Pods()
+	broadcaster := record.NewBroadcaster()
+	c := &Controller{
+		cfg: cfg, client: client,
+		rsLister: rsInf.Lister(), podLister: podInf.Lister(),
+		synced: []cache.InformerSynced{rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "replicaset"}),
+		expectations: newExpectations(cfg.Now),
+		broadcaster:  broadcaster,
+		recorder:     broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: ComponentName}),
+	}
+	if _, err := rsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, obj interface{}) { c.enqueue(obj) },
+		DeleteFunc: c.deleteRS,
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.addPod,
+		UpdateFunc: c.updatePod,
+		DeleteFunc: c.deletePod,
+	}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Run waits for the caches, then syncs ReplicaSets until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
+	defer c.broadcaster.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return fmt.Errorf("replicaset controller: caches did not sync: %w", ctx.Err())
+	}
+	for i := 0; i < c.cfg.Workers; i++ {
+		go wait.UntilWithContext(ctx, c.worker, time.Second)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for {
+		key, quit := c.queue.Get()
+		if quit {
+			return
+		}
+		if err := c.sync(ctx, key); err != nil {
+			slog.ErrorContext(ctx, "replicaset sync failed", "replicaset", key, "err", err)
+			c.queue.AddRateLimited(key)
+		} else {
+			c.queue.Forget(key)
+		}
+		c.queue.Done(key)
+	}
+}
+
+func (c *Controller) enqueue(obj interface{}) {
+	if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+		c.queue.Add(key)
+	}
+}
+
+func (c *Controller) deleteRS(obj interface{}) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	key, err := cache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	c.expectations.forget(key)
+	c.queue.Add(key)
+}
+
+// ownerKey returns the key of the ReplicaSet controlling pod, if any.
+func ownerKey(pod *corev1.Pod) (string, bool) {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != "ReplicaSet" || ref.APIVersion != appsv1.SchemeGroupVersion.String() {
+		return "", false
+	}
+	return pod.Namespace + "/" + ref.Name, true
+}
+
+// enqueueMatching enqueues the ReplicaSets whose selector matches an orphan pod, so one
+// of them adopts it.
+func (c *Controller) enqueueMatching(pod *corev1.Pod) {
+	list, err := c.rsLister.ReplicaSets(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, rs := range list {
+		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
+			continue
+		}
+		c.enqueue(rs)
+	}
+}
+
+func (c *Controller) addPod(obj interface{}) {
+	pod := obj.(*corev1.Pod)
+	if pod.DeletionTimestamp != nil {
+		c.deletePod(pod)
+		return
+	}
+	if key, ok := ownerKey(pod); ok {
+		c.expectations.created(key)
+		c.queue.Add(key)
+		return
+	}
+	c.enqueueMatching(pod)
+}
+
+func (c *Controller) updatePod(oldObj, newObj interface{}) {
+	old, pod := oldObj.(*corev1.Pod), newObj.(*corev1.Pod)
+	if old.ResourceVersion == pod.ResourceVersion {
+		return
+	}
+	if pod.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
+		// A pod marked for deletion is as good as gone for the expectations.
+		if key, ok := ownerKey(pod); ok {
+			c.expectations.deleted(key, pod.Namespace+"/"+pod.Name)
+		}
+	}
+	oldKey, oldOwned := ownerKey(old)
+	key, owned := ownerKey(pod)
+	if oldOwned && (!owned || oldKey != key) {
+		c.queue.Add(oldKey)
+	}
+	if owned {
+		c.queue.Add(key)
+		if rs, err := c.rsLister.ReplicaSets(pod.Namespace).Get(metav1.GetControllerOf(pod).Name); err == nil && rs.Spec.MinReadySeconds > 0 && !podReady(old) && podReady(pod) {
+			// Available only minReadySeconds after ready: look again then.
+			c.queue.AddAfter(key, time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
+		}
+		return
+	}
+	if !labels.Equals(old.Labels, pod.Labels) || oldOwned {
+		c.enqueueMatching(pod)
+	}
+}
+
+func (c *Controller) deletePod(obj interface{}) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if key, ok := ownerKey(pod); ok {
+		c.expectations.deleted(key, pod.Namespace+"/"+pod.Name)
+		c.queue.Add(key)
+	}
+}

@@ -111,9 +111,9 @@ func TestComputeStatus(t *testing.T) {
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "a", "tier": "t"}}}}}
 	full := func(p *corev1.Pod) { p.Labels = map[string]string{"app": "a", "tier": "t"} }
 	pods := []*corev1.Pod{
-		mkPod("avail", full, readyAt(2000)),      // ready for 1000 s: available
-		mkPod("justready", full, readyAt(2950)),  // ready for 50 s: not yet available
-		mkPod("partial", readyAt(1000)),          // ready, not fully labelled
+		mkPod("avail", full, readyAt(2000)),       // ready for 1000 s: available
+		mkPod("justready", full, readyAt(2950)),   // ready for 50 s: not yet available
+		mkPod("partial", readyAt(1000)),           // ready, not fully labelled
 		mkPod("notready", full, phase("Pending")), // nothing
 	}
 	st := computeStatus(rs, pods, nil, now)

@@ -53,7 +53,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	var manageErr error
 	if needsSync && rs.DeletionTimestamp == nil {
-		manageErr = c.manageReplicas(ctx, rs, key, active)
+		var deleted []*corev1.Pod
+		deleted, manageErr = c.manageReplicas(ctx, rs, key, active)
+		// Pods just deleted no longer count, even before the informer says so: a
+		// Deployment reading this status must not believe they are still available.
+		active = without(active, deleted)
 	}
 	status := computeStatus(rs, active, manageErr, c.cfg.Now())
 	if err := c.updateStatus(ctx, rs, status); err != nil {
@@ -164,7 +168,27 @@ func slowStartBatches(n int) []int {
 	return out
 }
 
-func (c *Controller) manageReplicas(ctx context.Context, rs *appsv1.ReplicaSet, key string, active []*corev1.Pod) error {
+// without returns pods minus gone.
+func without(pods, gone []*corev1.Pod) []*corev1.Pod {
+	if len(gone) == 0 {
+		return pods
+	}
+	skip := map[*corev1.Pod]bool{}
+	for _, p := range gone {
+		skip[p] = true
+	}
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if !skip[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// manageReplicas creates or deletes pods so that rs has spec.replicas active pods; it
+// returns the pods it asked to delete.
+func (c *Controller) manageReplicas(ctx context.Context, rs *appsv1.ReplicaSet, key string, active []*corev1.Pod) ([]*corev1.Pod, error) {
 	diff := replicaDiff(ptr.Deref(rs.Spec.Replicas, 1), len(active), c.cfg.BurstReplicas)
 	switch {
 	case diff > 0:
@@ -191,7 +215,7 @@ func (c *Controller) manageReplicas(ctx context.Context, rs *appsv1.ReplicaSet, 
 				for i := created; i < diff; i++ {
 					c.expectations.created(key) // never to be created in this pass
 				}
-				return err
+				return nil, err
 			}
 		}
 	case diff < 0:
@@ -221,9 +245,9 @@ func (c *Controller) manageReplicas(ctx context.Context, rs *appsv1.ReplicaSet, 
 			}(i, p)
 		}
 		wg.Wait()
-		return errors.Join(errs...)
+		return victims, errors.Join(errs...)
 	}
-	return nil
+	return nil, nil
 }
 
 // podFromTemplate is the pod rs creates: its template, generateName "<rs>-" and the

@@ -1,0 +1,10 @@
+// Package csiclient is what kubelab's CSI sidecars share about talking to a CSI
+// driver: dialling its unix socket, waiting for Probe to answer ready and learning
+// the driver's name and capabilities (Discover), turning a Kubernetes volume's
+// access modes and mode into CSI volume capabilities, the Event recorder of a
+// sidecar, and the retry classification of gRPC errors (IsFinal).
+//
+// It is the sidecars' side of the wire "CSI gRPC on the driver's socket"
+// (seed 001's external-provisioner and external-attacher columns); nothing here
+// calls the driver's Go package.
+package csiclient

@@ -213,9 +213,11 @@ func decideDelete(pv *corev1.PersistentVolume, driver string) deleteStep {
 		return deleteNothing
 	}
 	switch {
+	case pv.DeletionTimestamp != nil && !hasFinalizer:
+		return deleteNothing // deleted already; the PV object is on its way out
 	case pv.Status.Phase == corev1.VolumeReleased:
 		return deleteVolume
-	case pv.DeletionTimestamp != nil && pv.Status.Phase != corev1.VolumeBound && hasFinalizer:
+	case pv.DeletionTimestamp != nil && pv.Status.Phase != corev1.VolumeBound:
 		return deleteVolume
 	}
 	return deleteNothing

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -127,7 +128,11 @@ func (c *Controller) worker(ctx context.Context) {
 			return
 		}
 		if err := c.sync(ctx, key); err != nil {
-			slog.ErrorContext(ctx, "deployment sync failed", "deployment", key, "err", err)
+			level := slog.LevelError
+			if apierrors.IsConflict(err) {
+				level = slog.LevelInfo // a stale cache: the retry reads the new version
+			}
+			slog.Log(ctx, level, "deployment sync failed, will retry", "deployment", key, "err", err)
 			c.queue.AddRateLimited(key)
 		} else {
 			c.queue.Forget(key)

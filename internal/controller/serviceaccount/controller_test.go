@@ -1,0 +1,64 @@
+package serviceaccount
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+
+	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+)
+
+func TestMissing(t *testing.T) {
+	have := map[string]bool{"default": true}
+	got := missing([]string{"default", "builder"}, func(n string) bool { return have[n] })
+	if !reflect.DeepEqual(got, []string{"builder"}) {
+		t.Errorf("missing = %v", got)
+	}
+}
+
+func TestConfigRejectsBadNames(t *testing.T) {
+	if _, err := New(Config{ServiceAccounts: []string{"Not_Valid"}}, nil, nil); err == nil {
+		t.Error("an invalid service account name is accepted")
+	}
+}
+
+func TestDefaultServiceAccountInEveryNamespace(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	factory := informers.NewSharedInformerFactory(s.Client, 0)
+	c, err := New(Config{}, s.Client, factory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; factory.Shutdown() })
+
+	if _, err := s.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitSA := func(ns string) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+			_, err := s.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+			return err == nil, nil
+		}); err != nil {
+			t.Fatalf("no default service account in %s: %v", ns, err)
+		}
+	}
+	for _, ns := range []string{"default", "kube-system", "team-a"} {
+		waitSA(ns)
+	}
+	// Deleted, it comes back.
+	if err := s.Client.CoreV1().ServiceAccounts("team-a").Delete(ctx, "default", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitSA("team-a")
+}

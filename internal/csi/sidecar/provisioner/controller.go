@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -43,6 +44,10 @@ type Controller struct {
 
 	claimQueue  workqueue.TypedRateLimitingInterface[string]
 	volumeQueue workqueue.TypedRateLimitingInterface[string]
+
+	// deleted holds the UIDs of PVs whose storage asset was deleted (until the PV
+	// object is gone).
+	deleted sync.Map
 
 	// Set by Run from the driver.
 	driver   string
@@ -104,6 +109,18 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	if _, err := pvInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.volumeChanged,
 		UpdateFunc: func(_, obj interface{}) { c.volumeChanged(obj) },
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := pvInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj interface{}) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if pv, ok := obj.(*corev1.PersistentVolume); ok {
+				c.deleted.Delete(pv.UID)
+			}
+		},
 	}); err != nil {
 		return nil, err
 	}

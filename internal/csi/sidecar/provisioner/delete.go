@@ -32,14 +32,19 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 		va := objs[0].(*storagev1.VolumeAttachment)
 		return fmt.Errorf("persistentvolume %s is still attached to node %s", pv.Name, va.Spec.NodeName)
 	}
-	callCtx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	_, err = c.csi.DeleteVolume(callCtx, &csi.DeleteVolumeRequest{VolumeId: pv.Spec.CSI.VolumeHandle})
-	cancel()
-	if err != nil {
-		c.recorder.Eventf(pv, corev1.EventTypeWarning, ReasonVolumeFailedDelete, "%v", err)
-		return fmt.Errorf("DeleteVolume %s of %s: %w", pv.Spec.CSI.VolumeHandle, pv.Name, err)
+	// A PV whose asset this provisioner deleted moments ago is only finished off
+	// (the cache may still show it before its finalizer went).
+	if _, done := c.deleted.Load(pv.UID); !done {
+		callCtx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+		_, err = c.csi.DeleteVolume(callCtx, &csi.DeleteVolumeRequest{VolumeId: pv.Spec.CSI.VolumeHandle})
+		cancel()
+		if err != nil {
+			c.recorder.Eventf(pv, corev1.EventTypeWarning, ReasonVolumeFailedDelete, "%v", err)
+			return fmt.Errorf("DeleteVolume %s of %s: %w", pv.Spec.CSI.VolumeHandle, pv.Name, err)
+		}
+		c.deleted.Store(pv.UID, struct{}{})
+		c.log.InfoContext(ctx, "volume deleted", "pv", pv.Name, "volume", pv.Spec.CSI.VolumeHandle)
 	}
-	c.log.InfoContext(ctx, "volume deleted", "pv", pv.Name, "volume", pv.Spec.CSI.VolumeHandle)
 	if pv.DeletionTimestamp == nil {
 		err := c.client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pv.UID}})
 		if err != nil && !apierrors.IsNotFound(err) {

@@ -1,0 +1,32 @@
+// Package kubelet is kubelab's kubelet, so far in hollow mode only: the node agent of
+// seed 003 §4 and of the last rows of seed 001's sequence ("kubelet sees pod + PVC" →
+// NodeStage → NodePublish → "kubelet starts containers").
+//
+// What it does, as upstream's kubelet (and KWOK/kubemark hollow nodes) do:
+//   - registers its Node: labels kubernetes.io/hostname, kubernetes.io/os=linux,
+//     kubernetes.io/arch, topology.kubernetes.io/zone and /region,
+//     topology.ebs.csi.aws.com/zone, node.kubernetes.io/instance-type; the annotations
+//     csi.volume.kubernetes.io/nodeid and volumes.kubernetes.io/controller-managed-attach-detach;
+//     providerID aws:///<zone>/<instance-id>; capacity = allocatable (cpu, memory, pods,
+//     ephemeral-storage), the Ready/MemoryPressure/DiskPressure/PIDPressure conditions,
+//     addresses, nodeInfo.kubeletVersion; the status is written when it changes (checked
+//     every 10 s) and at least every 5 min;
+//   - registers the CSI driver (ebs.csi.aws.com) in its CSINode: nodeID = the instance id,
+//     topologyKeys, allocatable.count (in hollow mode at start; real mode will do it when
+//     the driver's registration socket appears);
+//   - keeps a Lease in kube-node-lease, owned by the Node, renewed every 10 s;
+//   - runs its pods (a workqueue of pod keys; sync is idempotent): the volume manager
+//     resolves each PVC to its CSI PV, reports the volume in node.status.volumesInUse, waits
+//     for it to be reported and for the VolumeAttachment of (PV, node) to be attached when
+//     the driver needs attach (no CSIDriver object or attachRequired), then stages and
+//     publishes it through the Mounter at the paths of DESIGN §4 with attachmentMetadata as
+//     the publish context; the Runtime starts the containers; the pod goes Running and Ready
+//     with container statuses and an IP from the node's podCIDR (when it has one);
+//   - completes deletions: on a deletionTimestamp it stops the containers, unpublishes and
+//     (when no other pod uses the volume) unstages, drops the volume from volumesInUse,
+//     reports a terminal phase and deletes the pod with grace 0.
+//
+// The Runtime (CRI) and Mounter (CSI node calls) are injected interfaces; hollow mode uses
+// fakes that touch nothing on the machine. It talks to the API server only through
+// client-go.
+package kubelet

@@ -1,0 +1,258 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/component-helpers/apimachinery/lease"
+	"k8s.io/utils/clock"
+)
+
+// Deps are the node's runtime and mounter; in hollow mode nil ones get the hollow fakes.
+type Deps struct {
+	Runtime Runtime
+	Mounter Mounter
+	// Logger defaults to slog.Default() with the node's name.
+	Logger *slog.Logger
+}
+
+// Kubelet runs one node.
+type Kubelet struct {
+	cfg     Config
+	client  kubernetes.Interface
+	log     *slog.Logger
+	runtime Runtime
+	mounter Mounter
+	volumes *volumeManager
+	ipam    *podIPs
+	nodeUID atomic.Pointer[types.UID]
+
+	podFactory, nodeFactory informers.SharedInformerFactory
+	podLister               corelisters.PodLister
+	nodeLister              corelisters.NodeLister
+	synced                  []cache.InformerSynced
+	queue                   workqueue.TypedRateLimitingInterface[string]
+
+	broadcaster record.EventBroadcaster
+	recorder    record.EventRecorder
+
+	mu   sync.Mutex
+	pods map[string]*podState // by namespace/name
+
+	registered chan struct{}
+}
+
+// podState is what the kubelet remembers of a pod it runs.
+type podState struct {
+	uid     types.UID
+	started bool
+	states  []ContainerState
+	ip      string
+}
+
+// New builds the kubelet of one node. factory is shared for the cluster-wide objects it
+// reads (PVCs, PVs, VolumeAttachments, CSIDrivers) and started by the caller after New;
+// the node's own pods and Node are watched by informers of its own.
+func New(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, deps Deps) (*Kubelet, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg.defaults()
+	if !cfg.Hollow && (deps.Runtime == nil || deps.Mounter == nil) {
+		return nil, fmt.Errorf("kubelet %s: real mode needs a container runtime and a mounter; run with hollow=true", cfg.NodeName)
+	}
+	if deps.Runtime == nil {
+		deps.Runtime = newHollowRuntime(cfg.PodStartDelay)
+	}
+	if deps.Mounter == nil {
+		deps.Mounter = newHollowMounter()
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	k := &Kubelet{
+		cfg: cfg, client: client, log: deps.Logger.With("node", cfg.NodeName),
+		runtime: deps.Runtime, mounter: deps.Mounter, ipam: newPodIPs(),
+		pods: map[string]*podState{}, registered: make(chan struct{}),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 10*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "kubelet-" + cfg.NodeName}),
+	}
+	k.podFactory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
+	}))
+	k.nodeFactory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", cfg.NodeName).String()
+	}))
+	pods, nodes := k.podFactory.Core().V1().Pods(), k.nodeFactory.Core().V1().Nodes()
+	k.podLister, k.nodeLister = pods.Lister(), nodes.Lister()
+
+	core, storage := factory.Core().V1(), factory.Storage().V1()
+	vaInf := storage.VolumeAttachments().Informer()
+	if _, ok := vaInf.GetIndexer().GetIndexers()[vaIndex]; !ok {
+		if err := vaInf.AddIndexers(cache.Indexers{vaIndex: vaIndexFunc}); err != nil {
+			return nil, fmt.Errorf("kubelet %s: index volume attachments: %w", cfg.NodeName, err)
+		}
+	}
+	k.volumes = newVolumeManager(cfg.NodeName, cfg.RootDir, core.PersistentVolumeClaims().Lister(), core.PersistentVolumes().Lister(),
+		storage.CSIDrivers().Lister(), vaInf.GetIndexer(), deps.Mounter)
+	k.volumes.requeue = func(keys ...string) {
+		for _, key := range keys {
+			k.queue.Add(key)
+		}
+	}
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			k.queue.Add(key)
+		}
+	}
+	onVA := func(obj any) {
+		if va, ok := obj.(*storagev1.VolumeAttachment); ok {
+			k.volumes.onAttachment(va)
+		}
+	}
+	onClaims := func(any) { k.volumes.onClaims() }
+	handlers := []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandler
+	}{
+		{pods.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue}},
+		{nodes.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: k.onNode, UpdateFunc: func(_, o any) { k.onNode(o) }}},
+		{vaInf, cache.ResourceEventHandlerFuncs{AddFunc: onVA, UpdateFunc: func(_, o any) { onVA(o) }}},
+		{core.PersistentVolumeClaims().Informer(), cache.ResourceEventHandlerFuncs{AddFunc: onClaims, UpdateFunc: func(_, o any) { onClaims(o) }}},
+		{core.PersistentVolumes().Informer(), cache.ResourceEventHandlerFuncs{AddFunc: onClaims, UpdateFunc: func(_, o any) { onClaims(o) }}},
+		{storage.CSIDrivers().Informer(), cache.ResourceEventHandlerFuncs{}},
+	}
+	for _, h := range handlers {
+		if _, err := h.inf.AddEventHandler(h.h); err != nil {
+			return nil, fmt.Errorf("kubelet %s: register handler: %w", cfg.NodeName, err)
+		}
+		k.synced = append(k.synced, h.inf.HasSynced)
+	}
+	k.broadcaster = record.NewBroadcaster()
+	k.recorder = k.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: cfg.NodeName})
+	return k, nil
+}
+
+func (k *Kubelet) onNode(obj any) {
+	if n, ok := obj.(*corev1.Node); ok && n.Spec.PodCIDR != "" {
+		k.ipam.setCIDR(n.Spec.PodCIDR)
+	}
+}
+
+// Registered is closed once the Node, its CSINode entry and first status are written.
+func (k *Kubelet) Registered() <-chan struct{} { return k.registered }
+
+// Run registers the node and runs its pods until ctx ends.
+func (k *Kubelet) Run(ctx context.Context) error {
+	defer k.queue.ShutDown()
+	if k.cfg.PodEvents {
+		k.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.client.CoreV1().Events("")})
+	}
+	defer k.broadcaster.Shutdown()
+	// The API server may come up after us: keep trying.
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		err := k.registerNode(ctx)
+		if err == nil {
+			err = k.registerCSIDriver(ctx)
+		}
+		if err == nil {
+			err = k.syncNodeStatus(ctx, true)
+		}
+		if err != nil {
+			k.log.Warn("register node", "err", err)
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	close(k.registered)
+	var wg sync.WaitGroup
+	lc := lease.NewController(clock.RealClock{}, k.client, k.cfg.NodeName, int32(k.cfg.LeaseDuration/time.Second), nil,
+		k.cfg.LeaseRenewInterval, k.cfg.NodeName, corev1.NamespaceNodeLease, k.leasePostProcess)
+	wg.Add(2)
+	go func() { defer wg.Done(); lc.Run(ctx) }()
+	k.podFactory.Start(ctx.Done())
+	k.nodeFactory.Start(ctx.Done())
+	defer k.podFactory.Shutdown()
+	defer k.nodeFactory.Shutdown()
+	go func() { defer wg.Done(); k.runNodeStatus(ctx) }()
+	if !cache.WaitForCacheSync(ctx.Done(), k.synced...) {
+		wg.Wait()
+		return nil
+	}
+	k.adoptRunningPods()
+	k.log.Info("kubelet running", "zone", k.cfg.Zone, "instance", k.cfg.InstanceID, "hollow", k.cfg.Hollow)
+	for i := 0; i < k.cfg.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k.processNext(ctx) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	k.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+// adoptRunningPods takes back the pods a previous run of this kubelet started.
+func (k *Kubelet) adoptRunningPods() {
+	pods, err := k.podLister.List(labelsEverything())
+	if err != nil {
+		return
+	}
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" && !p.Spec.HostNetwork {
+			k.ipam.reserve(p.UID, p.Status.PodIP)
+		}
+	}
+}
+
+func (k *Kubelet) processNext(ctx context.Context) bool {
+	key, quit := k.queue.Get()
+	if quit {
+		return false
+	}
+	defer k.queue.Done(key)
+	err := k.syncPod(ctx, key)
+	switch {
+	case err == nil:
+		k.queue.Forget(key)
+	case errors.Is(err, errVolumesNotReady):
+		// Woken by the event it waits for; this is only a safety net.
+		k.queue.Forget(key)
+		k.queue.AddAfter(key, 5*time.Second)
+	default:
+		if ctx.Err() == nil {
+			k.log.Warn("sync pod", "pod", key, "err", err)
+		}
+		k.queue.AddRateLimited(key)
+	}
+	return true
+}

@@ -1,0 +1,292 @@
+package kubelet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"runtime"
+	"sort"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubelab/kubelab/internal/version"
+)
+
+// Upstream names on the Node and CSINode.
+const (
+	annCSINodeID               = "csi.volume.kubernetes.io/nodeid"
+	annControllerManagedAttach = "volumes.kubernetes.io/controller-managed-attach-detach"
+	labelEBSZone               = "topology.ebs.csi.aws.com/zone"
+	kubeletPort                = 10250
+)
+
+// nodeLabels are the labels the kubelet owns on its Node.
+func nodeLabels(cfg *Config) map[string]string {
+	l := map[string]string{
+		corev1.LabelHostname:           cfg.NodeName,
+		corev1.LabelOSStable:           "linux",
+		corev1.LabelArchStable:         runtime.GOARCH,
+		corev1.LabelTopologyZone:       cfg.Zone,
+		corev1.LabelTopologyRegion:     cfg.Region,
+		corev1.LabelInstanceTypeStable: cfg.InstanceType,
+		labelEBSZone:                   cfg.Zone,
+	}
+	maps.Copy(l, cfg.Labels)
+	return l
+}
+
+// desiredNode is the Node the kubelet registers (metadata and spec).
+func desiredNode(cfg *Config) *corev1.Node {
+	ids, _ := json.Marshal(map[string]string{cfg.CSIDriverName: cfg.InstanceID})
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   cfg.NodeName,
+			Labels: nodeLabels(cfg),
+			Annotations: map[string]string{
+				annCSINodeID:               string(ids),
+				annControllerManagedAttach: "true",
+			},
+		},
+		Spec: corev1.NodeSpec{ProviderID: fmt.Sprintf("aws:///%s/%s", cfg.Zone, cfg.InstanceID)},
+	}
+}
+
+// mergeNodeMeta puts the kubelet's labels, annotations and providerID on an existing node;
+// it reports whether anything changed.
+func mergeNodeMeta(node, want *corev1.Node) bool {
+	changed := false
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	for k, v := range want.Labels {
+		if node.Labels[k] != v {
+			node.Labels[k], changed = v, true
+		}
+	}
+	for k, v := range want.Annotations {
+		if node.Annotations[k] != v {
+			node.Annotations[k], changed = v, true
+		}
+	}
+	if node.Spec.ProviderID == "" && want.Spec.ProviderID != "" {
+		node.Spec.ProviderID, changed = want.Spec.ProviderID, true
+	}
+	return changed
+}
+
+// nodeConditions are a healthy node's conditions, keeping transition times that did not
+// change.
+func nodeConditions(prev []corev1.NodeCondition, now metav1.Time) []corev1.NodeCondition {
+	want := []corev1.NodeCondition{
+		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"},
+		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "kubelet has no disk pressure"},
+		{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "kubelet has sufficient PID available"},
+		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"},
+	}
+	for i := range want {
+		want[i].LastHeartbeatTime, want[i].LastTransitionTime = now, now
+		for _, p := range prev {
+			if p.Type == want[i].Type && p.Status == want[i].Status {
+				want[i].LastTransitionTime = p.LastTransitionTime
+			}
+		}
+	}
+	return want
+}
+
+// applyNodeStatus sets what the kubelet reports in node.status; changed ignores heartbeats.
+func applyNodeStatus(node *corev1.Node, cfg *Config, inUse []corev1.UniqueVolumeName, now metav1.Time) (changed bool) {
+	old := node.Status.DeepCopy()
+	s := &node.Status
+	s.Capacity = cfg.Capacity.DeepCopy()
+	s.Allocatable = cfg.Capacity.DeepCopy()
+	s.Conditions = nodeConditions(old.Conditions, now)
+	s.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: cfg.NodeName}}
+	if cfg.NodeIP != "" {
+		s.Addresses = append([]corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: cfg.NodeIP}}, s.Addresses...)
+	}
+	s.DaemonEndpoints = corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: kubeletPort}}
+	runtimeVersion := "containerd://1.6"
+	if cfg.Hollow {
+		runtimeVersion = "hollow://" + version.Kubelab
+	}
+	s.NodeInfo = corev1.NodeSystemInfo{
+		MachineID: cfg.InstanceID, SystemUUID: cfg.InstanceID, BootID: cfg.InstanceID,
+		KernelVersion: "hollow", OSImage: "kubelab hollow node", ContainerRuntimeVersion: runtimeVersion,
+		KubeletVersion: version.Info().GitVersion, OperatingSystem: "linux", Architecture: runtime.GOARCH,
+	}
+	if len(inUse) == 0 {
+		s.VolumesInUse = nil
+	} else {
+		s.VolumesInUse = append([]corev1.UniqueVolumeName(nil), inUse...)
+	}
+	// Compare without heartbeats.
+	cmpOld, cmpNew := old.DeepCopy(), s.DeepCopy()
+	for _, st := range []*corev1.NodeStatus{cmpOld, cmpNew} {
+		for i := range st.Conditions {
+			st.Conditions[i].LastHeartbeatTime = metav1.Time{}
+		}
+	}
+	return !apiequality.Semantic.DeepEqual(cmpOld, cmpNew)
+}
+
+// registerNode creates the Node, or takes over an existing one.
+func (k *Kubelet) registerNode(ctx context.Context) error {
+	want := desiredNode(&k.cfg)
+	node, err := k.client.CoreV1().Nodes().Create(ctx, want, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			node = cur
+			if !mergeNodeMeta(cur, want) {
+				return nil
+			}
+			node, err = k.client.CoreV1().Nodes().Update(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("register node %s: %w", k.cfg.NodeName, err)
+	}
+	k.nodeUID.Store(&node.UID)
+	return nil
+}
+
+// syncNodeStatus writes the node's status when it changed or force is set.
+func (k *Kubelet) syncNodeStatus(ctx context.Context, force bool) error {
+	inUse := k.volumes.inUse()
+	wrote := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if node.Spec.PodCIDR != "" {
+			k.ipam.setCIDR(node.Spec.PodCIDR)
+		}
+		if !applyNodeStatus(node, &k.cfg, inUse, metav1.Now()) && !force {
+			return nil
+		}
+		_, err = k.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		wrote = err == nil
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("update node %s status: %w", k.cfg.NodeName, err)
+	}
+	if wrote || !force {
+		k.volumes.markReported(inUse)
+	}
+	return nil
+}
+
+// runNodeStatus keeps the node status current until ctx ends.
+func (k *Kubelet) runNodeStatus(ctx context.Context) {
+	tick := time.NewTicker(k.cfg.StatusUpdateInterval)
+	defer tick.Stop()
+	lastReport := time.Now()
+	for {
+		force := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			force = time.Since(lastReport) >= k.cfg.StatusReportInterval
+		case <-k.volumes.changed:
+		}
+		if err := k.syncNodeStatus(ctx, force); err != nil {
+			if ctx.Err() == nil {
+				k.log.Warn("node status", "err", err)
+			}
+			continue
+		}
+		if force {
+			lastReport = time.Now()
+		}
+	}
+}
+
+// leasePostProcess makes the Node own its Lease, as upstream's kubelet does.
+func (k *Kubelet) leasePostProcess(l *coordinationv1.Lease) error {
+	uid := k.nodeUID.Load()
+	if uid == nil {
+		return fmt.Errorf("node %s not registered yet", k.cfg.NodeName)
+	}
+	l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: k.cfg.NodeName, UID: *uid}}
+	return nil
+}
+
+// desiredCSIDriver is the CSINode entry of the node's CSI driver: its node id (the instance
+// id), the topology keys its NodeGetInfo reports and the allocatable volume count.
+func desiredCSIDriver(cfg *Config) storagev1.CSINodeDriver {
+	keys := []string{corev1.LabelOSStable, labelEBSZone, corev1.LabelTopologyZone}
+	sort.Strings(keys)
+	return storagev1.CSINodeDriver{Name: cfg.CSIDriverName, NodeID: cfg.InstanceID, TopologyKeys: keys,
+		Allocatable: &storagev1.VolumeNodeResources{Count: ptr.To(cfg.MaxVolumes)}}
+}
+
+// mergeCSIDriver replaces or adds d in drivers; it reports whether anything changed.
+func mergeCSIDriver(drivers []storagev1.CSINodeDriver, d storagev1.CSINodeDriver) ([]storagev1.CSINodeDriver, bool) {
+	for i := range drivers {
+		if drivers[i].Name == d.Name {
+			if apiequality.Semantic.DeepEqual(drivers[i], d) {
+				return drivers, false
+			}
+			out := append([]storagev1.CSINodeDriver(nil), drivers...)
+			out[i] = d
+			return out, true
+		}
+	}
+	return append(append([]storagev1.CSINodeDriver(nil), drivers...), d), true
+}
+
+// registerCSIDriver records the driver in the node's CSINode (in hollow mode the driver is
+// taken as registered at start; real mode will do it on plugin registration).
+func (k *Kubelet) registerCSIDriver(ctx context.Context) error {
+	d := desiredCSIDriver(&k.cfg)
+	uid := k.nodeUID.Load()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := k.client.StorageV1().CSINodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			n := &storagev1.CSINode{
+				ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName,
+					OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: k.cfg.NodeName, UID: *uid}}},
+				Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{d}},
+			}
+			_, err = k.client.StorageV1().CSINodes().Create(ctx, n, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return apierrors.NewConflict(storagev1.Resource("csinodes"), k.cfg.NodeName, err)
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		drivers, changed := mergeCSIDriver(cur.Spec.Drivers, d)
+		if !changed {
+			return nil
+		}
+		cur.Spec.Drivers = drivers
+		_, err = k.client.StorageV1().CSINodes().Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("register %s in CSINode %s: %w", k.cfg.CSIDriverName, k.cfg.NodeName, err)
+	}
+	return nil
+}

@@ -1,0 +1,233 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+)
+
+func labelsEverything() labels.Selector { return labels.Everything() }
+
+// syncPod brings one pod of the node to its desired state: running, or (deleted) stopped,
+// unmounted and removed with a grace-0 delete. It is idempotent.
+func (k *Kubelet) syncPod(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	pod, err := k.podLister.Pods(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return k.cleanup(ctx, key, nil)
+	}
+	if err != nil {
+		return err
+	}
+	if pod.Spec.NodeName != k.cfg.NodeName {
+		return nil
+	}
+	k.mu.Lock()
+	st := k.pods[key]
+	if st != nil && st.uid != pod.UID {
+		k.mu.Unlock()
+		if err := k.cleanup(ctx, key, nil); err != nil { // an older pod of the same name
+			return err
+		}
+		k.mu.Lock()
+		st = nil
+	}
+	if st == nil {
+		st = &podState{uid: pod.UID}
+		k.pods[key] = st
+	}
+	k.mu.Unlock()
+	switch {
+	case pod.DeletionTimestamp != nil:
+		return k.terminatePod(ctx, key, pod, st)
+	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
+		return k.stopPod(ctx, pod, st)
+	}
+	return k.runPod(ctx, key, pod, st)
+}
+
+func (k *Kubelet) hostIP() string { return k.cfg.NodeIP }
+
+// runPod sets up volumes, starts the containers and reports the pod Running.
+func (k *Kubelet) runPod(ctx context.Context, key string, pod *corev1.Pod, st *podState) error {
+	if st.ip == "" {
+		switch {
+		case pod.Spec.HostNetwork:
+			st.ip = k.hostIP()
+		case k.ipam.hasCIDR():
+			ip, err := k.ipam.allocate(pod.UID)
+			if err != nil {
+				return fmt.Errorf("pod %s: %w", key, err)
+			}
+			st.ip = ip
+		}
+	}
+	if err := k.volumes.setUp(ctx, pod, key); err != nil {
+		if errors.Is(err, errVolumesNotReady) && (pod.Status.Phase == "" || pod.Status.Phase == corev1.PodPending) {
+			if werr := k.writeStatus(ctx, pod, pendingStatus(pod, k.hostIP(), metav1.Now())); werr != nil {
+				return werr
+			}
+		}
+		return err
+	}
+	if !st.started {
+		if adopted := adoptedStates(pod); adopted != nil {
+			st.states = adopted // started by an earlier run of this kubelet
+		} else {
+			states, err := k.runtime.StartPod(ctx, pod, st.ip)
+			if err != nil {
+				return fmt.Errorf("start pod %s: %w", key, err)
+			}
+			st.states = states
+			k.startedEvents(pod)
+		}
+		st.started = true
+	}
+	return k.writeStatus(ctx, pod, runningStatus(pod, st.states, k.hostIP(), st.ip, metav1.Now()))
+}
+
+// adoptedStates rebuilds container states from a Running pod's status.
+func adoptedStates(pod *corev1.Pod) []ContainerState {
+	if pod.Status.Phase != corev1.PodRunning || len(pod.Status.ContainerStatuses) != len(pod.Spec.Containers) {
+		return nil
+	}
+	var out []ContainerState
+	for _, cs := range append(append([]corev1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		s := ContainerState{Name: cs.Name, Image: cs.Image, ImageID: cs.ImageID, ContainerID: cs.ContainerID}
+		switch {
+		case cs.State.Running != nil:
+			s.StartedAt = cs.State.Running.StartedAt.Time
+		case cs.State.Terminated != nil:
+			t := cs.State.Terminated
+			s.Terminated, s.ExitCode, s.Reason = true, t.ExitCode, t.Reason
+			s.StartedAt, s.FinishedAt = t.StartedAt.Time, t.FinishedAt.Time
+		default:
+			return nil
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// stopPod stops a terminal pod's containers and releases its volumes and address.
+func (k *Kubelet) stopPod(ctx context.Context, pod *corev1.Pod, st *podState) error {
+	if st.started {
+		if _, err := k.runtime.KillPod(ctx, pod, 0); err != nil {
+			return fmt.Errorf("stop pod %s: %w", pod.Name, err)
+		}
+		st.started = false
+	}
+	if err := k.volumes.tearDown(ctx, pod.UID); err != nil {
+		return err
+	}
+	k.ipam.release(pod.UID)
+	return nil
+}
+
+// terminatePod stops the containers within the grace period, unmounts, reports a terminal
+// status and completes the deletion.
+func (k *Kubelet) terminatePod(ctx context.Context, key string, pod *corev1.Pod, st *podState) error {
+	grace := time.Duration(0)
+	if pod.DeletionGracePeriodSeconds != nil {
+		grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+	}
+	states := st.states
+	if st.started {
+		k.killingEvents(pod)
+		killed, err := k.runtime.KillPod(ctx, pod, grace)
+		if err != nil {
+			return fmt.Errorf("kill pod %s: %w", key, err)
+		}
+		states, st.started, st.states = killed, false, killed
+	}
+	if err := k.volumes.tearDown(ctx, pod.UID); err != nil {
+		return err
+	}
+	k.volumes.forget(pod.UID)
+	k.ipam.release(pod.UID)
+	if len(states) > 0 && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+		if err := k.writeStatus(ctx, pod, terminatedStatus(pod, states, metav1.Now())); err != nil {
+			return err
+		}
+	}
+	err := k.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete pod %s: %w", key, err)
+	}
+	return nil
+}
+
+// cleanup forgets a pod that is gone from the API (or replaced by a namesake).
+func (k *Kubelet) cleanup(ctx context.Context, key string, _ *corev1.Pod) error {
+	k.mu.Lock()
+	st := k.pods[key]
+	k.mu.Unlock()
+	if st == nil {
+		return nil
+	}
+	gone := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: st.uid}}
+	if st.started {
+		if _, err := k.runtime.KillPod(ctx, gone, 0); err != nil {
+			return err
+		}
+	}
+	if err := k.volumes.tearDown(ctx, st.uid); err != nil {
+		return err
+	}
+	k.volumes.forget(st.uid)
+	k.ipam.release(st.uid)
+	k.mu.Lock()
+	if k.pods[key] == st {
+		delete(k.pods, key)
+	}
+	k.mu.Unlock()
+	return nil
+}
+
+// writeStatus writes status through pods/status when it differs from the pod's.
+func (k *Kubelet) writeStatus(ctx context.Context, pod *corev1.Pod, status corev1.PodStatus) error {
+	if statusEqual(&pod.Status, &status) {
+		return nil
+	}
+	p := pod.DeepCopy()
+	p.Status = status
+	_, err := k.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("update status of pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	return nil
+}
+
+func (k *Kubelet) startedEvents(pod *corev1.Pod) {
+	if !k.cfg.PodEvents {
+		return
+	}
+	for _, c := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		k.recorder.Eventf(pod, corev1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
+		k.recorder.Eventf(pod, corev1.EventTypeNormal, "Created", "Created container: %s", c.Name)
+		k.recorder.Eventf(pod, corev1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	}
+}
+
+func (k *Kubelet) killingEvents(pod *corev1.Pod) {
+	if !k.cfg.PodEvents {
+		return
+	}
+	for _, c := range pod.Spec.Containers {
+		k.recorder.Eventf(pod, corev1.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
+	}
+}

@@ -1,0 +1,176 @@
+package kubelet
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ContainerState is what the runtime reports about one container.
+type ContainerState struct {
+	Name, Image, ImageID, ContainerID string
+	StartedAt                         time.Time
+	// Terminated containers carry their exit code and reason.
+	Terminated bool
+	ExitCode   int32
+	Reason     string
+	FinishedAt time.Time
+}
+
+// Runtime runs a pod's sandbox and containers (CRI in real mode, a fake in hollow mode).
+type Runtime interface {
+	// StartPod creates the sandbox and starts the containers (init containers first); it is
+	// idempotent and returns the states of all containers.
+	StartPod(ctx context.Context, pod *corev1.Pod, podIP string) ([]ContainerState, error)
+	// KillPod stops the containers within grace and removes the sandbox; idempotent.
+	KillPod(ctx context.Context, pod *corev1.Pod, grace time.Duration) ([]ContainerState, error)
+}
+
+// Volume is a CSI volume as the kubelet hands it to the mounter.
+type Volume struct {
+	// UniqueName is "kubernetes.io/csi/<driver>^<volumeHandle>", as in node.status.volumesInUse.
+	UniqueName     string
+	PVName         string
+	Driver, Handle string
+	FSType         string
+	ReadOnly       bool
+	AccessMode     corev1.PersistentVolumeAccessMode
+	VolumeContext  map[string]string
+	// PublishContext is the VolumeAttachment's status.attachmentMetadata (devicePath, …).
+	PublishContext map[string]string
+}
+
+// Mounter stages and publishes CSI volumes (NodeStage/NodePublish over the driver's socket in
+// real mode; a fake in hollow mode). All calls are idempotent.
+type Mounter interface {
+	Stage(ctx context.Context, v *Volume, stagingPath string) error
+	Publish(ctx context.Context, v *Volume, stagingPath, targetPath string) error
+	Unpublish(ctx context.Context, v *Volume, targetPath string) error
+	Unstage(ctx context.Context, v *Volume, stagingPath string) error
+}
+
+// hollowRuntime "runs" containers: they start after a delay and stop when killed.
+type hollowRuntime struct {
+	delay time.Duration
+	mu    sync.Mutex
+	pods  map[types.UID][]ContainerState
+}
+
+func newHollowRuntime(delay time.Duration) *hollowRuntime {
+	return &hollowRuntime{delay: delay, pods: map[types.UID][]ContainerState{}}
+}
+
+func fakeDigest(s string) string { return fmt.Sprintf("%x", sha256.Sum256([]byte(s))) }
+
+func (r *hollowRuntime) StartPod(ctx context.Context, pod *corev1.Pod, _ string) ([]ContainerState, error) {
+	r.mu.Lock()
+	if st, ok := r.pods[pod.UID]; ok {
+		r.mu.Unlock()
+		return st, nil
+	}
+	r.mu.Unlock()
+	if r.delay > 0 {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(r.delay):
+		}
+	}
+	now := time.Now().Truncate(time.Second)
+	var states []ContainerState
+	mk := func(c corev1.Container) ContainerState {
+		return ContainerState{Name: c.Name, Image: c.Image, ImageID: c.Image + "@sha256:" + fakeDigest(c.Image),
+			ContainerID: "hollow://" + fakeDigest(string(pod.UID) + "/" + c.Name)[:32], StartedAt: now}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		s := mk(c)
+		s.Terminated, s.Reason, s.FinishedAt = true, "Completed", now
+		states = append(states, s)
+	}
+	for _, c := range pod.Spec.Containers {
+		states = append(states, mk(c))
+	}
+	r.mu.Lock()
+	r.pods[pod.UID] = states
+	r.mu.Unlock()
+	return states, nil
+}
+
+func (r *hollowRuntime) KillPod(_ context.Context, pod *corev1.Pod, _ time.Duration) ([]ContainerState, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	states := r.pods[pod.UID]
+	delete(r.pods, pod.UID)
+	now := time.Now().Truncate(time.Second)
+	out := make([]ContainerState, 0, len(states))
+	for _, s := range states {
+		if !s.Terminated {
+			s.Terminated, s.ExitCode, s.Reason, s.FinishedAt = true, 0, "Completed", now
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// hollowMounter records stage and publish calls; nothing touches the filesystem.
+type hollowMounter struct {
+	mu        sync.Mutex
+	staged    map[string]string // staging path → unique name
+	published map[string]string // target path → unique name
+}
+
+func newHollowMounter() *hollowMounter {
+	return &hollowMounter{staged: map[string]string{}, published: map[string]string{}}
+}
+
+func (m *hollowMounter) Stage(_ context.Context, v *Volume, staging string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.staged[staging] = v.UniqueName
+	return nil
+}
+
+func (m *hollowMounter) Publish(_ context.Context, v *Volume, staging, target string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.staged[staging]; !ok {
+		return fmt.Errorf("publish %s: staging path %s is not staged", v.UniqueName, staging)
+	}
+	m.published[target] = v.UniqueName
+	return nil
+}
+
+func (m *hollowMounter) Unpublish(_ context.Context, _ *Volume, target string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.published, target)
+	return nil
+}
+
+func (m *hollowMounter) Unstage(_ context.Context, v *Volume, staging string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for t, name := range m.published {
+		if name == v.UniqueName {
+			return fmt.Errorf("unstage %s: still published at %s", v.UniqueName, t)
+		}
+	}
+	delete(m.staged, staging)
+	return nil
+}
+
+// Mounts lists the published target paths (for tests and status).
+func (m *hollowMounter) Mounts() map[string]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]string, len(m.published))
+	for k, v := range m.published {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,355 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// errVolumesNotReady means a pod's volumes cannot be set up yet (claim unbound, not yet
+// reported in use, not yet attached); the pod is retried when that changes.
+var errVolumesNotReady = errors.New("volumes not ready")
+
+// vaIndex indexes VolumeAttachments by "<pv name>/<node name>".
+const vaIndex = "kubelab-kubelet-pv-node"
+
+func vaIndexFunc(obj any) ([]string, error) {
+	va, ok := obj.(*storagev1.VolumeAttachment)
+	if !ok || va.Spec.Source.PersistentVolumeName == nil {
+		return nil, nil
+	}
+	return []string{*va.Spec.Source.PersistentVolumeName + "/" + va.Spec.NodeName}, nil
+}
+
+// uniqueVolumeName is upstream's name for a CSI volume in node.status.volumesInUse.
+func uniqueVolumeName(driver, handle string) corev1.UniqueVolumeName {
+	return corev1.UniqueVolumeName("kubernetes.io/csi/" + driver + "^" + handle)
+}
+
+// stagingPath and targetPath follow the kubelet layout of DESIGN §4.
+func stagingPath(root, pv string) string {
+	return filepath.Join(root, "plugins", "kubernetes.io", "csi", "pv", pv, "globalmount")
+}
+
+func targetPath(root string, pod types.UID, pv string) string {
+	return filepath.Join(root, "pods", string(pod), "volumes", "kubernetes.io~csi", pv, "mount")
+}
+
+// volumeManager brings the CSI volumes of the node's pods up (in use → attached → staged →
+// published) and down (unpublished → unstaged → no longer in use).
+type volumeManager struct {
+	node, root string
+	pvcs       corelisters.PersistentVolumeClaimLister
+	pvs        corelisters.PersistentVolumeLister
+	drivers    storagelisters.CSIDriverLister
+	vas        cache.Indexer
+	mounter    Mounter
+	// requeue asks the pod workers to look at pods again.
+	requeue func(keys ...string)
+	// changed signals that the set of volumes in use changed.
+	changed chan struct{}
+
+	mu       sync.Mutex
+	users    map[corev1.UniqueVolumeName]sets.Set[types.UID] // volume → pods that need it
+	reported sets.Set[corev1.UniqueVolumeName]
+	staged   sets.Set[corev1.UniqueVolumeName]
+	mounted  map[types.UID][]*Volume // published volumes per pod
+	waiting  map[string]sets.Set[string]
+	podKeys  map[types.UID]string
+}
+
+func newVolumeManager(node, root string, pvcs corelisters.PersistentVolumeClaimLister, pvs corelisters.PersistentVolumeLister,
+	drivers storagelisters.CSIDriverLister, vas cache.Indexer, mounter Mounter) *volumeManager {
+	return &volumeManager{node: node, root: root, pvcs: pvcs, pvs: pvs, drivers: drivers, vas: vas, mounter: mounter,
+		requeue: func(...string) {}, changed: make(chan struct{}, 1),
+		users: map[corev1.UniqueVolumeName]sets.Set[types.UID]{}, reported: sets.New[corev1.UniqueVolumeName](),
+		staged: sets.New[corev1.UniqueVolumeName](), mounted: map[types.UID][]*Volume{},
+		waiting: map[string]sets.Set[string]{}, podKeys: map[types.UID]string{}}
+}
+
+// podVolumes resolves the pod's claims to CSI volumes; other volume types need nothing
+// from the node in hollow mode.
+func (m *volumeManager) podVolumes(pod *corev1.Pod) ([]*Volume, error) {
+	var out []*Volume
+	for _, v := range pod.Spec.Volumes {
+		claim := ""
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			claim = v.PersistentVolumeClaim.ClaimName
+		case v.Ephemeral != nil:
+			claim = pod.Name + "-" + v.Name
+		default:
+			continue
+		}
+		pvc, err := m.pvcs.PersistentVolumeClaims(pod.Namespace).Get(claim)
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: persistentvolumeclaim %q not found", errVolumesNotReady, claim)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if pvc.Spec.VolumeName == "" || pvc.Status.Phase != corev1.ClaimBound {
+			return nil, fmt.Errorf("%w: persistentvolumeclaim %q is not bound", errVolumesNotReady, claim)
+		}
+		pv, err := m.pvs.Get(pvc.Spec.VolumeName)
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: persistentvolume %q not found", errVolumesNotReady, pvc.Spec.VolumeName)
+		}
+		if err != nil {
+			return nil, err
+		}
+		csi := pv.Spec.CSI
+		if csi == nil {
+			continue
+		}
+		vol := &Volume{UniqueName: string(uniqueVolumeName(csi.Driver, csi.VolumeHandle)), PVName: pv.Name,
+			Driver: csi.Driver, Handle: csi.VolumeHandle, FSType: csi.FSType, VolumeContext: csi.VolumeAttributes,
+			ReadOnly: csi.ReadOnly || v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ReadOnly}
+		if len(pv.Spec.AccessModes) > 0 {
+			vol.AccessMode = pv.Spec.AccessModes[0]
+		}
+		out = append(out, vol)
+	}
+	return out, nil
+}
+
+// attachRequired: a driver without a CSIDriver object, or with attachRequired unset or
+// true, needs a VolumeAttachment (upstream's rule).
+func (m *volumeManager) attachRequired(driver string) bool {
+	d, err := m.drivers.Get(driver)
+	if err != nil {
+		return true
+	}
+	return d.Spec.AttachRequired == nil || *d.Spec.AttachRequired
+}
+
+// attachment returns the VolumeAttachment of pv on this node, and whether it is attached.
+func (m *volumeManager) attachment(pv string) (*storagev1.VolumeAttachment, bool) {
+	objs, err := m.vas.ByIndex(vaIndex, pv+"/"+m.node)
+	if err != nil {
+		return nil, false
+	}
+	for _, o := range objs {
+		va := o.(*storagev1.VolumeAttachment)
+		if va.Status.Attached && va.DeletionTimestamp == nil {
+			return va, true
+		}
+	}
+	return nil, false
+}
+
+// setUp makes the pod's volumes ready: in use, attached, staged, published. It returns an
+// error wrapping errVolumesNotReady while waiting for others (the pod is requeued then).
+func (m *volumeManager) setUp(ctx context.Context, pod *corev1.Pod, key string) error {
+	vols, err := m.podVolumes(pod)
+	if err != nil {
+		if errors.Is(err, errVolumesNotReady) {
+			m.wait(key, "claims")
+		}
+		return err
+	}
+	if len(vols) == 0 {
+		return nil
+	}
+	m.mu.Lock()
+	m.podKeys[pod.UID] = key
+	added := false
+	for _, v := range vols {
+		name := corev1.UniqueVolumeName(v.UniqueName)
+		if m.users[name] == nil {
+			m.users[name] = sets.New[types.UID]()
+			added = true
+		}
+		m.users[name].Insert(pod.UID)
+	}
+	m.mu.Unlock()
+	if added {
+		m.signal()
+	}
+	var waitingFor []string
+	for _, v := range vols {
+		m.mu.Lock()
+		reported := m.reported.Has(corev1.UniqueVolumeName(v.UniqueName))
+		m.mu.Unlock()
+		if !reported {
+			m.wait(key, "reported")
+			waitingFor = append(waitingFor, v.PVName+" (in use)")
+			continue
+		}
+		if m.attachRequired(v.Driver) {
+			va, ok := m.attachment(v.PVName)
+			if !ok {
+				m.wait(key, v.PVName)
+				waitingFor = append(waitingFor, v.PVName+" (attach)")
+				continue
+			}
+			v.PublishContext = va.Status.AttachmentMetadata
+		}
+	}
+	if len(waitingFor) > 0 {
+		return fmt.Errorf("%w: waiting for %v", errVolumesNotReady, waitingFor)
+	}
+	for _, v := range vols {
+		name := corev1.UniqueVolumeName(v.UniqueName)
+		staging := stagingPath(m.root, v.PVName)
+		m.mu.Lock()
+		staged := m.staged.Has(name)
+		m.mu.Unlock()
+		if !staged {
+			if err := m.mounter.Stage(ctx, v, staging); err != nil {
+				return fmt.Errorf("stage %s: %w", v.PVName, err)
+			}
+			m.mu.Lock()
+			m.staged.Insert(name)
+			m.mu.Unlock()
+		}
+		if err := m.mounter.Publish(ctx, v, staging, targetPath(m.root, pod.UID, v.PVName)); err != nil {
+			return fmt.Errorf("publish %s: %w", v.PVName, err)
+		}
+	}
+	m.mu.Lock()
+	m.mounted[pod.UID] = vols
+	m.mu.Unlock()
+	return nil
+}
+
+// tearDown unpublishes the pod's volumes, unstages those no other pod uses and takes them
+// out of the volumes in use.
+func (m *volumeManager) tearDown(ctx context.Context, uid types.UID) error {
+	m.mu.Lock()
+	vols := m.mounted[uid]
+	m.mu.Unlock()
+	for _, v := range vols {
+		if err := m.mounter.Unpublish(ctx, v, targetPath(m.root, uid, v.PVName)); err != nil {
+			return fmt.Errorf("unpublish %s: %w", v.PVName, err)
+		}
+	}
+	m.mu.Lock()
+	delete(m.mounted, uid)
+	delete(m.podKeys, uid)
+	var unused []corev1.UniqueVolumeName
+	for name, pods := range m.users {
+		pods.Delete(uid)
+		if pods.Len() == 0 {
+			unused = append(unused, name)
+		}
+	}
+	m.mu.Unlock()
+	byName := map[string]*Volume{}
+	for _, v := range vols {
+		byName[v.UniqueName] = v
+	}
+	for _, name := range unused {
+		m.mu.Lock()
+		staged := m.staged.Has(name)
+		m.mu.Unlock()
+		if v := byName[string(name)]; staged && v != nil {
+			if err := m.mounter.Unstage(ctx, v, stagingPath(m.root, v.PVName)); err != nil {
+				return fmt.Errorf("unstage %s: %w", v.PVName, err)
+			}
+		}
+		m.mu.Lock()
+		if m.users[name] != nil && m.users[name].Len() == 0 {
+			delete(m.users, name)
+			m.staged.Delete(name)
+		}
+		m.mu.Unlock()
+	}
+	if len(unused) > 0 {
+		m.signal()
+	}
+	return nil
+}
+
+// inUse lists the volumes the node's pods need, sorted (node.status.volumesInUse).
+func (m *volumeManager) inUse() []corev1.UniqueVolumeName {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]corev1.UniqueVolumeName, 0, len(m.users))
+	for name := range m.users {
+		out = append(out, name)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// markReported records what the node status now reports and wakes the pods waiting for it.
+func (m *volumeManager) markReported(names []corev1.UniqueVolumeName) {
+	m.mu.Lock()
+	m.reported = sets.New(names...)
+	keys := m.takeWaiting("reported")
+	m.mu.Unlock()
+	m.requeue(keys...)
+}
+
+// onAttachment wakes the pods waiting for a VolumeAttachment of this node.
+func (m *volumeManager) onAttachment(va *storagev1.VolumeAttachment) {
+	if va.Spec.NodeName != m.node || va.Spec.Source.PersistentVolumeName == nil {
+		return
+	}
+	m.mu.Lock()
+	keys := m.takeWaiting(*va.Spec.Source.PersistentVolumeName)
+	m.mu.Unlock()
+	m.requeue(keys...)
+}
+
+// onClaims wakes the pods waiting for claims or PVs.
+func (m *volumeManager) onClaims() {
+	m.mu.Lock()
+	keys := m.takeWaiting("claims")
+	m.mu.Unlock()
+	m.requeue(keys...)
+}
+
+func (m *volumeManager) wait(key, what string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.waiting[what] == nil {
+		m.waiting[what] = sets.New[string]()
+	}
+	m.waiting[what].Insert(key)
+}
+
+func (m *volumeManager) takeWaiting(what string) []string {
+	keys := m.waiting[what].UnsortedList()
+	delete(m.waiting, what)
+	return keys
+}
+
+func (m *volumeManager) signal() {
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
+}
+
+// staleUsers drops pods that are gone without a tear down (they never mounted anything).
+func (m *volumeManager) forget(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	changed := false
+	for name, pods := range m.users {
+		if pods.Has(uid) {
+			pods.Delete(uid)
+			if pods.Len() == 0 && !m.staged.Has(name) {
+				delete(m.users, name)
+				changed = true
+			}
+		}
+	}
+	if changed {
+		m.signal()
+	}
+}

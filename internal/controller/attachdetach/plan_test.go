@@ -15,7 +15,7 @@ import (
 const drv = "ebs.csi.aws.com"
 
 func TestAttachmentName(t *testing.T) {
-	want := fmt.Sprintf("csi-%x", sha256.Sum256([]byte("vol-0abc" + drv + "node-b")))
+	want := fmt.Sprintf("csi-%x", sha256.Sum256([]byte("vol-0abc"+drv+"node-b")))
 	if got := AttachmentName("vol-0abc", drv, "node-b"); got != want || len(got) != 68 {
 		t.Fatalf("got %s, want %s", got, want)
 	}

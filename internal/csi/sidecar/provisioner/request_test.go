@@ -127,7 +127,9 @@ func TestCreateRequest(t *testing.T) {
 			wantErr: "spec.resources.requests.storage"},
 		{name: "bad access mode",
 			in: createInput{name: "pvc-1", class: testClass(storagev1.VolumeBindingImmediate),
-				claim: testClaim(func(c *corev1.PersistentVolumeClaim) { c.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{"Sometimes"} })},
+				claim: testClaim(func(c *corev1.PersistentVolumeClaim) {
+					c.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{"Sometimes"}
+				})},
 			wantErr: `unknown access mode "Sometimes"`},
 	}
 	for _, tc := range cases {

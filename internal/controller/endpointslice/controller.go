@@ -1,0 +1,212 @@
+package endpointslice
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Config tunes the controller.
+type Config struct {
+	// Workers is the number of Services synced at once (5 when zero).
+	Workers int
+	// MaxEndpointsPerSlice caps each EndpointSlice (100 when zero, as upstream).
+	MaxEndpointsPerSlice int
+	// SkipEndpoints leaves core/v1 Endpoints alone (they are kept by default).
+	SkipEndpoints bool
+}
+
+func (c *Config) validate() error {
+	if c.Workers < 0 {
+		return fmt.Errorf("endpointslice controller: workers %d < 0", c.Workers)
+	}
+	if c.MaxEndpointsPerSlice < 0 || c.MaxEndpointsPerSlice > 1000 {
+		return fmt.Errorf("endpointslice controller: max endpoints per slice %d not in 1..1000", c.MaxEndpointsPerSlice)
+	}
+	return nil
+}
+
+// Controller keeps EndpointSlices and Endpoints of Services.
+type Controller struct {
+	cfg         Config
+	client      kubernetes.Interface
+	svcLister   corelisters.ServiceLister
+	podLister   corelisters.PodLister
+	nodeLister  corelisters.NodeLister
+	sliceLister discoverylisters.EndpointSliceLister
+	epLister    corelisters.EndpointsLister
+	synced      []cache.InformerSynced
+	queue       workqueue.TypedRateLimitingInterface[string]
+	broadcaster record.EventBroadcaster
+	recorder    record.EventRecorder
+}
+
+// New registers the controller's informers and handlers on factory.
+func New(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory) (*Controller, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = 5
+	}
+	if cfg.MaxEndpointsPerSlice == 0 {
+		cfg.MaxEndpointsPerSlice = 100
+	}
+	svcInf := factory.Core().V1().Services()
+	podInf := factory.Core().V1().Pods()
+	nodeInf := factory.Core().V1().Nodes()
+	sliceInf := factory.Discovery().V1().EndpointSlices()
+	epInf := factory.Core().V1().Endpoints()
+	broadcaster := record.NewBroadcaster()
+	c := &Controller{
+		cfg: cfg, client: client,
+		svcLister: svcInf.Lister(), podLister: podInf.Lister(), nodeLister: nodeInf.Lister(),
+		sliceLister: sliceInf.Lister(), epLister: epInf.Lister(),
+		synced: []cache.InformerSynced{svcInf.Informer().HasSynced, podInf.Informer().HasSynced, nodeInf.Informer().HasSynced,
+			sliceInf.Informer().HasSynced, epInf.Informer().HasSynced},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "endpointslice"}),
+		broadcaster: broadcaster,
+		recorder:    broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "endpointslice-controller"}),
+	}
+	add := func(h cache.ResourceEventHandler, inf cache.SharedIndexInformer) error {
+		_, err := inf.AddEventHandler(h)
+		return err
+	}
+	svcHandler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, obj interface{}) { c.enqueue(obj) },
+		DeleteFunc: c.enqueue,
+	}
+	podHandler := cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) { c.podChanged(nil, obj) },
+		UpdateFunc: func(old, obj interface{}) {
+			if old.(*corev1.Pod).ResourceVersion != obj.(*corev1.Pod).ResourceVersion {
+				c.podChanged(old, obj)
+			}
+		},
+		DeleteFunc: func(obj interface{}) { c.podChanged(nil, obj) },
+	}
+	sliceHandler := cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj interface{}) { c.sliceChanged(obj) },
+		DeleteFunc: c.sliceChanged,
+	}
+	epHandler := cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj interface{}) { c.enqueue(obj) },
+		DeleteFunc: c.enqueue,
+	}
+	for _, h := range []struct {
+		h   cache.ResourceEventHandler
+		inf cache.SharedIndexInformer
+	}{{svcHandler, svcInf.Informer()}, {podHandler, podInf.Informer()}, {sliceHandler, sliceInf.Informer()}, {epHandler, epInf.Informer()}} {
+		if err := add(h.h, h.inf); err != nil {
+			return nil, err
+		}
+	}
+	_ = nodeInf.Informer() // zones
+	return c, nil
+}
+
+// Run waits for the caches, then syncs Services until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
+	defer c.broadcaster.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return fmt.Errorf("endpointslice controller: caches did not sync: %w", ctx.Err())
+	}
+	for i := 0; i < c.cfg.Workers; i++ {
+		go wait.UntilWithContext(ctx, c.worker, time.Second)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for {
+		key, quit := c.queue.Get()
+		if quit {
+			return
+		}
+		if err := c.sync(ctx, key); err != nil {
+			level := slog.LevelError
+			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+				level = slog.LevelInfo
+			}
+			slog.Log(ctx, level, "endpointslice sync failed, will retry", "service", key, "err", err)
+			c.queue.AddRateLimited(key)
+		} else {
+			c.queue.Forget(key)
+		}
+		c.queue.Done(key)
+	}
+}
+
+func (c *Controller) enqueue(obj interface{}) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+		c.queue.Add(key)
+	}
+}
+
+// podChanged enqueues the Services that select the pod, before or after the change.
+func (c *Controller) podChanged(old, obj interface{}) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	sets := []labels.Set{pod.Labels}
+	if old != nil {
+		sets = append(sets, old.(*corev1.Pod).Labels)
+	}
+	svcs, err := c.svcLister.Services(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, svc := range svcs {
+		if svc.Spec.Selector == nil {
+			continue
+		}
+		sel := labels.SelectorFromValidatedSet(svc.Spec.Selector)
+		for _, l := range sets {
+			if sel.Matches(l) {
+				c.enqueue(svc)
+				break
+			}
+		}
+	}
+}
+
+// sliceChanged enqueues the Service of a slice this controller manages, so that edits
+// by others are put right.
+func (c *Controller) sliceChanged(obj interface{}) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	s, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok || s.Labels[discoveryv1.LabelManagedBy] != ControllerName || s.Labels[discoveryv1.LabelServiceName] == "" {
+		return
+	}
+	c.queue.Add(s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName])
+}

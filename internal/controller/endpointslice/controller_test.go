@@ -1,0 +1,215 @@
+package endpointslice
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+)
+
+func waitFor(t *testing.T, what string, cond func() (bool, error)) {
+	t.Helper()
+	var last error
+	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		ok, err := cond()
+		last = err
+		return ok, nil
+	}); err != nil {
+		t.Fatalf("waiting for %s: %v (last: %v)", what, err, last)
+	}
+}
+
+// runningPod creates a pod bound to node with ip, Ready as ready says, as the
+// scheduler and kubelet would leave it.
+func runningPod(t *testing.T, c kubernetes.Interface, ns, name, node, ip string, port int32, ready bool) {
+	t.Helper()
+	ctx := context.Background()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx",
+			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: port}}}}}}
+	p, err := c.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CoreV1().Pods(ns).Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Target: corev1.ObjectReference{Kind: "Node", Name: node}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	setStatus(t, c, ns, name, ip, ready)
+}
+
+func setStatus(t *testing.T, c kubernetes.Interface, ns, name, ip string, ready bool) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	p.Status.Phase, p.Status.PodIP, p.Status.PodIPs = corev1.PodRunning, ip, []corev1.PodIP{{IP: ip}}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
+	if _, err := c.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type sliceView struct {
+	port  int32
+	ready map[string]string // ip → "ready/serving/terminating"
+}
+
+func slices(t *testing.T, c kubernetes.Interface, ns, svc string) []discoveryv1.EndpointSlice {
+	t.Helper()
+	list, err := c.DiscoveryV1().EndpointSlices(ns).List(context.Background(), metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+func view(list []discoveryv1.EndpointSlice) map[string]string {
+	out := map[string]string{}
+	for _, s := range list {
+		port := int32(0)
+		if len(s.Ports) > 0 {
+			port = *s.Ports[0].Port
+		}
+		for _, ep := range s.Endpoints {
+			out[ep.Addresses[0]] = fmt.Sprintf("%d %v/%v/%v zone=%s", port, *ep.Conditions.Ready, *ep.Conditions.Serving, *ep.Conditions.Terminating, deref(ep.Zone))
+		}
+	}
+	return out
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func TestServiceEndpointSlicesAndEndpoints(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	c := s.Client
+	ns := "eps"
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a",
+		Labels: map[string]string{corev1.LabelTopologyZone: "us-east-1a"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	factory := informers.NewSharedInformerFactory(c, 0)
+	ctrl, err := New(Config{}, c, factory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; factory.Shutdown() })
+
+	svc, err := c.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{"team": "x"}},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "an empty slice for a Service without pods", func() (bool, error) {
+		l := slices(t, c, ns, "web")
+		return len(l) == 1 && len(l[0].Endpoints) == 0, nil
+	})
+	runningPod(t, c, ns, "a", "node-a", "10.244.0.2", 8080, true)
+	runningPod(t, c, ns, "b", "node-a", "10.244.0.3", 8080, false)
+	runningPod(t, c, ns, "odd", "node-a", "10.244.0.4", 9090, true)
+	want := map[string]string{
+		"10.244.0.2": "8080 true/true/false zone=us-east-1a",
+		"10.244.0.3": "8080 false/false/false zone=us-east-1a",
+		"10.244.0.4": "9090 true/true/false zone=us-east-1a",
+	}
+	waitFor(t, "endpoints of the three pods", func() (bool, error) {
+		got := view(slices(t, c, ns, "web"))
+		return fmt.Sprint(got) == fmt.Sprint(want), fmt.Errorf("slices %v", got)
+	})
+	for _, sl := range slices(t, c, ns, "web") {
+		ref := metav1.GetControllerOf(&sl)
+		if sl.Labels[discoveryv1.LabelManagedBy] != ControllerName || sl.Labels["team"] != "x" || ref == nil || ref.UID != svc.UID ||
+			sl.GenerateName != "web-" || sl.AddressType != discoveryv1.AddressTypeIPv4 {
+			t.Errorf("slice %s: labels %v owner %v generateName %q", sl.Name, sl.Labels, sl.OwnerReferences, sl.GenerateName)
+		}
+	}
+	waitFor(t, "core/v1 Endpoints", func() (bool, error) {
+		ep, err := c.CoreV1().Endpoints(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		ready, notReady := 0, 0
+		for _, s := range ep.Subsets {
+			ready += len(s.Addresses)
+			notReady += len(s.NotReadyAddresses)
+		}
+		return ep.Labels[EndpointsManagedBy] == EndpointsControllerID && len(ep.Subsets) == 2 && ready == 2 && notReady == 1,
+			fmt.Errorf("endpoints %+v", ep.Subsets)
+	})
+
+	// Nothing changes while nothing happens (no update loop against server defaults).
+	before := map[string]string{}
+	for _, sl := range slices(t, c, ns, "web") {
+		before[sl.Name] = sl.ResourceVersion
+	}
+	time.Sleep(time.Second)
+	for _, sl := range slices(t, c, ns, "web") {
+		if before[sl.Name] != sl.ResourceVersion {
+			t.Errorf("slice %s rewritten with nothing changed", sl.Name)
+		}
+	}
+
+	// b turns ready; a terminates (graceful deletion of a bound pod).
+	setStatus(t, c, ns, "b", "10.244.0.3", true)
+	if err := c.CoreV1().Pods(ns).Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want["10.244.0.3"] = "8080 true/true/false zone=us-east-1a"
+	want["10.244.0.2"] = "8080 false/true/true zone=us-east-1a"
+	waitFor(t, "b ready and a terminating", func() (bool, error) {
+		got := view(slices(t, c, ns, "web"))
+		return fmt.Sprint(got) == fmt.Sprint(want), fmt.Errorf("slices %v", got)
+	})
+	waitFor(t, "terminating pod out of Endpoints", func() (bool, error) {
+		ep, err := c.CoreV1().Endpoints(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, s := range ep.Subsets {
+			for _, a := range append(s.Addresses, s.NotReadyAddresses...) {
+				if a.IP == "10.244.0.2" {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+
+	// The Service goes: its Endpoints go (slices follow through the garbage collector).
+	if err := c.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "endpoints deleted with the service", func() (bool, error) {
+		_, err := c.CoreV1().Endpoints(ns).Get(ctx, "web", metav1.GetOptions{})
+		return err != nil, nil
+	})
+}

@@ -1,0 +1,25 @@
+// Package endpointslice is the EndpointSlice controller of the controller-manager
+// ("endpointslice-controller.k8s.io"), together with the core/v1 Endpoints that
+// upstream's endpoints controller ("endpoint-controller") keeps for the same Services
+// (seed 003 §5: "readinessProbe failing → Endpoints/EndpointSlices exclude this Pod").
+//
+// Contract, for each Service with a selector:
+//   - EndpointSlices (generateName "<service>-", owned by the Service, labelled
+//     kubernetes.io/service-name=<service> and
+//     endpointslice.kubernetes.io/managed-by=endpointslice-controller.k8s.io, plus the
+//     Service's labels) list its selected pods that have an IP and are not finished, with
+//     conditions ready (Ready and not terminating, or publishNotReadyAddresses), serving
+//     (Ready) and terminating (being deleted), nodeName, zone, targetRef and hostname.
+//     Ports come from the Service's ports with named targetPorts resolved against each
+//     pod's container ports, so pods resolving differently go to different slices; at
+//     most Config.MaxEndpointsPerSlice (100) endpoints per slice; existing slices are
+//     updated in place and only when their content changes.
+//   - The Endpoints object of the same name (labelled
+//     endpoints.kubernetes.io/managed-by=endpoint-controller) lists ready pods in
+//     addresses and the others in notReadyAddresses; terminating pods are left out; at
+//     most 1000 addresses (endpoints.kubernetes.io/over-capacity=truncated beyond).
+//     It is deleted with the Service.
+//
+// Decisions (desired.go) are pure and tested with tables. It talks to the API server only
+// through client-go (informers on Services, Pods, Nodes, EndpointSlices and Endpoints).
+package endpointslice

@@ -1,0 +1,225 @@
+package endpointslice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+)
+
+// sync brings the EndpointSlices and Endpoints of Service key up to date.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	svc, err := c.svcLister.Services(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		// Slices are owned by the Service and go with it (garbage collector); the
+		// Endpoints are not, and go here.
+		if !c.cfg.SkipEndpoints {
+			if ep, err := c.epLister.Endpoints(ns).Get(name); err == nil && ep.Labels[EndpointsManagedBy] == EndpointsControllerID {
+				err := c.client.CoreV1().Endpoints(ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &ep.UID}})
+				if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+					return fmt.Errorf("delete endpoints %s: %w", key, err)
+				}
+			}
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if svc.Spec.Selector == nil || svc.DeletionTimestamp != nil {
+		return nil // endpoints of selector-less Services are their users' business
+	}
+	pods, err := c.podLister.Pods(ns).List(labels.SelectorFromValidatedSet(svc.Spec.Selector))
+	if err != nil {
+		return err
+	}
+	zones := map[string]string{}
+	if nodes, err := c.nodeLister.List(labels.Everything()); err == nil {
+		for _, n := range nodes {
+			zones[n.Name] = n.Labels[corev1.LabelTopologyZone]
+		}
+	}
+	errSlices := c.reconcileSlices(ctx, svc, desiredGroups(svc, pods, zones))
+	if errSlices != nil {
+		c.recorder.Eventf(svc, corev1.EventTypeWarning, "FailedToUpdateEndpointSlices", "Error updating Endpoint Slices for Service %s: %v", key, errSlices)
+	}
+	var errEndpoints error
+	if !c.cfg.SkipEndpoints {
+		errEndpoints = c.reconcileEndpoints(ctx, svc, pods)
+	}
+	return errors.Join(errSlices, errEndpoints)
+}
+
+// sliceLabels are the labels of svc's slices.
+func sliceLabels(svc *corev1.Service) map[string]string {
+	l := map[string]string{}
+	for k, v := range svc.Labels {
+		l[k] = v
+	}
+	l[discoveryv1.LabelServiceName] = svc.Name
+	l[discoveryv1.LabelManagedBy] = ControllerName
+	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		l[HeadlessLabel] = ""
+	} else {
+		delete(l, HeadlessLabel)
+	}
+	return l
+}
+
+// reconcileSlices makes svc's managed slices hold groups: slices of the same address
+// type and ports are reused in name order, the rest deleted.
+func (c *Controller) reconcileSlices(ctx context.Context, svc *corev1.Service, groups []*group) error {
+	existing, err := c.sliceLister.EndpointSlices(svc.Namespace).List(labels.SelectorFromSet(labels.Set{
+		discoveryv1.LabelServiceName: svc.Name, discoveryv1.LabelManagedBy: ControllerName}))
+	if err != nil {
+		return err
+	}
+	byGroup := map[string][]*discoveryv1.EndpointSlice{}
+	for _, s := range existing {
+		if ref := metav1.GetControllerOf(s); ref != nil && ref.UID != svc.UID {
+			continue // a previous Service of this name: its slices go with it
+		}
+		k := groupKey(s.AddressType, s.Ports)
+		byGroup[k] = append(byGroup[k], s)
+	}
+	for _, list := range byGroup {
+		sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+	}
+	want := sliceLabels(svc)
+	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "Service", Name: svc.Name, UID: svc.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
+	slices := c.client.DiscoveryV1().EndpointSlices(svc.Namespace)
+	var errs []error
+	if len(groups) == 0 {
+		// A Service with no endpoints still gets one empty slice, as upstream.
+		at := discoveryv1.AddressTypeIPv4
+		for _, f := range svc.Spec.IPFamilies {
+			if f == corev1.IPv6Protocol {
+				at = discoveryv1.AddressTypeIPv6
+			}
+			break
+		}
+		groups = []*group{{addressType: at}}
+	}
+	for _, g := range groups {
+		chunks := chunk(g.endpoints, c.cfg.MaxEndpointsPerSlice)
+		if len(chunks) == 0 {
+			chunks = [][]discoveryv1.Endpoint{nil}
+		}
+		have := byGroup[g.key()]
+		delete(byGroup, g.key())
+		for i, eps := range chunks {
+			if i < len(have) {
+				s := have[i]
+				if apiequality.Semantic.DeepEqual(s.Endpoints, eps) && labels.Equals(s.Labels, want) {
+					continue
+				}
+				s = s.DeepCopy()
+				s.Endpoints, s.Labels = eps, want
+				if _, err := slices.Update(ctx, s, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+					errs = append(errs, fmt.Errorf("update endpointslice %s: %w", s.Name, err))
+				}
+				continue
+			}
+			s := &discoveryv1.EndpointSlice{
+				ObjectMeta: metav1.ObjectMeta{GenerateName: svc.Name + "-", Namespace: svc.Namespace, Labels: want,
+					OwnerReferences: []metav1.OwnerReference{owner}},
+				AddressType: g.addressType, Ports: g.ports, Endpoints: eps,
+			}
+			if _, err := slices.Create(ctx, s, metav1.CreateOptions{}); err != nil && !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+				errs = append(errs, fmt.Errorf("create endpointslice for %s: %w", svc.Name, err))
+			}
+		}
+		for _, s := range have[min(len(have), len(chunks)):] {
+			if err := slices.Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("delete endpointslice %s: %w", s.Name, err))
+			}
+		}
+	}
+	for _, stale := range byGroup {
+		for _, s := range stale {
+			if err := slices.Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("delete endpointslice %s: %w", s.Name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// reconcileEndpoints keeps the core/v1 Endpoints of svc as upstream's endpoints
+// controller does.
+func (c *Controller) reconcileEndpoints(ctx context.Context, svc *corev1.Service, pods []*corev1.Pod) error {
+	subsets, truncated := desiredSubsets(svc, pods)
+	want := map[string]string{}
+	for k, v := range svc.Labels {
+		want[k] = v
+	}
+	want[EndpointsManagedBy] = EndpointsControllerID
+	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		want[HeadlessLabel] = ""
+	}
+	cur, err := c.epLister.Endpoints(svc.Namespace).Get(svc.Name)
+	client := c.client.CoreV1().Endpoints(svc.Namespace)
+	if apierrors.IsNotFound(err) {
+		ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: svc.Namespace, Labels: want}, Subsets: subsets}
+		if truncated {
+			ep.Annotations = map[string]string{OverCapacity: "truncated"}
+		}
+		_, err := client.Create(ctx, ep, metav1.CreateOptions{})
+		if err != nil && !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			return fmt.Errorf("create endpoints %s/%s: %w", svc.Namespace, svc.Name, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, overCap := cur.Annotations[OverCapacity]
+	if apiequality.Semantic.DeepEqual(normalize(cur.Subsets), normalize(subsets)) && labels.Equals(cur.Labels, want) && overCap == truncated {
+		return nil
+	}
+	ep := cur.DeepCopy()
+	ep.Subsets, ep.Labels = subsets, want
+	if truncated {
+		if ep.Annotations == nil {
+			ep.Annotations = map[string]string{}
+		}
+		ep.Annotations[OverCapacity] = "truncated"
+	} else {
+		delete(ep.Annotations, OverCapacity)
+	}
+	if _, err := client.Update(ctx, ep, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("update endpoints %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	return nil
+}
+
+// normalize treats empty and nil lists alike.
+func normalize(s []corev1.EndpointSubset) []corev1.EndpointSubset {
+	if len(s) == 0 {
+		return nil
+	}
+	out := make([]corev1.EndpointSubset, len(s))
+	for i, x := range s {
+		if len(x.Addresses) == 0 {
+			x.Addresses = nil
+		}
+		if len(x.NotReadyAddresses) == 0 {
+			x.NotReadyAddresses = nil
+		}
+		out[i] = x
+	}
+	return out
+}

@@ -339,4 +339,3 @@ func equalStatus(a, b *appsv1.StatefulSetStatus) bool {
 		a.AvailableReplicas == b.AvailableReplicas && a.CurrentReplicas == b.CurrentReplicas && a.UpdatedReplicas == b.UpdatedReplicas &&
 		a.CurrentRevision == b.CurrentRevision && a.UpdateRevision == b.UpdateRevision
 }
-

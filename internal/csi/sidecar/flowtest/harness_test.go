@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -285,7 +286,7 @@ func (e *env) sidecars(client kubernetes.Interface, f informers.SharedInformerFa
 	if prov {
 		cfg := provisioner.Config{DriverName: driverName, Identity: "test", ExtraCreateMetadata: true, Logger: e.log, Timeout: 5 * time.Minute}
 		retry(&cfg.RetryIntervalStart, &cfg.RetryIntervalMax)
-		p, err := provisioner.New(cfg, client, f, conn, nil)
+		p, err := provisioner.New(cfg, client, f, conn, snapclient.NewForConfigOrDie(e.api.Config))
 		if err != nil {
 			t.Fatal(err)
 		}

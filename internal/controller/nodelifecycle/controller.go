@@ -310,4 +310,3 @@ func (c *Controller) evict(ctx context.Context, n *corev1.Node, now time.Time) e
 	}
 	return errors.Join(errs...)
 }
-

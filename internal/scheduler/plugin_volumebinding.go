@@ -93,6 +93,21 @@ func newVolumeBinding(view *storageView, client kubernetes.Interface, bindTimeou
 	return &volumeBinding{view: view, client: client, bindTimeout: bindTimeout, waiter: newClaimWaiter(), assumedPVs: map[string]string{}}
 }
 
+// selectedNode is the volume.kubernetes.io/selected-node of one of the pod's unbound
+// claims, if any: provisioning may already be under way there.
+func (b *volumeBinding) selectedNode(pod *PodInfo) string {
+	for _, key := range pod.Claims {
+		ns, name := splitKey(key)
+		pvc, err := b.view.pvcs.PersistentVolumeClaims(ns).Get(name)
+		if err == nil && pvc.Spec.VolumeName == "" {
+			if n := pvc.Annotations[volumehelpers.AnnSelectedNode]; n != "" {
+				return n
+			}
+		}
+	}
+	return ""
+}
+
 // staticBinding is a PV the scheduler chose for a WaitForFirstConsumer claim.
 type staticBinding struct {
 	pv    *corev1.PersistentVolume

@@ -90,8 +90,12 @@ func (s *Scheduler) schedulePod(ctx context.Context, state *CycleState, pi *PodI
 		diag.PreFilterMsg = st.Message()
 		return scheduleResult{}, &FitError{NumAllNodes: n, Diagnosis: diag}
 	}
-	// A node nominated by an earlier preemption is tried first.
-	if nn := pi.Pod.Status.NominatedNodeName; nn != "" {
+	// A node nominated by an earlier preemption, or already selected for the pod's claims
+	// (by an earlier attempt or an earlier run of the scheduler), is tried first.
+	for _, nn := range []string{pi.Pod.Status.NominatedNodeName, s.binding.selectedNode(pi)} {
+		if nn == "" {
+			continue
+		}
 		if ni := snap.Get(nn); ni != nil && s.runFilterWithNominated(ctx, state, pi, ni).IsSuccess() {
 			return scheduleResult{host: nn, evaluated: 1, feasible: 1}, nil
 		}
@@ -256,12 +260,19 @@ func (s *Scheduler) bindingCycle(ctx context.Context, state *CycleState, qp *Que
 			return
 		}
 	}
+	select {
+	case s.bindSlots <- struct{}{}:
+	case <-ctx.Done():
+		fail(ctx.Err())
+		return
+	}
 	var st *Status
 	for _, pl := range s.profile.Bind {
 		if st = pl.Bind(ctx, state, pi, host); st.IsSuccess() {
 			break
 		}
 	}
+	<-s.bindSlots
 	if !st.IsSuccess() {
 		fail(fmt.Errorf("binding rejected: %w", st.AsError()))
 		return

@@ -38,12 +38,15 @@ type Config struct {
 	BindTimeout time.Duration
 	// DisablePreemption turns DefaultPreemption off.
 	DisablePreemption bool
+	// BindConcurrency bounds the pods/binding calls in flight (32), so that a burst of
+	// decisions queues here rather than in the API server.
+	BindConcurrency int
 }
 
 func (c *Config) validate() error {
 	switch {
-	case c.Parallelism < 0:
-		return fmt.Errorf("scheduler: parallelism %d < 0", c.Parallelism)
+	case c.Parallelism < 0 || c.BindConcurrency < 0:
+		return fmt.Errorf("scheduler: parallelism %d and bindConcurrency %d must not be negative", c.Parallelism, c.BindConcurrency)
 	case c.PercentageOfNodesToScore < 0 || c.PercentageOfNodesToScore > 100:
 		return fmt.Errorf("scheduler: percentageOfNodesToScore %d not in [0, 100]", c.PercentageOfNodesToScore)
 	case c.PodInitialBackoff < 0 || c.PodMaxBackoff < 0 || c.PodMaxInUnschedulable < 0 || c.BindTimeout < 0:
@@ -73,6 +76,9 @@ func (c *Config) defaults() {
 	if c.BindTimeout == 0 {
 		c.BindTimeout = 10 * time.Minute
 	}
+	if c.BindConcurrency == 0 {
+		c.BindConcurrency = 32
+	}
 }
 
 // Scheduler watches pending pods and binds each to a node.
@@ -92,6 +98,7 @@ type Scheduler struct {
 	recorder    record.EventRecorder
 
 	nextStart int
+	bindSlots chan struct{}
 	wg        sync.WaitGroup
 }
 
@@ -120,6 +127,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		cfg: cfg, client: client, clock: clock.RealClock{},
 		cache:     newSchedCache(nsLabels),
 		podLister: pods.Lister(),
+		bindSlots: make(chan struct{}, cfg.BindConcurrency),
 	}
 	s.queue = NewSchedulingQueue(s.clock, cfg.PodInitialBackoff, cfg.PodMaxBackoff, cfg.PodMaxInUnschedulable)
 	s.broadcaster = record.NewBroadcaster()

@@ -241,3 +241,32 @@ func TestPreemptionEvictsLowerPriority(t *testing.T) {
 		t.Errorf("high on %s", node)
 	}
 }
+
+// After a scheduler restart, a claim may already name a node; the scheduler keeps it so
+// that the provisioner is not sent to a second zone.
+func TestWaitForFirstConsumerKeepsSelectedNode(t *testing.T) {
+	c := startCluster(t, Config{})
+	for _, z := range []string{"a", "b", "c"} {
+		c.createNode(makeNode("node-"+z, "4", zoneLabel("us-east-1"+z)))
+	}
+	c.createClass("gp3", storagev1.VolumeBindingWaitForFirstConsumer)
+	pvc := c.createClaim("data", "gp3")
+	pvc.Annotations = map[string]string{"volume.kubernetes.io/selected-node": "node-c"}
+	pvc, err := c.client.CoreV1().PersistentVolumeClaims("default").Update(context.Background(), pvc, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.createPod(makePod("app", withClaim("data")))
+	time.Sleep(500 * time.Millisecond)
+	cur, err := c.client.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), "data", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cur.Annotations["volume.kubernetes.io/selected-node"]; got != "node-c" {
+		t.Fatalf("selected-node changed to %q", got)
+	}
+	c.bindClaim(pvc, "pvc-"+string(pvc.UID), corev1.LabelTopologyZone, "us-east-1c")
+	if node := c.waitScheduled("app"); node != "node-c" {
+		t.Errorf("app on %s, want node-c", node)
+	}
+}

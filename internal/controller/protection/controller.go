@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -174,9 +175,7 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	}
 	switch decide(pvc.Finalizers, pvc.DeletionTimestamp != nil, PVCFinalizer) {
 	case stepAddFinalizer:
-		out := pvc.DeepCopy()
-		out.Finalizers = append(out.Finalizers, PVCFinalizer)
-		_, err := c.client.CoreV1().PersistentVolumeClaims(ns).Update(ctx, out, metav1.UpdateOptions{})
+		_, err := c.client.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, name, types.StrategicMergePatchType, addFinalizerPatch(PVCFinalizer), metav1.PatchOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("add %s to claim %s: %w", PVCFinalizer, key, err)
 		}
@@ -189,9 +188,7 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 			c.log.DebugContext(ctx, "keeping claim in use", "claim", key)
 			return nil
 		}
-		out := pvc.DeepCopy()
-		out.Finalizers = without(out.Finalizers, PVCFinalizer)
-		_, err = c.client.CoreV1().PersistentVolumeClaims(ns).Update(ctx, out, metav1.UpdateOptions{})
+		_, err = c.client.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, name, types.StrategicMergePatchType, removeFinalizerPatch(PVCFinalizer), metav1.PatchOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("remove %s from claim %s: %w", PVCFinalizer, key, err)
 		}
@@ -236,9 +233,7 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 	}
 	switch decide(pv.Finalizers, pv.DeletionTimestamp != nil, PVFinalizer) {
 	case stepAddFinalizer:
-		out := pv.DeepCopy()
-		out.Finalizers = append(out.Finalizers, PVFinalizer)
-		_, err := c.client.CoreV1().PersistentVolumes().Update(ctx, out, metav1.UpdateOptions{})
+		_, err := c.client.CoreV1().PersistentVolumes().Patch(ctx, name, types.StrategicMergePatchType, addFinalizerPatch(PVFinalizer), metav1.PatchOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("add %s to volume %s: %w", PVFinalizer, name, err)
 		}
@@ -246,9 +241,7 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 		if volumeInUse(pv) {
 			return nil
 		}
-		out := pv.DeepCopy()
-		out.Finalizers = without(out.Finalizers, PVFinalizer)
-		_, err := c.client.CoreV1().PersistentVolumes().Update(ctx, out, metav1.UpdateOptions{})
+		_, err := c.client.CoreV1().PersistentVolumes().Patch(ctx, name, types.StrategicMergePatchType, removeFinalizerPatch(PVFinalizer), metav1.PatchOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("remove %s from volume %s: %w", PVFinalizer, name, err)
 		}

@@ -1,6 +1,8 @@
 package protection
 
 import (
+	"encoding/json"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -22,16 +24,6 @@ func hasFinalizer(list []string, f string) bool {
 		}
 	}
 	return false
-}
-
-func without(list []string, f string) []string {
-	out := make([]string, 0, len(list))
-	for _, x := range list {
-		if x != f {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // decide says what to do with an object with these finalizers and deletion state.
@@ -71,4 +63,17 @@ func podShutDown(pod *corev1.Pod) bool {
 // volumeInUse: a Bound volume is in use.
 func volumeInUse(pv *corev1.PersistentVolume) bool {
 	return pv.Status.Phase == corev1.VolumeBound
+}
+
+// addFinalizerPatch adds f with a strategic merge patch (finalizers merge as a
+// set), so that it does not conflict with other writers of the object.
+func addFinalizerPatch(f string) []byte {
+	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": []string{f}}})
+	return b
+}
+
+// removeFinalizerPatch removes f with a strategic merge patch.
+func removeFinalizerPatch(f string) []byte {
+	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"$deleteFromPrimitiveList/finalizers": []string{f}}})
+	return b
 }

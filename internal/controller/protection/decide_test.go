@@ -24,8 +24,11 @@ func TestDecide(t *testing.T) {
 			t.Errorf("%s: got %d, want %d", tc.name, got, tc.want)
 		}
 	}
-	if got := without([]string{"a", PVFinalizer, "b"}, PVFinalizer); len(got) != 2 || got[0] != "a" || got[1] != "b" {
-		t.Errorf("without = %v", got)
+	if got := string(addFinalizerPatch(PVFinalizer)); got != `{"metadata":{"finalizers":["kubernetes.io/pv-protection"]}}` {
+		t.Errorf("add patch %s", got)
+	}
+	if got := string(removeFinalizerPatch(PVCFinalizer)); got != `{"metadata":{"$deleteFromPrimitiveList/finalizers":["kubernetes.io/pvc-protection"]}}` {
+		t.Errorf("remove patch %s", got)
 	}
 }
 

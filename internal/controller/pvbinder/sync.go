@@ -2,6 +2,7 @@ package pvbinder
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
@@ -59,8 +61,10 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	case claimLost:
 		return c.setClaimPhase(ctx, claim, corev1.ClaimLost)
 	case claimProvision:
-		if annotated, changed := provisionAnnotations(claim, d.provisioner); changed {
-			claim, err = c.client.CoreV1().PersistentVolumeClaims(ns).Update(ctx, annotated, metav1.UpdateOptions{})
+		if _, changed := provisionAnnotations(claim, d.provisioner); changed {
+			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+				storagehelpers.AnnStorageProvisioner: d.provisioner, storagehelpers.AnnBetaStorageProvisioner: d.provisioner}}})
+			claim, err = c.client.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 			if err != nil {
 				return fmt.Errorf("annotate claim %s for provisioner %s: %w", key, d.provisioner, err)
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -44,6 +45,10 @@ type Controller struct {
 
 	driver  string
 	trivial bool // the driver has no ControllerPublishVolume
+
+	// attached holds the UIDs of attachments this attacher marked attached, until
+	// the cache shows it: an older cached copy must not publish again.
+	attached sync.Map
 }
 
 // byPV indexes VolumeAttachments by their PV (a name of its own: the factory may be
@@ -174,8 +179,14 @@ func (c *Controller) syncAttachment(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	if va.Status.Attached || va.DeletionTimestamp != nil {
+		c.attached.Delete(va.UID)
+	}
 	switch decideAttachment(va, c.driver) {
 	case stepAttach:
+		if _, done := c.attached.Load(va.UID); done {
+			return nil // the cache is behind our own status write
+		}
 		if c.trivial {
 			return c.markAttached(ctx, va, nil)
 		}
@@ -240,6 +251,7 @@ func (c *Controller) markAttached(ctx context.Context, va *storagev1.VolumeAttac
 	if _, err := c.client.StorageV1().VolumeAttachments().UpdateStatus(ctx, out, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("mark volumeattachment %s attached: %w", va.Name, err)
 	}
+	c.attached.Store(va.UID, struct{}{})
 	return nil
 }
 

@@ -255,7 +255,7 @@ func (c *SnapshotController) createContent(ctx context.Context, vs *snapv1.Volum
 func (c *SnapshotController) updateStatus(ctx context.Context, vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotContent) error {
 	st := snapshotStatus(content)
 	if sameStatus(vs.Status, st) {
-		return nil
+		return c.releaseIfReady(ctx, vs, st)
 	}
 	wasCreated := vs.Status != nil && vs.Status.CreationTime != nil
 	wasReady := vs.Status != nil && ptr.Deref(vs.Status.ReadyToUse, false)
@@ -269,11 +269,20 @@ func (c *SnapshotController) updateStatus(ctx context.Context, vs *snapv1.Volume
 	}
 	if !wasReady && ptr.Deref(st.ReadyToUse, false) {
 		c.recorder.Eventf(vs, corev1.EventTypeNormal, ReasonSnapshotReady, "Snapshot %s/%s is ready to use.", vs.Namespace, vs.Name)
-		if vs.Spec.Source.PersistentVolumeClaimName != nil {
-			return c.releaseClaim(ctx, vs.Namespace, *vs.Spec.Source.PersistentVolumeClaimName)
-		}
 	}
-	return nil
+	return c.releaseIfReady(ctx, vs, st)
+}
+
+// releaseIfReady frees the source claim of a ready snapshot that still holds it.
+func (c *SnapshotController) releaseIfReady(ctx context.Context, vs *snapv1.VolumeSnapshot, st *snapv1.VolumeSnapshotStatus) error {
+	claim := ptr.Deref(vs.Spec.Source.PersistentVolumeClaimName, "")
+	if claim == "" || !ptr.Deref(st.ReadyToUse, false) {
+		return nil
+	}
+	if pvc, err := c.claims.PersistentVolumeClaims(vs.Namespace).Get(claim); err != nil || !has(pvc.Finalizers, FinalizerPVCAsSource) {
+		return nil
+	}
+	return c.releaseClaim(ctx, vs.Namespace, claim)
 }
 
 // releaseClaim drops pvc-as-source-protection when no snapshot of the claim is

@@ -17,13 +17,14 @@ import (
 var builtinNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
 
 // bootstrap creates the built-in namespaces and the "kubernetes" Service at the first
-// ClusterIP, through the API like any client; what exists already is left alone.
+// ClusterIP, through the API like any client; what exists already is left alone. It
+// retries until it succeeds or ctx ends.
 func bootstrap(ctx context.Context, loopback *rest.Config, kubernetesIP string, port int) error {
 	client, err := kubernetes.NewForConfig(loopback)
 	if err != nil {
 		return err
 	}
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		for _, name := range builtinNamespaces {
 			_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 			if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -39,10 +40,10 @@ func bootstrap(ctx context.Context, loopback *rest.Config, kubernetesIP string, 
 					TargetPort: intstr.FromInt32(int32(port))}},
 			},
 		}
-		_, err := client.CoreV1().Services(metav1.NamespaceDefault).Create(ctx, svc, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return false, nil
+		_, err := client.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, svc.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = client.CoreV1().Services(metav1.NamespaceDefault).Create(ctx, svc, metav1.CreateOptions{})
 		}
-		return true, nil
+		return err == nil || apierrors.IsAlreadyExists(err), nil
 	})
 }

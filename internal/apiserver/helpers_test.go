@@ -27,10 +27,16 @@ func startNamespaceController(ctx context.Context, t *testing.T, s *apiservertes
 // waitFor polls cond for up to a minute.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	waitForDescribed(t, what, cond, func() string { return "" })
+}
+
+// waitForDescribed polls cond for up to a minute and says describe() when it gives up.
+func waitForDescribed(t *testing.T, what string, cond func() bool, describe func() string) {
+	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("timed out waiting for %s %s", what, describe())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

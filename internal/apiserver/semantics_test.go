@@ -84,14 +84,20 @@ func TestConflictsAndInvalidObjects(t *testing.T) {
 	}{
 		{"bad name", func() error { _, err := pvcs.Create(ctx, claim("Bad_Name", "1Gi"), metav1.CreateOptions{}); return err },
 			func() error { _, err := pvcs.Get(ctx, "Bad_Name", metav1.GetOptions{}); return err }, "metadata.name"},
-		{"negative storage", func() error { _, err := pvcs.Create(ctx, claim("negative", "-1Gi"), metav1.CreateOptions{}); return err },
+		{"negative storage", func() error {
+			_, err := pvcs.Create(ctx, claim("negative", "-1Gi"), metav1.CreateOptions{})
+			return err
+		},
 			func() error { _, err := pvcs.Get(ctx, "negative", metav1.GetOptions{}); return err }, "spec.resources.requests[storage]"},
 		{"pod without containers", func() error {
 			p := pod("empty")
 			p.Spec.Containers = nil
 			_, err := s.Client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
 			return err
-		}, func() error { _, err := s.Client.CoreV1().Pods("default").Get(ctx, "empty", metav1.GetOptions{}); return err }, "spec.containers"},
+		}, func() error {
+			_, err := s.Client.CoreV1().Pods("default").Get(ctx, "empty", metav1.GetOptions{})
+			return err
+		}, "spec.containers"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -282,4 +288,3 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
-

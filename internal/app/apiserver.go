@@ -71,12 +71,15 @@ func newControlPlane(f *controlPlaneFlags) (*controlPlane, error) {
 	return cp, nil
 }
 
-// start runs etcd, then the API server once etcd serves, in g.
+// start runs etcd, then the API server once etcd serves, in g. When ctx ends the API
+// server stops first and etcd after it, so no request is cut off from its store.
 func (cp *controlPlane) start(ctx context.Context, g *errgroup.Group) {
+	etcdCtx, stopEtcd := context.WithCancel(context.WithoutCancel(ctx))
 	if cp.etcd != nil {
-		g.Go(func() error { return cp.etcd.Run(ctx) })
+		g.Go(func() error { return cp.etcd.Run(etcdCtx) })
 	}
 	g.Go(func() error {
+		defer stopEtcd()
 		if cp.etcd != nil {
 			select {
 			case <-cp.etcd.Ready():

@@ -52,9 +52,11 @@ func Start(t testing.TB, opts Options) *Server {
 	if opts.Port == 0 {
 		opts.Port = FreePort(t)
 	}
+	// The API server stops before its etcd, as it would in a cluster being shut down.
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 2)
-	running := 0
+	etcdCtx, cancelEtcd := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	etcdDone := make(chan error, 1)
 	servers := opts.EtcdServers
 	var etcdReady <-chan struct{}
 	if len(servers) == 0 {
@@ -68,18 +70,18 @@ func Start(t testing.TB, opts Options) *Server {
 		})
 		if err != nil {
 			cancel()
+			cancelEtcd()
 			t.Fatal(err)
 		}
-		running++
-		go func() { done <- e.Run(ctx) }()
+		go func() { etcdDone <- e.Run(etcdCtx) }()
 		servers, etcdReady = e.Endpoints(), e.Ready()
 	}
 	api, err := apiserver.New(apiserver.Config{DataDir: opts.DataDir, Port: opts.Port, EtcdServers: servers})
 	if err != nil {
 		cancel()
+		cancelEtcd()
 		t.Fatal(err)
 	}
-	running++
 	go func() {
 		if etcdReady != nil {
 			select {
@@ -99,16 +101,20 @@ func Start(t testing.TB, opts Options) *Server {
 		}
 		stopped = true
 		cancel()
-		for i := 0; i < running; i++ {
+		wait := func(what string, ch <-chan error) {
 			select {
-			case err := <-done:
+			case err := <-ch:
 				if err != nil && !errors.Is(err, context.Canceled) {
-					t.Logf("server stopped with: %v", err)
+					t.Logf("%s stopped with: %v", what, err)
 				}
 			case <-time.After(30 * time.Second):
-				t.Errorf("server did not stop within 30s")
-				return
+				t.Errorf("%s did not stop within 30s", what)
 			}
+		}
+		wait("API server", done)
+		cancelEtcd()
+		if etcdReady != nil {
+			wait("etcd", etcdDone)
 		}
 	}
 	t.Cleanup(s.stop)

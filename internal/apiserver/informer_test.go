@@ -124,7 +124,10 @@ func TestInformersSeeEverythingInOrderAndResume(t *testing.T) {
 	flow := func(suffix string) []string {
 		pods, pvcs := client.CoreV1().Pods("default"), client.CoreV1().PersistentVolumeClaims("default")
 		pvName, vaName := "pv-"+suffix, "va-"+suffix
-		must(t, func() error { _, err := pvcs.Create(ctx, claim("data-"+suffix, "1Gi"), metav1.CreateOptions{}); return err })
+		must(t, func() error {
+			_, err := pvcs.Create(ctx, claim("data-"+suffix, "1Gi"), metav1.CreateOptions{})
+			return err
+		})
 		must(t, func() error { _, err := pods.Create(ctx, pod("app-"+suffix), metav1.CreateOptions{}); return err })
 		must(t, func() error {
 			_, err := client.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
@@ -160,7 +163,9 @@ func TestInformersSeeEverythingInOrderAndResume(t *testing.T) {
 			_, err := pods.Patch(ctx, "app-"+suffix, "application/merge-patch+json", []byte(`{"metadata":{"labels":{"seen":"yes"}}}`), metav1.PatchOptions{})
 			return err
 		})
-		must(t, func() error { return client.StorageV1().VolumeAttachments().Delete(ctx, vaName, metav1.DeleteOptions{}) })
+		must(t, func() error {
+			return client.StorageV1().VolumeAttachments().Delete(ctx, vaName, metav1.DeleteOptions{})
+		})
 		must(t, func() error { return pods.Delete(ctx, "app-"+suffix, metav1.DeleteOptions{}) })
 		return []string{"add pvc default/data-" + suffix, "add pod default/app-" + suffix, "add pv " + pvName, "add va " + vaName,
 			"update va " + vaName, "update pod default/app-" + suffix, "delete va " + vaName, "delete pod default/app-" + suffix}
@@ -178,8 +183,14 @@ func TestInformersSeeEverythingInOrderAndResume(t *testing.T) {
 	back := false
 	for i := 0; i < 60 && !back; i++ {
 		n := fmt.Sprint("probe-", i)
-		must(t, func() error { _, err := client.CoreV1().PersistentVolumeClaims("default").Create(ctx, claim(n, "1Gi"), metav1.CreateOptions{}); return err })
-		must(t, func() error { _, err := client.CoreV1().Pods("default").Create(ctx, pod(n), metav1.CreateOptions{}); return err })
+		must(t, func() error {
+			_, err := client.CoreV1().PersistentVolumeClaims("default").Create(ctx, claim(n, "1Gi"), metav1.CreateOptions{})
+			return err
+		})
+		must(t, func() error {
+			_, err := client.CoreV1().Pods("default").Create(ctx, pod(n), metav1.CreateOptions{})
+			return err
+		})
 		must(t, func() error {
 			_, err := client.StorageV1().VolumeAttachments().Create(ctx, &storagev1.VolumeAttachment{
 				ObjectMeta: metav1.ObjectMeta{Name: n},

@@ -69,7 +69,7 @@ var benchZones = []string{"us-east-1a", "us-east-1b", "us-east-1c"}
 
 // setupBench creates nodes hollow-node style (Node, status, CSINode) and pending pods,
 // with a bound CSI PV per pod when withPVC.
-func setupBench(b *testing.B, c kubernetes.Interface, nodes, pods int, withPVC bool) {
+func setupBench(b testing.TB, c kubernetes.Interface, nodes, pods int, withPVC bool) {
 	ctx := context.Background()
 	err := parallel(nodes, 16, func(i int) error {
 		zone := benchZones[i%len(benchZones)]

@@ -14,6 +14,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/utils/ptr"
 )
 
@@ -322,6 +323,9 @@ func TestVolumeBindingDecisions(t *testing.T) {
 				return
 			}
 			pv := state.Read(VolumeBindingName).(*volumeBindingState).byNode[tc.node.Name]
+			if pv == nil {
+				pv = &podVolumes{} // only bound claims: nothing to remember
+			}
 			if (len(pv.provisions) > 0) != tc.provision {
 				t.Errorf("provisions %v, want %v", pv.provisions, tc.provision)
 			}
@@ -535,4 +539,46 @@ func TestNodeUpdateInterest(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// labelNodeSelector must agree with component-helpers' MatchNodeSelectorTerms.
+func TestLabelNodeSelectorAgreesWithCheckNodeAffinity(t *testing.T) {
+	req := func(key string, op corev1.NodeSelectorOperator, vals ...string) corev1.NodeSelectorRequirement {
+		return corev1.NodeSelectorRequirement{Key: key, Operator: op, Values: vals}
+	}
+	terms := [][]corev1.NodeSelectorTerm{
+		{{MatchExpressions: []corev1.NodeSelectorRequirement{req("zone", corev1.NodeSelectorOpIn, "a", "b")}}},
+		{{MatchExpressions: []corev1.NodeSelectorRequirement{req("zone", corev1.NodeSelectorOpNotIn, "a")}}},
+		{{MatchExpressions: []corev1.NodeSelectorRequirement{req("zone", corev1.NodeSelectorOpIn, "a"), req("disk", corev1.NodeSelectorOpExists)}},
+			{MatchExpressions: []corev1.NodeSelectorRequirement{req("zone", corev1.NodeSelectorOpIn, "c")}}},
+		{{MatchExpressions: []corev1.NodeSelectorRequirement{req("gen", corev1.NodeSelectorOpGt, "3")}}},
+		{{MatchFields: []corev1.NodeSelectorRequirement{req("metadata.name", corev1.NodeSelectorOpIn, "n1")}}},
+		{{MatchExpressions: []corev1.NodeSelectorRequirement{req("zone", corev1.NodeSelectorOpDoesNotExist)}}},
+		{{}},
+	}
+	nodes := []*corev1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": "a", "disk": "ssd", "gen": "5"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "n2", Labels: map[string]string{"zone": "b", "gen": "2"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "n3", Labels: map[string]string{"zone": "c"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "n4"}},
+	}
+	for i, ts := range terms {
+		ns := &corev1.NodeSelector{NodeSelectorTerms: ts}
+		sel, err := newLabelNodeSelector(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nodes {
+			pv := &corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{NodeAffinity: &corev1.VolumeNodeAffinity{Required: ns}}}
+			want := volumehelpersMatch(pv, n)
+			if got := sel.match(n); got != want {
+				t.Errorf("terms %d node %s: %v, want %v", i, n.Name, got, want)
+			}
+		}
+	}
+}
+
+func volumehelpersMatch(pv *corev1.PersistentVolume, n *corev1.Node) bool {
+	ok, err := corev1helpers.MatchNodeSelectorTerms(n, pv.Spec.NodeAffinity.Required)
+	return err == nil && ok
 }

@@ -89,6 +89,8 @@ type CycleState struct {
 	data       map[string]StateData
 	skipFilter sets.Set[string]
 	skipScore  sets.Set[string]
+	// filters are the Filter plugins not skipped at PreFilter (nil: all).
+	filters []FilterPlugin
 }
 
 // NewCycleState is empty.
@@ -120,6 +122,7 @@ func (c *CycleState) Clone() *CycleState {
 	}
 	n.skipFilter = c.skipFilter.Clone()
 	n.skipScore = c.skipScore.Clone()
+	n.filters = c.filters
 	return n
 }
 
@@ -215,15 +218,22 @@ func (p *Profile) RunPreFilter(ctx context.Context, state *CycleState, pod *PodI
 			return s.WithPlugin(pl.Name())
 		}
 	}
+	state.filters = make([]FilterPlugin, 0, len(p.Filter))
+	for _, pl := range p.Filter {
+		if !state.skipFilter.Has(pl.Name()) {
+			state.filters = append(state.filters, pl)
+		}
+	}
 	return nil
 }
 
 // RunFilter runs the Filter plugins on one node; the first rejection wins.
 func (p *Profile) RunFilter(ctx context.Context, state *CycleState, pod *PodInfo, node *NodeInfo) *Status {
-	for _, pl := range p.Filter {
-		if state.skipFilter.Has(pl.Name()) {
-			continue
-		}
+	filters := state.filters
+	if filters == nil {
+		filters = p.Filter
+	}
+	for _, pl := range filters {
 		if s := pl.Filter(ctx, state, pod, node); !s.IsSuccess() {
 			if !s.IsRejected() {
 				return AsStatus(fmt.Errorf("running %q filter plugin: %w", pl.Name(), s.AsError())).WithPlugin(pl.Name())

@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"sync/atomic"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,6 +103,8 @@ type PodInfo struct {
 	Claims []string
 	// parseErr is set when a selector in the pod's spec does not parse.
 	parseErr error
+	// csiVolumes caches NodeVolumeLimits' driver → volume ids once the claims are bound.
+	csiVolumes atomic.Pointer[map[string]sets.Set[string]]
 }
 
 // NewPodInfo derives a PodInfo.
@@ -196,6 +200,8 @@ type NodeInfo struct {
 	// PodsWithAffinity / PodsWithRequiredAntiAffinity are subsets of Pods.
 	PodsWithAffinity             []*PodInfo
 	PodsWithRequiredAntiAffinity []*PodInfo
+	// csiVolumes caches NodeVolumeLimits' view of the node; reset when pods change.
+	csiVolumes atomic.Pointer[map[string]sets.Set[string]]
 }
 
 func newNodeInfo(node *corev1.Node) *NodeInfo {
@@ -224,6 +230,7 @@ func (ni *NodeInfo) Name() string {
 // AddPod accounts for pi.
 func (ni *NodeInfo) AddPod(pi *PodInfo) {
 	ni.Pods = append(ni.Pods, pi)
+	ni.csiVolumes.Store(nil)
 	ni.Requested.add(pi.Requests, 1)
 	ni.NonZero.add(pi.NonZero, 1)
 	if pi.hasAffinity() {
@@ -242,6 +249,7 @@ func (ni *NodeInfo) RemovePod(pod *corev1.Pod) bool {
 		}
 		ni.Pods[i] = ni.Pods[len(ni.Pods)-1]
 		ni.Pods = ni.Pods[:len(ni.Pods)-1]
+		ni.csiVolumes.Store(nil)
 		ni.Requested.add(pi.Requests, -1)
 		ni.NonZero.add(pi.NonZero, -1)
 		ni.PodsWithAffinity = removePodInfo(ni.PodsWithAffinity, pod)

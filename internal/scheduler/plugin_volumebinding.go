@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
@@ -122,10 +123,14 @@ type podVolumes struct {
 }
 
 type volumeBindingState struct {
-	bound      []*corev1.PersistentVolumeClaim
-	toBind     []*corev1.PersistentVolumeClaim
-	candidates map[string][]*corev1.PersistentVolume // claim key → PVs that could match
-	classes    map[string]*storagev1.StorageClass
+	bound []*corev1.PersistentVolumeClaim
+	// boundAffinity are the bound PVs' node affinities, parsed once per pod; missingPV is
+	// set when a bound claim's PV does not exist.
+	boundAffinity []*labelNodeSelector
+	missingPV     bool
+	toBind        []*corev1.PersistentVolumeClaim
+	candidates    map[string][]*corev1.PersistentVolume // claim key → PVs that could match
+	classes       map[string]*storagev1.StorageClass
 
 	mu     sync.Mutex
 	byNode map[string]*podVolumes
@@ -174,6 +179,24 @@ func (b *volumeBinding) PreFilter(_ context.Context, state *CycleState, pod *Pod
 	if immediateUnbound {
 		return NewStatus(UnschedulableAndUnresolvable, reasonUnboundImmediateClaim)
 	}
+	for _, pvc := range s.bound {
+		pv, err := b.view.pvs.Get(pvc.Spec.VolumeName)
+		if apierrors.IsNotFound(err) {
+			s.missingPV = true
+			continue
+		}
+		if err != nil {
+			return AsStatus(err)
+		}
+		if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+			continue
+		}
+		sel, err := newLabelNodeSelector(pv.Spec.NodeAffinity.Required)
+		if err != nil {
+			return NewStatus(UnschedulableAndUnresolvable, fmt.Sprintf("persistentvolume %q: invalid node affinity: %v", pv.Name, err))
+		}
+		s.boundAffinity = append(s.boundAffinity, sel)
+	}
 	if len(s.toBind) > 0 {
 		pvs, err := b.view.pvs.List(labels.Everything())
 		if err != nil {
@@ -215,6 +238,9 @@ func (b *volumeBinding) Filter(_ context.Context, state *CycleState, _ *PodInfo,
 	if len(reasons) > 0 {
 		return NewStatus(UnschedulableAndUnresolvable, reasons...)
 	}
+	if len(s.toBind) == 0 {
+		return nil // nothing for Reserve and PreBind to do
+	}
 	s.mu.Lock()
 	s.byNode[node.Name()] = pv
 	s.mu.Unlock()
@@ -225,16 +251,11 @@ func (b *volumeBinding) Filter(_ context.Context, state *CycleState, _ *PodInfo,
 // and how each unbound claim would be satisfied.
 func (b *volumeBinding) findPodVolumes(s *volumeBindingState, node *corev1.Node) (*podVolumes, []string, error) {
 	var reasons []string
-	for _, pvc := range s.bound {
-		pv, err := b.view.pvs.Get(pvc.Spec.VolumeName)
-		if apierrors.IsNotFound(err) {
-			reasons = append(reasons, reasonPVNotExist)
-			break
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		if volumehelpers.CheckNodeAffinity(pv, node.Labels) != nil {
+	if s.missingPV {
+		reasons = append(reasons, reasonPVNotExist)
+	}
+	for _, sel := range s.boundAffinity {
+		if !sel.match(node) {
 			reasons = append(reasons, reasonVolumeNodeConflict)
 			break
 		}
@@ -332,9 +353,87 @@ func csiNodeDriver(n *storagev1.CSINode, driver string) *storagev1.CSINodeDriver
 	return nil
 }
 
+// labelNodeSelector is a node selector parsed once: per term, a label selector from its
+// matchExpressions and the names its metadata.name matchFields allow.
+type labelNodeSelector struct{ terms []labelNodeTerm }
+
+type labelNodeTerm struct {
+	labels labels.Selector
+	names  []string // metadata.name In values; nil: any name
+	notIn  []string // metadata.name NotIn values
+}
+
+func newLabelNodeSelector(ns *corev1.NodeSelector) (*labelNodeSelector, error) {
+	out := &labelNodeSelector{}
+	for _, t := range ns.NodeSelectorTerms {
+		if len(t.MatchExpressions) == 0 && len(t.MatchFields) == 0 {
+			continue // an empty term matches nothing
+		}
+		term := labelNodeTerm{labels: labels.Everything()}
+		for _, e := range t.MatchExpressions {
+			var op selection.Operator
+			switch e.Operator {
+			case corev1.NodeSelectorOpIn:
+				op = selection.In
+			case corev1.NodeSelectorOpNotIn:
+				op = selection.NotIn
+			case corev1.NodeSelectorOpExists:
+				op = selection.Exists
+			case corev1.NodeSelectorOpDoesNotExist:
+				op = selection.DoesNotExist
+			case corev1.NodeSelectorOpGt:
+				op = selection.GreaterThan
+			case corev1.NodeSelectorOpLt:
+				op = selection.LessThan
+			default:
+				return nil, fmt.Errorf("%q is not a valid node selector operator", e.Operator)
+			}
+			r, err := labels.NewRequirement(e.Key, op, e.Values)
+			if err != nil {
+				return nil, err
+			}
+			term.labels = term.labels.Add(*r)
+		}
+		for _, f := range t.MatchFields {
+			if f.Key != "metadata.name" {
+				return nil, fmt.Errorf("%q is not a valid node field selector key", f.Key)
+			}
+			switch f.Operator {
+			case corev1.NodeSelectorOpIn:
+				term.names = append(term.names, f.Values...)
+				if term.names == nil {
+					term.names = []string{}
+				}
+			case corev1.NodeSelectorOpNotIn:
+				term.notIn = append(term.notIn, f.Values...)
+			default:
+				return nil, fmt.Errorf("%q is not a valid node field selector operator", f.Operator)
+			}
+		}
+		out.terms = append(out.terms, term)
+	}
+	return out, nil
+}
+
+// match: one term matches (terms are ORed, requirements within a term ANDed).
+func (s *labelNodeSelector) match(node *corev1.Node) bool {
+	for _, t := range s.terms {
+		if t.names != nil && !contains(t.names, node.Name) {
+			continue
+		}
+		if contains(t.notIn, node.Name) {
+			continue
+		}
+		if t.labels.Matches(labels.Set(node.Labels)) {
+			return true
+		}
+	}
+	return false
+}
+
 func (b *volumeBinding) Reserve(_ context.Context, state *CycleState, _ *PodInfo, node string) *Status {
 	s, _ := state.Read(VolumeBindingName).(*volumeBindingState)
-	if s == nil {
+	if s == nil || len(s.toBind) == 0 {
 		return nil
 	}
 	s.mu.Lock()

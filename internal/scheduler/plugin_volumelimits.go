@@ -116,7 +116,7 @@ func (l *nodeVolumeLimits) PreFilter(_ context.Context, state *CycleState, pod *
 	if len(pod.Claims) == 0 {
 		return NewStatus(Skip)
 	}
-	vols := l.csiVolumes(pod.Claims)
+	vols, _ := l.csiVolumes(pod.Claims)
 	if len(vols) == 0 {
 		return NewStatus(Skip)
 	}
@@ -125,9 +125,10 @@ func (l *nodeVolumeLimits) PreFilter(_ context.Context, state *CycleState, pod *
 }
 
 // csiVolumes maps the claims to driver → unique volume ids (the PV's volume handle, or a
-// placeholder naming the claim while it waits to be provisioned).
-func (l *nodeVolumeLimits) csiVolumes(claims []string) map[string]sets.Set[string] {
-	out := map[string]sets.Set[string]{}
+// placeholder naming the claim while it waits to be provisioned). complete is false when
+// a claim is not bound yet (the answer may change).
+func (l *nodeVolumeLimits) csiVolumes(claims []string) (out map[string]sets.Set[string], complete bool) {
+	out, complete = map[string]sets.Set[string]{}, true
 	add := func(driver, id string) {
 		if out[driver] == nil {
 			out[driver] = sets.New[string]()
@@ -138,19 +139,58 @@ func (l *nodeVolumeLimits) csiVolumes(claims []string) map[string]sets.Set[strin
 		ns, name := splitKey(key)
 		pvc, err := l.view.pvcs.PersistentVolumeClaims(ns).Get(name)
 		if err != nil {
+			complete = false
 			continue
 		}
 		if pvc.Spec.VolumeName != "" {
 			pv, err := l.view.pvs.Get(pvc.Spec.VolumeName)
-			if err == nil && pv.Spec.CSI != nil {
+			if err != nil {
+				complete = false
+				continue
+			}
+			if pv.Spec.CSI != nil {
 				add(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle)
 			}
 			continue
 		}
+		complete = false
 		class, err := l.view.classes.Get(volumehelpers.GetPersistentVolumeClaimClass(pvc))
 		if err == nil && class.Provisioner != volumehelpers.NotSupportedProvisioner {
 			add(class.Provisioner, "claim:"+string(pvc.UID))
 		}
+	}
+	return out, complete
+}
+
+// nodeCSIVolumes are the CSI volumes of the node's pods, cached on the NodeInfo (until a
+// pod comes or goes) once every claim there is bound.
+func (l *nodeVolumeLimits) nodeCSIVolumes(ni *NodeInfo) map[string]sets.Set[string] {
+	if v := ni.csiVolumes.Load(); v != nil {
+		return *v
+	}
+	out, complete := map[string]sets.Set[string]{}, true
+	for _, p := range ni.Pods {
+		if len(p.Claims) == 0 {
+			continue
+		}
+		vols := p.csiVolumes.Load()
+		if vols == nil {
+			v, c := l.csiVolumes(p.Claims)
+			if c {
+				p.csiVolumes.Store(&v)
+			}
+			complete = complete && c
+			vols = &v
+		}
+		for d, ids := range *vols {
+			if out[d] == nil {
+				out[d] = sets.New[string]()
+			}
+			out[d] = out[d].Union(ids)
+		}
+	}
+	if complete {
+		ni.csiVolumes.Store(&out)
 	}
 	return out
 }
@@ -171,11 +211,7 @@ func (l *nodeVolumeLimits) Filter(_ context.Context, state *CycleState, _ *PodIn
 			continue
 		}
 		if attached == nil {
-			var claims []string
-			for _, p := range node.Pods {
-				claims = append(claims, p.Claims...)
-			}
-			attached = l.csiVolumes(claims)
+			attached = l.nodeCSIVolumes(node)
 		}
 		if exceedsVolumeLimit(vols, attached[driver], int(*d.Allocatable.Count)) {
 			return NewStatus(Unschedulable, reasonMaxVolumeCount)
@@ -187,6 +223,11 @@ func (l *nodeVolumeLimits) Filter(_ context.Context, state *CycleState, _ *PodIn
 // exceedsVolumeLimit: the pod brings new volumes and, with those already on the node,
 // they pass the limit.
 func exceedsVolumeLimit(podVols, nodeVols sets.Set[string], limit int) bool {
-	added := podVols.Difference(nodeVols).Len()
+	added := 0
+	for v := range podVols {
+		if !nodeVols.Has(v) {
+			added++
+		}
+	}
 	return added > 0 && nodeVols.Len()+added > limit
 }

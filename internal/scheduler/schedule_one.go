@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -153,6 +154,10 @@ func (s *Scheduler) findFeasible(ctx context.Context, state *CycleState, pi *Pod
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start := s.nextStart
+	chunk := int(math.Sqrt(float64(n)))
+	if chunk < 1 {
+		chunk = 1
+	}
 	workqueue.ParallelizeUntil(fctx, s.cfg.Parallelism, n, func(i int) {
 		ni := snap.Nodes[(start+i)%n]
 		st := s.runFilterWithNominated(fctx, state, pi, ni)
@@ -173,7 +178,7 @@ func (s *Scheduler) findFeasible(ctx context.Context, state *CycleState, pi *Pod
 		default:
 			errOnce.Do(func() { firstErr = st.AsError(); cancel() })
 		}
-	})
+	}, workqueue.WithChunkSize(chunk))
 	if firstErr != nil {
 		return nil, nil, firstErr
 	}

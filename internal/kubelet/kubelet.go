@@ -153,9 +153,26 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	return k, nil
 }
 
+// onNode takes the node's podCIDR; pods that started before it was assigned get their
+// address now.
 func (k *Kubelet) onNode(obj any) {
-	if n, ok := obj.(*corev1.Node); ok && n.Spec.PodCIDR != "" {
-		k.ipam.setCIDR(n.Spec.PodCIDR)
+	n, ok := obj.(*corev1.Node)
+	if !ok || n.Spec.PodCIDR == "" {
+		return
+	}
+	had := k.ipam.hasCIDR()
+	k.ipam.setCIDR(n.Spec.PodCIDR)
+	if had {
+		return
+	}
+	pods, err := k.podLister.List(labelsEverything())
+	if err != nil {
+		return
+	}
+	for _, p := range pods {
+		if p.Status.PodIP == "" && !p.Spec.HostNetwork {
+			k.queue.Add(p.Namespace + "/" + p.Name)
+		}
 	}
 }
 

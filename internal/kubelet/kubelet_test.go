@@ -357,3 +357,32 @@ func TestHollowPodWaitsForAttachedVolume(t *testing.T) {
 		return len(n.Status.VolumesInUse) == 0, nil
 	})
 }
+
+// A pod that started before the node had a podCIDR gets an address once it has one.
+func TestHollowPodGetsIPWhenPodCIDRArrives(t *testing.T) {
+	api := apiservertest.Start(t, apiservertest.Options{})
+	c, ctx := api.Client, context.Background()
+	startKubelet(t, c, Config{NodeName: "hollow-e", Zone: "us-east-1b", InstanceID: "i-0e"})
+	if _, err := c.CoreV1().Pods("default").Create(ctx, testPod("early", "hollow-e"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if p := waitRunning(t, c, "early"); p.Status.PodIP != "" {
+		t.Fatalf("podIP %q without a podCIDR", p.Status.PodIP)
+	}
+	// What the nodeipam controller does.
+	n, err := c.CoreV1().Nodes().Get(ctx, "hollow-e", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Spec.PodCIDR, n.Spec.PodCIDRs = "10.244.9.0/24", []string{"10.244.9.0/24"}
+	if _, err := c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "pod IP", func(ctx context.Context) (bool, error) {
+		p, err := c.CoreV1().Pods("default").Get(ctx, "early", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return p.Status.PodIP == "10.244.9.2", nil
+	})
+}

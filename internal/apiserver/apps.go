@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -72,9 +73,34 @@ func appsResources() []resource {
 			},
 			hooks: hooks{validate: func(o runtime.Object) field.ErrorList {
 				s := o.(*appsv1.StatefulSet)
-				return validateWorkload(s.Spec.Replicas, s.Spec.Selector, &s.Spec.Template)
+				var claims []string
+				for _, c := range s.Spec.VolumeClaimTemplates {
+					claims = append(claims, c.Name)
+				}
+				return validateWorkload(s.Spec.Replicas, s.Spec.Selector, &s.Spec.Template, claims...)
 			}},
 		}),
+		{
+			group: "apps", version: "v1", kind: "ControllerRevision", plural: "controllerrevisions", singular: "controllerrevision", namespaced: true,
+			newObj: func() runtime.Object { return &appsv1.ControllerRevision{} }, newList: func() runtime.Object { return &appsv1.ControllerRevisionList{} },
+			columns: []metav1.TableColumnDefinition{nameCol(), col("Controller", "string", "The controller that owns the revision"),
+				col("Revision", "integer", "The revision number"), ageCol()},
+			row: func(o runtime.Object) []interface{} {
+				r := o.(*appsv1.ControllerRevision)
+				controller := "<none>"
+				if ref := metav1.GetControllerOf(r); ref != nil {
+					controller = strings.ToLower(ref.Kind) + ".apps/" + ref.Name
+				}
+				return []interface{}{r.Name, controller, r.Revision, age(r.CreationTimestamp)}
+			},
+			hooks: hooks{validateUpdate: func(o, old runtime.Object) field.ErrorList {
+				n, p := o.(*appsv1.ControllerRevision), old.(*appsv1.ControllerRevision)
+				if !apiequality.Semantic.DeepEqual(n.Data, p.Data) {
+					return field.ErrorList{field.Invalid(field.NewPath("data"), "", "field is immutable")}
+				}
+				return nil
+			}},
+		},
 		apps(resource{
 			kind: "DaemonSet", plural: "daemonsets", singular: "daemonset", shortNames: []string{"ds"},
 			newObj: func() runtime.Object { return &appsv1.DaemonSet{} }, newList: func() runtime.Object { return &appsv1.DaemonSetList{} },
@@ -123,7 +149,7 @@ func containers(list []corev1.Container) (string, string) {
 }
 
 // validateWorkload: the rules Deployments, ReplicaSets, StatefulSets and DaemonSets share.
-func validateWorkload(replicas *int32, selector *metav1.LabelSelector, tmpl *corev1.PodTemplateSpec) field.ErrorList {
+func validateWorkload(replicas *int32, selector *metav1.LabelSelector, tmpl *corev1.PodTemplateSpec, claimVolumes ...string) field.ErrorList {
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
 	if replicas != nil && *replicas < 0 {
@@ -142,10 +168,5 @@ func validateWorkload(replicas *int32, selector *metav1.LabelSelector, tmpl *cor
 			errs = append(errs, field.Invalid(spec.Child("template", "metadata", "labels"), tmpl.Labels, "`selector` does not match template `labels`"))
 		}
 	}
-	pod := &corev1.Pod{Spec: tmpl.Spec}
-	for _, e := range validatePod(pod) {
-		e.Field = "spec.template." + e.Field
-		errs = append(errs, e)
-	}
-	return errs
+	return append(errs, validatePodSpec(&tmpl.Spec, spec.Child("template", "spec"), claimVolumes)...)
 }

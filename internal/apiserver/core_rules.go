@@ -57,6 +57,7 @@ func podHooks() hooks {
 		prepareForCreate: func(o runtime.Object) {
 			p := o.(*corev1.Pod)
 			p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qosClass(p)}
+			addDefaultTolerations(p)
 		},
 		validate:       validatePod,
 		validateUpdate: validatePodUpdate,
@@ -90,13 +91,18 @@ func qosClass(p *corev1.Pod) corev1.PodQOSClass {
 }
 
 func validatePod(o runtime.Object) field.ErrorList {
-	p := o.(*corev1.Pod)
-	spec := field.NewPath("spec")
+	return validatePodSpec(&o.(*corev1.Pod).Spec, field.NewPath("spec"), nil)
+}
+
+// validatePodSpec checks a pod's spec at path spec; claimVolumes are volume names that
+// come from elsewhere (a StatefulSet's volumeClaimTemplates).
+func validatePodSpec(podSpec *corev1.PodSpec, spec *field.Path, claimVolumes []string) field.ErrorList {
+	p := &corev1.Pod{Spec: *podSpec}
 	var errs field.ErrorList
 	if len(p.Spec.Containers) == 0 {
 		errs = append(errs, field.Required(spec.Child("containers"), ""))
 	}
-	volumes := sets.New[string]()
+	volumes := sets.New(claimVolumes...)
 	for i, v := range p.Spec.Volumes {
 		vp := spec.Child("volumes").Index(i)
 		errs = append(errs, dnsLabel(vp.Child("name"), v.Name)...)
@@ -343,4 +349,26 @@ func nonNegative(p *field.Path, list corev1.ResourceList) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// defaultTolerationSeconds is how long a pod stays on a node that is not ready or
+// unreachable before it is evicted, unless it says otherwise (upstream's
+// DefaultTolerationSeconds admission).
+const defaultTolerationSeconds = int64(300)
+
+func addDefaultTolerations(p *corev1.Pod) {
+	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
+		found := false
+		for _, t := range p.Spec.Tolerations {
+			if (t.Key == key || t.Key == "") && (t.Effect == corev1.TaintEffectNoExecute || t.Effect == "") {
+				found = true
+			}
+		}
+		if !found {
+			secs := defaultTolerationSeconds
+			p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{
+				Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &secs,
+			})
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -38,6 +39,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	basecompatibility "k8s.io/component-base/compatibility"
+	openapiutil "k8s.io/kube-openapi/pkg/util"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/kubelab/kubelab/internal/apiserver/openapi"
 	"github.com/kubelab/kubelab/internal/version"
@@ -118,8 +121,10 @@ func (s *Server) Run(ctx context.Context) error {
 	namer := openapinamer.NewDefinitionNamer(scheme)
 	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(openapi.Definitions, namer)
 	cfg.OpenAPIConfig.Info.Title, cfg.OpenAPIConfig.Info.Version = "Kubernetes", info.GitVersion
+	cfg.OpenAPIConfig.GetDefinitionName = definitionName(namer)
 	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.Definitions, namer)
 	cfg.OpenAPIV3Config.Info.Title, cfg.OpenAPIV3Config.Info.Version = "Kubernetes", info.GitVersion
+	cfg.OpenAPIV3Config.GetDefinitionName = definitionName(namer)
 
 	resourceConfig := serverstorage.NewResourceConfig()
 	for _, r := range resources {
@@ -184,6 +189,32 @@ func (s *Server) Run(ctx context.Context) error {
 		return nil
 	})
 	return server.PrepareRun().RunWithContext(ctx)
+}
+
+// definitionName names OpenAPI definitions and marks the kinds with their group, version
+// and kind. Types without a model name (the snapshot kinds) are looked up by their Go path
+// but known to the namer by its REST-friendly form (com.github.….v1.VolumeSnapshot).
+func definitionName(namer *openapinamer.DefinitionNamer) func(string) (string, spec.Extensions) {
+	lookup := func(name string) (string, spec.Extensions) {
+		if n, ext := namer.GetDefinitionName(name); ext != nil || !strings.Contains(name, "/") {
+			return n, ext
+		}
+		return namer.GetDefinitionName(openapiutil.ToRESTFriendlyName(name))
+	}
+	return func(name string) (string, spec.Extensions) {
+		n, ext := lookup(name)
+		// The internal twins of the kinds (scheme.go) are no business of clients.
+		if gvks, ok := ext["x-kubernetes-group-version-kind"].([]interface{}); ok {
+			var external []interface{}
+			for _, g := range gvks {
+				if m, ok := g.(map[string]interface{}); !ok || m["version"] != runtime.APIVersionInternal {
+					external = append(external, g)
+				}
+			}
+			ext = spec.Extensions{"x-kubernetes-group-version-kind": external}
+		}
+		return n, ext
+	}
 }
 
 func (s *Server) applyServing(cfg *genericapiserver.Config, listener net.Listener) error {

@@ -63,6 +63,8 @@ func addReflected(defs map[string]common.OpenAPIDefinition, t reflect.Type, ref 
 	defs[name] = common.OpenAPIDefinition{Schema: schema, Dependencies: deps}
 }
 
+// canonical is the name the OpenAPI builder looks a type's definition up by: the model
+// name of the k8s.io types, the Go path of the others.
 func canonical(t reflect.Type) string {
 	return util.GetCanonicalTypeName(reflect.New(t).Interface())
 }

@@ -1,0 +1,459 @@
+package apiserver_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+)
+
+const (
+	// benchConcurrency is how many requests the throughput benchmarks keep in flight,
+	// through the API server and straight to etcd alike.
+	benchConcurrency = 16
+	// benchListPods is the size of the listed namespace.
+	benchListPods = 10000
+	// benchWatchers and benchWatchRate are the watch benchmark's load: that many
+	// watches of one namespace while pods are created in it at that rate.
+	benchWatchers  = 100
+	benchWatchRate = 500
+	// benchRawPrefix holds the raw etcd puts, outside the API server's /registry.
+	benchRawPrefix = "/kubelab-bench/"
+)
+
+// BenchmarkAPIServer measures the API server on its embedded etcd through client-go
+// with protobuf, as typed clients talk to it, and, in the same run and on the same
+// etcd, the bare clientv3 calls it is built on, so that its overhead reads as a ratio:
+//
+//   - create / etcd-put: pod creates, and raw puts of a value of the size the server
+//     stored for such a pod, 16 in flight each;
+//   - get / etcd-get: reads of single pods, and raw gets of the same keys;
+//   - list-10k, list-10k-limit500 / etcd-range-10k: a namespace of 10,000 pods listed
+//     whole and in pages of 500 (as kubectl does), and a raw range read of its keys;
+//   - watch-100: 100 watches of a namespace while pods are created in it at 500/s;
+//     the latency is from a create's return to each watcher receiving the event.
+func BenchmarkAPIServer(b *testing.B) {
+	// The server's logs would interleave with the figures.
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.DiscardHandler))
+	b.Cleanup(func() { slog.SetDefault(prev) })
+
+	s := apiservertest.Start(b, apiservertest.Options{})
+	ctx := context.Background()
+	cfg := *s.Config
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	// No client-side rate limit: the server is what is measured.
+	cfg.QPS, cfg.Burst = -1, 0
+	client := kubernetes.NewForConfigOrDie(&cfg)
+	etcd, err := clientv3.New(clientv3.Config{
+		Endpoints:   []string{fmt.Sprintf("http://127.0.0.1:%d", s.EtcdClientPort)},
+		DialTimeout: 10 * time.Second,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = etcd.Close() })
+	for _, ns := range []string{"bench-create", "bench-list", "bench-watch"} {
+		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+
+	// The raw value is the very bytes the server stores for a benchmark pod.
+	if _, err := client.CoreV1().Pods("bench-create").Create(ctx, benchPod("sample"), metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	got, err := etcd.Get(ctx, "/registry/pods/bench-create/sample")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(got.Kvs) != 1 {
+		b.Fatalf("the created pod is not at /registry/pods/bench-create/sample in etcd (%d keys)", len(got.Kvs))
+	}
+	stored := string(got.Kvs[0].Value)
+	b.Logf("a stored pod is %d bytes", len(stored))
+
+	var createRate, putRate, getRate, etcdGetRate float64
+	b.Run("create", func(b *testing.B) {
+		run := nextRun()
+		inParallel(b, func(i int) error {
+			_, err := client.CoreV1().Pods("bench-create").Create(ctx, benchPod(fmt.Sprintf("c%d-%07d", run, i)), metav1.CreateOptions{})
+			return err
+		})
+		createRate = perSecond(b)
+		b.ReportMetric(createRate, "creates/s")
+	})
+	b.Run("etcd-put", func(b *testing.B) {
+		run := nextRun()
+		inParallel(b, func(i int) error {
+			_, err := etcd.Put(ctx, fmt.Sprintf("%spods/bench-create/p%d-%07d", benchRawPrefix, run, i), stored)
+			return err
+		})
+		putRate = perSecond(b)
+		b.ReportMetric(putRate, "puts/s")
+	})
+
+	listed := false
+	ensureListed := func(b *testing.B) {
+		if listed {
+			return
+		}
+		b.StopTimer()
+		defer b.StartTimer()
+		start := time.Now()
+		var n atomic.Int64
+		errs := make(chan error, benchConcurrency)
+		var wg sync.WaitGroup
+		for range benchConcurrency {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := int(n.Add(1)) - 1; i < benchListPods; i = int(n.Add(1)) - 1 {
+					if _, err := client.CoreV1().Pods("bench-list").Create(ctx, benchPod(listPodName(i)), metav1.CreateOptions{}); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+		listed = true
+		b.Logf("created %d pods in bench-list in %v", benchListPods, time.Since(start).Round(time.Millisecond))
+	}
+	b.Run("get", func(b *testing.B) {
+		ensureListed(b)
+		inParallel(b, func(i int) error {
+			p, err := client.CoreV1().Pods("bench-list").Get(ctx, listPodName(i%benchListPods), metav1.GetOptions{})
+			if err == nil && p.Name != listPodName(i%benchListPods) {
+				err = fmt.Errorf("got pod %q for %q", p.Name, listPodName(i%benchListPods))
+			}
+			return err
+		})
+		getRate = perSecond(b)
+		b.ReportMetric(getRate, "gets/s")
+	})
+	b.Run("etcd-get", func(b *testing.B) {
+		ensureListed(b)
+		inParallel(b, func(i int) error {
+			r, err := etcd.Get(ctx, "/registry/pods/bench-list/"+listPodName(i%benchListPods))
+			if err == nil && len(r.Kvs) != 1 {
+				err = fmt.Errorf("etcd has no %s", listPodName(i%benchListPods))
+			}
+			return err
+		})
+		etcdGetRate = perSecond(b)
+		b.ReportMetric(etcdGetRate, "gets/s")
+	})
+	b.Run("list-10k", func(b *testing.B) {
+		ensureListed(b)
+		cpu := processCPU(b)
+		for range b.N {
+			l, err := client.CoreV1().Pods("bench-list").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(l.Items) != benchListPods {
+				b.Fatalf("listed %d pods, want %d", len(l.Items), benchListPods)
+			}
+		}
+		b.StopTimer()
+		reportCPU(b, cpu)
+		b.ReportMetric(ms(b.Elapsed())/float64(b.N), "ms/list")
+	})
+	b.Run("list-10k-limit500", func(b *testing.B) {
+		ensureListed(b)
+		cpu := processCPU(b)
+		pages := 0
+		for range b.N {
+			n, cont := 0, ""
+			for {
+				l, err := client.CoreV1().Pods("bench-list").List(ctx, metav1.ListOptions{Limit: 500, Continue: cont})
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, cont = n+len(l.Items), l.Continue
+				pages++
+				if cont == "" {
+					break
+				}
+			}
+			if n != benchListPods {
+				b.Fatalf("listed %d pods in pages of 500, want %d", n, benchListPods)
+			}
+		}
+		b.StopTimer()
+		reportCPU(b, cpu)
+		b.ReportMetric(ms(b.Elapsed())/float64(b.N), "ms/list")
+		b.ReportMetric(float64(pages)/float64(b.N), "pages/list")
+	})
+	b.Run("etcd-range-10k", func(b *testing.B) {
+		ensureListed(b)
+		cpu := processCPU(b)
+		for range b.N {
+			r, err := etcd.Get(ctx, "/registry/pods/bench-list/", clientv3.WithPrefix())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(r.Kvs) != benchListPods {
+				b.Fatalf("etcd holds %d pods in bench-list, want %d", len(r.Kvs), benchListPods)
+			}
+		}
+		b.StopTimer()
+		reportCPU(b, cpu)
+		b.ReportMetric(ms(b.Elapsed())/float64(b.N), "ms/list")
+	})
+	b.Run("watch-100", func(b *testing.B) { benchWatch(b, client) })
+
+	if putRate > 0 && createRate > 0 {
+		b.Logf("creates/s ÷ etcd puts/s at %d in flight: %.2f", benchConcurrency, createRate/putRate)
+	}
+	if etcdGetRate > 0 && getRate > 0 {
+		b.Logf("gets/s ÷ etcd gets/s at %d in flight: %.2f", benchConcurrency, getRate/etcdGetRate)
+	}
+}
+
+// benchWatch opens 100 watches of bench-watch and creates b.N pods there at 500/s
+// with up to 16 creates in flight; every watcher must see every pod.
+func benchWatch(b *testing.B, client kubernetes.Interface) {
+	ctx := context.Background()
+	pods := client.CoreV1().Pods("bench-watch")
+	run := nextRun()
+	l, err := pods.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	type receipt struct {
+		name string
+		at   time.Time
+	}
+	receipts := make([][]receipt, benchWatchers)
+	seen := make([]atomic.Int64, benchWatchers)
+	failures := make(chan error, benchWatchers)
+	wctx, cancel := context.WithCancel(ctx)
+	var watchers sync.WaitGroup
+	defer func() { cancel(); watchers.Wait() }()
+	for w := range benchWatchers {
+		wi, err := pods.Watch(wctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
+		if err != nil {
+			b.Fatal(err)
+		}
+		watchers.Add(1)
+		go func() {
+			defer watchers.Done()
+			defer wi.Stop()
+			for ev := range wi.ResultChan() {
+				at := time.Now()
+				switch ev.Type {
+				case watch.Added:
+					receipts[w] = append(receipts[w], receipt{ev.Object.(*corev1.Pod).Name, at})
+					seen[w].Add(1)
+				case watch.Error:
+					failures <- fmt.Errorf("watcher %d: %v", w, ev.Object)
+					return
+				}
+			}
+			if wctx.Err() == nil {
+				failures <- fmt.Errorf("the server ended watcher %d after %d events", w, seen[w].Load())
+			}
+		}()
+	}
+	// Every watcher has its stream once it has seen a first pod.
+	warm := fmt.Sprintf("warm%d", run)
+	if _, err := pods.Create(ctx, benchPod(warm), metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	waitSeen := func(want int64) {
+		deadline := time.Now().Add(time.Minute)
+		for w := range benchWatchers {
+			for seen[w].Load() < want {
+				select {
+				case err := <-failures:
+					b.Fatal(err)
+				default:
+				}
+				if time.Now().After(deadline) {
+					b.Fatalf("watcher %d saw %d of %d pods within a minute", w, seen[w].Load(), want)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+	waitSeen(1)
+
+	names := make(map[string]int, b.N)
+	for i := range b.N {
+		names[fmt.Sprintf("w%d-%07d", run, i)] = i
+	}
+	issued := make([]time.Time, b.N)
+	returned := make([]time.Time, b.N)
+	limiter := rate.NewLimiter(benchWatchRate, 1)
+	inFlight := make(chan struct{}, benchConcurrency)
+	errs := make(chan error, b.N)
+	b.ResetTimer()
+	cpu := processCPU(b)
+	start := time.Now()
+	for i := range b.N {
+		if err := limiter.Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+		inFlight <- struct{}{}
+		go func() {
+			defer func() { <-inFlight }()
+			issued[i] = time.Now()
+			_, err := pods.Create(ctx, benchPod(fmt.Sprintf("w%d-%07d", run, i)), metav1.CreateOptions{})
+			returned[i] = time.Now()
+			if err != nil {
+				errs <- err
+			}
+		}()
+	}
+	for range benchConcurrency {
+		inFlight <- struct{}{}
+	}
+	writing := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+	waitSeen(int64(b.N) + 1)
+	b.StopTimer()
+	reportCPU(b, cpu)
+	cancel()
+	watchers.Wait()
+
+	var lat, createLat []time.Duration
+	early := 0
+	for w := range benchWatchers {
+		for _, r := range receipts[w] {
+			i, ok := names[r.name]
+			if !ok {
+				continue
+			}
+			d := r.at.Sub(returned[i])
+			if d < 0 { // the event overtook the create's response
+				early++
+				d = 0
+			}
+			lat = append(lat, d)
+		}
+	}
+	if len(lat) != benchWatchers*b.N {
+		b.Fatalf("%d watch receipts of the benchmark's pods, want %d", len(lat), benchWatchers*b.N)
+	}
+	for i := range b.N {
+		createLat = append(createLat, returned[i].Sub(issued[i]))
+	}
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(float64(b.N)/writing.Seconds(), "events/s")
+	b.ReportMetric(ms(percentile(lat, 50)), "p50-ms")
+	b.ReportMetric(ms(percentile(lat, 99)), "p99-ms")
+	b.ReportMetric(ms(percentile(lat, 100)), "max-ms")
+	b.ReportMetric(ms(percentile(createLat, 99)), "create-p99-ms")
+	b.ReportMetric(100*float64(early)/float64(len(lat)), "early-%")
+}
+
+// inParallel runs fn for i in [0, b.N) on benchConcurrency goroutines and fails b on
+// the first error.
+func inParallel(b *testing.B, fn func(i int) error) {
+	b.Helper()
+	var next atomic.Int64
+	errs := make(chan error, benchConcurrency)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	cpu := processCPU(b)
+	for range benchConcurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < b.N; i = int(next.Add(1)) - 1 {
+				if err := fn(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	reportCPU(b, cpu)
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+}
+
+// processCPU is the CPU time (user and system) this process has used so far: the API
+// server, etcd and the clients all run in it.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the process's CPU time per operation from since on; unlike the
+// rates, it hardly depends on how much of the shared machine the benchmark got.
+func reportCPU(b *testing.B, since time.Duration) {
+	b.ReportMetric(float64(processCPU(b)-since)/float64(time.Microsecond)/float64(b.N), "cpu-us/op")
+}
+
+var benchRuns atomic.Int64
+
+// nextRun numbers the calls of a benchmark function so their names never collide.
+func nextRun() int64 { return benchRuns.Add(1) }
+
+func perSecond(b *testing.B) float64 { return float64(b.N) / b.Elapsed().Seconds() }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// percentile is the nearest-rank p-th percentile of ds (which it sorts).
+func percentile(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	rank := (p*len(ds) + 99) / 100
+	return ds[max(rank, 1)-1]
+}
+
+func listPodName(i int) string { return fmt.Sprintf("l-%05d", i) }
+
+// benchPod is a plain one-container pod, as a Deployment would stamp out.
+func benchPod(name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "bench", "tier": "web"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name:  "web",
+			Image: "registry.k8s.io/pause:3.10",
+			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse("100m"),
+				corev1.ResourceMemory: resource.MustParse("64Mi"),
+			}},
+		}}},
+	}
+}

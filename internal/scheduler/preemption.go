@@ -153,12 +153,9 @@ func pickPreemptionPlan(plans []*preemptionPlan) *preemptionPlan {
 // runPostFilter runs preemption for a pod that fits nowhere, carries out its plan and
 // returns the nominated node ("" if none). It records preemption's message in fitErr.
 func (s *Scheduler) runPostFilter(ctx context.Context, state *CycleState, pi *PodInfo, fitErr *FitError) string {
-	if fitErr.NumAllNodes == 0 || fitErr.Diagnosis.PreFilterMsg != "" && len(fitErr.Diagnosis.NodeToStatus) > 0 &&
-		firstStatus(fitErr.Diagnosis.NodeToStatus).Code() == UnschedulableAndUnresolvable {
-		if fitErr.NumAllNodes > 0 {
-			fe := &FitError{NumAllNodes: fitErr.NumAllNodes, Diagnosis: Diagnosis{NodeToStatus: notHelpful(fitErr.Diagnosis.NodeToStatus)}}
-			fitErr.Diagnosis.PostFilterMsg = "preemption: " + fe.Error()
-		}
+	if fitErr.Diagnosis.PreFilterMsg != "" && firstStatus(fitErr.Diagnosis.NodeToStatus).Code() == UnschedulableAndUnresolvable {
+		fe := &FitError{NumAllNodes: fitErr.NumAllNodes, Diagnosis: Diagnosis{NodeToStatus: notHelpful(fitErr.Diagnosis.NodeToStatus)}}
+		fitErr.Diagnosis.PostFilterMsg = "preemption: " + fe.Error()
 		return ""
 	}
 	snap, release := s.cache.readSnapshot()

@@ -77,7 +77,7 @@ func (s *Scheduler) schedulePod(ctx context.Context, state *CycleState, pi *PodI
 	defer release()
 	n := len(snap.Nodes)
 	if n == 0 {
-		return scheduleResult{}, &FitError{Diagnosis: Diagnosis{PreFilterMsg: errNoNodesAvailable.Error(), NodeToStatus: map[string]*Status{}}}
+		return scheduleResult{}, errNoNodesAvailable
 	}
 	diag := Diagnosis{NodeToStatus: map[string]*Status{}, UnschedulablePlugins: map[string]bool{}}
 	if st := s.profile.RunPreFilter(ctx, state, pi, snap); !st.IsSuccess() {
@@ -294,6 +294,11 @@ func (s *Scheduler) failed(ctx context.Context, qp *QueuedPod, cycle int64, err 
 	reason := corev1.PodReasonSchedulerError
 	rejectedBy := sets.New[string]()
 	isError := true
+	if errors.Is(err, errNoNodesAvailable) {
+		// Unschedulable, and any cluster event (a node added) may help.
+		reason = corev1.PodReasonUnschedulable
+		isError = false
+	}
 	if errors.As(err, &fitErr) {
 		reason = corev1.PodReasonUnschedulable
 		isError = false

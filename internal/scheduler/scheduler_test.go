@@ -270,3 +270,14 @@ func TestWaitForFirstConsumerKeepsSelectedNode(t *testing.T) {
 		t.Errorf("app on %s, want node-c", node)
 	}
 }
+
+func TestNoNodesThenNodeAdded(t *testing.T) {
+	c := startCluster(t, Config{})
+	c.createPod(makePod("early"))
+	c.waitEvent("early", "FailedScheduling", "no nodes available to schedule pods")
+	c.waitUnschedulable("early", "no nodes available to schedule pods")
+	c.createNode(makeNode("node-a", "4"))
+	if node := c.waitScheduled("early"); node != "node-a" {
+		t.Errorf("early on %s", node)
+	}
+}

@@ -361,59 +361,16 @@ func (c *Cloud) terminateInstances(p *params) (response, *apiError) {
 }
 
 func (c *Cloud) describeInstances(p *params) (response, *apiError) {
-	ids := p.list("InstanceId")
-	filters := p.filters()
-	max := p.maxResults(5, 1000)
-	token := p.str("NextToken")
-	dry := p.dryRun()
-	if p.err != nil {
-		return nil, p.err
+	q, aerr := parseDescribe(p, describeSpec{idParam: "InstanceId", idPrefix: "i-", minMax: 5, maxMax: 1000, exclusive: true})
+	if aerr != nil {
+		return nil, aerr
 	}
-	if len(ids) > 0 && (max > 0 || token != "") {
-		return nil, errf("InvalidParameterCombination", "The parameter InstanceId cannot be used with the parameters MaxResults or NextToken.")
-	}
-	for _, id := range ids {
-		if aerr := checkID("i-", id); aerr != nil {
-			return nil, aerr
-		}
-	}
-	if dry {
+	if q.dry {
 		return nil, errDryRun()
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var candidates, missing []string
-	if len(ids) > 0 {
-		for _, id := range dedupe(ids) {
-			if c.instances[id] == nil {
-				missing = append(missing, id)
-			} else {
-				candidates = append(candidates, id)
-			}
-		}
-		if len(missing) > 0 {
-			return nil, errInstanceNotFound(missing...)
-		}
-	} else {
-		for id := range c.instances {
-			candidates = append(candidates, id)
-		}
-	}
-	if _, aerr := matchFilters(filters, instanceFields(c, &Instance{})); aerr != nil {
-		return nil, aerr // an unknown filter is an error even when nothing is listed
-	}
-	var matched []string
-	for _, id := range candidates {
-		i := c.instances[id]
-		ok, aerr := matchFilters(filters, instanceFields(c, i))
-		if aerr != nil {
-			return nil, aerr
-		}
-		if ok {
-			matched = append(matched, id)
-		}
-	}
-	page, next, aerr := paginate(matched, max, token)
+	page, next, aerr := selectPage(c.instances, q, func(i *Instance) fieldsFunc { return instanceFields(c, i) }, errInstanceNotFound)
 	if aerr != nil {
 		return nil, aerr
 	}

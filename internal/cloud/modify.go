@@ -133,27 +133,18 @@ func (c *Cloud) optimizeLocked(id string) {
 }
 
 func (c *Cloud) describeVolumesModifications(p *params) (response, *apiError) {
-	ids := p.list("VolumeId")
-	filters := p.filters()
-	max := p.maxResults(1, 500)
-	token := p.str("NextToken")
-	dry := p.dryRun()
-	if p.err != nil {
-		return nil, p.err
+	q, aerr := parseDescribe(p, describeSpec{idParam: "VolumeId", idPrefix: "vol-", minMax: 1, maxMax: 500})
+	if aerr != nil {
+		return nil, aerr
 	}
-	for _, id := range ids {
-		if aerr := checkID("vol-", id); aerr != nil {
-			return nil, aerr
-		}
-	}
-	if dry {
+	if q.dry {
 		return nil, errDryRun()
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var candidates []string
-	if len(ids) > 0 {
-		for _, id := range dedupe(ids) {
+	if len(q.ids) > 0 {
+		for _, id := range dedupe(q.ids) {
 			if c.volumes[id] == nil {
 				return nil, errVolumeNotFound(id)
 			}
@@ -167,21 +158,7 @@ func (c *Cloud) describeVolumesModifications(p *params) (response, *apiError) {
 			candidates = append(candidates, id)
 		}
 	}
-	if _, aerr := matchFilters(filters, modificationFields(&Modification{})); aerr != nil {
-		return nil, aerr // an unknown filter is an error even when nothing is listed
-	}
-	var matched []string
-	for _, id := range candidates {
-		m := c.mods[id]
-		ok, aerr := matchFilters(filters, modificationFields(m))
-		if aerr != nil {
-			return nil, aerr
-		}
-		if ok {
-			matched = append(matched, id)
-		}
-	}
-	page, next, aerr := paginate(matched, max, token)
+	page, next, aerr := filterPage(c.mods, candidates, q, modificationFields)
 	if aerr != nil {
 		return nil, aerr
 	}

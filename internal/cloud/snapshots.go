@@ -164,24 +164,12 @@ func (c *Cloud) deleteSnapshot(p *params) (response, *apiError) {
 }
 
 func (c *Cloud) describeSnapshots(p *params) (response, *apiError) {
-	ids := p.list("SnapshotId")
 	owners := p.list("Owner")
-	filters := p.filters()
-	max := p.maxResults(5, 1000)
-	token := p.str("NextToken")
-	dry := p.dryRun()
-	if p.err != nil {
-		return nil, p.err
+	q, aerr := parseDescribe(p, describeSpec{idParam: "SnapshotId", idPrefix: "snap-", minMax: 5, maxMax: 1000, exclusive: true})
+	if aerr != nil {
+		return nil, aerr
 	}
-	if len(ids) > 0 && (max > 0 || token != "") {
-		return nil, errf("InvalidParameterCombination", "The parameter SnapshotId cannot be used with the parameters MaxResults or NextToken.")
-	}
-	for _, id := range ids {
-		if aerr := checkID("snap-", id); aerr != nil {
-			return nil, aerr
-		}
-	}
-	if dry {
+	if q.dry {
 		return nil, errDryRun()
 	}
 	c.mu.Lock()
@@ -191,38 +179,7 @@ func (c *Cloud) describeSnapshots(p *params) (response, *apiError) {
 			return &describeSnapshotsResponse{}, nil // nobody else's snapshots are here
 		}
 	}
-	var candidates, missing []string
-	if len(ids) > 0 {
-		for _, id := range dedupe(ids) {
-			if c.snapshots[id] == nil {
-				missing = append(missing, id)
-			} else {
-				candidates = append(candidates, id)
-			}
-		}
-		if len(missing) > 0 {
-			return nil, errSnapshotNotFound(missing...)
-		}
-	} else {
-		for id := range c.snapshots {
-			candidates = append(candidates, id)
-		}
-	}
-	if _, aerr := matchFilters(filters, snapshotFields(c, &Snapshot{})); aerr != nil {
-		return nil, aerr // an unknown filter is an error even when nothing is listed
-	}
-	var matched []string
-	for _, id := range candidates {
-		s := c.snapshots[id]
-		ok, aerr := matchFilters(filters, snapshotFields(c, s))
-		if aerr != nil {
-			return nil, aerr
-		}
-		if ok {
-			matched = append(matched, id)
-		}
-	}
-	page, next, aerr := paginate(matched, max, token)
+	page, next, aerr := selectPage(c.snapshots, q, func(s *Snapshot) fieldsFunc { return snapshotFields(c, s) }, errSnapshotNotFound)
 	if aerr != nil {
 		return nil, aerr
 	}

@@ -331,58 +331,16 @@ func volumeFields(v *Volume) fieldsFunc {
 }
 
 func (c *Cloud) describeVolumes(p *params) (response, *apiError) {
-	ids := p.list("VolumeId")
-	filters := p.filters()
-	max := p.maxResults(5, 500)
-	token := p.str("NextToken")
-	dry := p.dryRun()
-	if p.err != nil {
-		return nil, p.err
+	q, aerr := parseDescribe(p, describeSpec{idParam: "VolumeId", idPrefix: "vol-", minMax: 5, maxMax: 500, exclusive: true})
+	if aerr != nil {
+		return nil, aerr
 	}
-	if len(ids) > 0 && (max > 0 || token != "") {
-		return nil, errf("InvalidParameterCombination", "The parameter VolumeId cannot be used with the parameters MaxResults or NextToken.")
-	}
-	for _, id := range ids {
-		if aerr := checkID("vol-", id); aerr != nil {
-			return nil, aerr
-		}
-	}
-	if dry {
+	if q.dry {
 		return nil, errDryRun()
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var missing, candidates []string
-	if len(ids) > 0 {
-		for _, id := range dedupe(ids) {
-			if c.volumes[id] == nil {
-				missing = append(missing, id)
-			} else {
-				candidates = append(candidates, id)
-			}
-		}
-		if len(missing) > 0 {
-			return nil, errVolumeNotFound(missing...)
-		}
-	} else {
-		for id := range c.volumes {
-			candidates = append(candidates, id)
-		}
-	}
-	if _, aerr := matchFilters(filters, volumeFields(&Volume{})); aerr != nil {
-		return nil, aerr // an unknown filter is an error even when nothing is listed
-	}
-	var matched []string
-	for _, id := range candidates {
-		ok, aerr := matchFilters(filters, volumeFields(c.volumes[id]))
-		if aerr != nil {
-			return nil, aerr
-		}
-		if ok {
-			matched = append(matched, id)
-		}
-	}
-	page, next, aerr := paginate(matched, max, token)
+	page, next, aerr := selectPage(c.volumes, q, volumeFields, errVolumeNotFound)
 	if aerr != nil {
 		return nil, aerr
 	}

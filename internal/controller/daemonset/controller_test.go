@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/controller/controllertest"
 )
 
 func waitFor(t *testing.T, what string, cond func() (bool, error)) {
@@ -65,7 +66,7 @@ func TestDaemonSetOnePodPerEligibleNode(t *testing.T) {
 		}
 	}
 	// The scheduler's part: bind each pod to the node its affinity names.
-	startKubelet(t, c, ns, &testKubelet{NodeFor: targetNode})
+	controllertest.RunKubelet(t, c, ns, &controllertest.Kubelet{NodeFor: targetNode})
 	factory := informers.NewSharedInformerFactory(c, 0)
 	ctrl, err := New(Config{}, c, factory)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/controller/controllertest"
 	"github.com/kubelab/kubelab/internal/controller/garbagecollector"
 	"github.com/kubelab/kubelab/internal/controller/replicaset"
 )
@@ -65,7 +66,7 @@ func cluster(t *testing.T, ns string) kubernetes.Interface {
 		}()
 	}
 	t.Cleanup(func() { cancel(); wg.Wait(); factory.Shutdown() })
-	startKubelet(t, s.Client, ns, &testKubelet{ReadyAfter: 300 * time.Millisecond})
+	controllertest.RunKubelet(t, s.Client, ns, &controllertest.Kubelet{ReadyAfter: 300 * time.Millisecond})
 	return s.Client
 }
 

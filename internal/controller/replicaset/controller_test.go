@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/controller/controllertest"
 )
 
 // startController runs the controller on s until the test ends.
@@ -129,7 +130,7 @@ func TestReplicaSetScalesPodsWithOwnerReferences(t *testing.T) {
 	ctx := context.Background()
 	ns := "rs-scale"
 	createNamespace(t, s.Client, ns)
-	startKubelet(t, s.Client, ns, &testKubelet{})
+	controllertest.RunKubelet(t, s.Client, ns, &controllertest.Kubelet{})
 	mostActive := watchMaxActive(t, s.Client, ns, "web")
 	startController(t, s.Client)
 
@@ -208,7 +209,7 @@ func TestReplicaSetAdoptsAndReleases(t *testing.T) {
 	ctx := context.Background()
 	ns := "rs-adopt"
 	createNamespace(t, s.Client, ns)
-	startKubelet(t, s.Client, ns, &testKubelet{})
+	controllertest.RunKubelet(t, s.Client, ns, &controllertest.Kubelet{})
 	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Labels: map[string]string{"app": "web"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}}}
 	if _, err := s.Client.CoreV1().Pods(ns).Create(ctx, orphan, metav1.CreateOptions{}); err != nil {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/controller/controllertest"
 )
 
 func waitFor(t *testing.T, what string, cond func() (bool, error)) {
@@ -44,7 +45,7 @@ func TestOrderedStartWithClaims(t *testing.T) {
 	}
 	// web-0 is held Pending until released.
 	var release atomic.Bool
-	startKubelet(t, c, ns, &testKubelet{Hold: func(p *corev1.Pod) bool { return p.Name == "web-0" && !release.Load() }})
+	controllertest.RunKubelet(t, c, ns, &controllertest.Kubelet{Hold: func(p *corev1.Pod) bool { return p.Name == "web-0" && !release.Load() }})
 	factory := informers.NewSharedInformerFactory(c, 0)
 	ctrl, err := New(Config{}, c, factory)
 	if err != nil {

@@ -1,9 +1,8 @@
-package replicaset
+package controllertest
 
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,21 +16,24 @@ import (
 	"k8s.io/client-go/util/workqueue"
 )
 
-// testKubelet plays the scheduler and the kubelet for the pods of one namespace: it
-// binds each new pod to a node through pods/binding, after ReadyAfter reports it
-// Running and Ready with a pod IP through pods/status, and completes deletions with a
-// grace-0 delete.
-type testKubelet struct {
+// Kubelet plays the scheduler and the kubelet for the pods of one namespace: it binds
+// each new pod to a node through pods/binding, after ReadyAfter reports it Running and
+// Ready with a pod IP through pods/status, and completes deletions with a grace-0
+// delete.
+type Kubelet struct {
 	Nodes      []string
 	ReadyAfter time.Duration
 	// Hold, when it returns true for a pod, keeps it Pending (not ready).
 	Hold func(*corev1.Pod) bool
+	// NodeFor picks the node of a pod (round robin over Nodes when nil or "").
+	NodeFor func(*corev1.Pod) string
 
 	next atomic.Int64
-	mu   sync.Mutex
 }
 
-func startKubelet(t *testing.T, client kubernetes.Interface, ns string, k *testKubelet) {
+// RunKubelet starts k on the pods of namespace ns (Nodes defaults to node-a, node-b,
+// node-c) and stops it, waiting for its loop to end, in t.Cleanup.
+func RunKubelet(t testing.TB, client kubernetes.Interface, ns string, k *Kubelet) {
 	t.Helper()
 	if len(k.Nodes) == 0 {
 		k.Nodes = []string{"node-a", "node-b", "node-c"}
@@ -70,7 +72,7 @@ func startKubelet(t *testing.T, client kubernetes.Interface, ns string, k *testK
 }
 
 // handle moves pod one step; it returns how soon to look again (0: on its next event).
-func (k *testKubelet) handle(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod) time.Duration {
+func (k *Kubelet) handle(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod) time.Duration {
 	pods := client.CoreV1().Pods(pod.Namespace)
 	switch {
 	case pod.DeletionTimestamp != nil:
@@ -83,6 +85,9 @@ func (k *testKubelet) handle(ctx context.Context, client kubernetes.Interface, p
 	case pod.Spec.NodeName == "":
 		n := k.next.Add(1)
 		node := k.Nodes[int(n)%len(k.Nodes)]
+		if k.NodeFor != nil && k.NodeFor(pod) != "" {
+			node = k.NodeFor(pod)
+		}
 		err := pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, UID: pod.UID},
 			Target: corev1.ObjectReference{Kind: "Node", Name: node}}, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {

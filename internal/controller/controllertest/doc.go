@@ -1,0 +1,11 @@
+// Package controllertest holds test helpers shared by the controller packages of the
+// controller-manager. It is imported only from _test.go files.
+//
+// Kubelet (kubelet.go) plays the scheduler and the kubelet for the pods of one
+// namespace against a real API server through client-go, so workload controller tests
+// (seed 003 §2: Deployment, ReplicaSet, StatefulSet, DaemonSet) can watch pods become
+// bound, Running and Ready, and deletions complete, without a real node.
+//
+// Contract: RunKubelet starts it and registers its stop in t.Cleanup; it touches only
+// the pods of the namespace it is given.
+package controllertest

@@ -24,6 +24,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubelab/kubelab/internal/controller/expectations"
 )
 
 // ComponentName is the source of the controller's Events, as upstream.
@@ -51,7 +53,7 @@ type Controller struct {
 	nodeLister   corelisters.NodeLister
 	synced       []cache.InformerSynced
 	queue        workqueue.TypedRateLimitingInterface[string]
-	expectations *expectations
+	expectations *expectations.Expectations
 	broadcaster  record.EventBroadcaster
 	recorder     record.EventRecorder
 }
@@ -73,7 +75,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		synced: []cache.InformerSynced{dsInf.Informer().HasSynced, podInf.Informer().HasSynced, nodeInf.Informer().HasSynced},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "daemonset"}),
-		expectations: newExpectations(time.Now),
+		expectations: expectations.New(time.Now),
 		broadcaster:  broadcaster,
 		recorder:     broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: ComponentName}),
 	}
@@ -82,7 +84,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		UpdateFunc: func(_, obj interface{}) { c.enqueue(obj) },
 		DeleteFunc: func(obj interface{}) {
 			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-				c.expectations.forget(key)
+				c.expectations.Forget(key)
 			}
 		},
 	}); err != nil {
@@ -91,7 +93,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
 			if key, ok := ownerKey(obj.(*corev1.Pod)); ok {
-				c.expectations.created(key)
+				c.expectations.Created(key)
 				c.queue.Add(key)
 			}
 		},
@@ -99,7 +101,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 			p := obj.(*corev1.Pod)
 			if key, ok := ownerKey(p); ok {
 				if p.DeletionTimestamp != nil && old.(*corev1.Pod).DeletionTimestamp == nil {
-					c.expectations.deleted(key, p.Namespace+"/"+p.Name)
+					c.expectations.Deleted(key, p.Namespace+"/"+p.Name)
 				}
 				c.queue.Add(key)
 			}
@@ -110,7 +112,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 			}
 			if p, ok := obj.(*corev1.Pod); ok {
 				if key, ok := ownerKey(p); ok {
-					c.expectations.deleted(key, p.Namespace+"/"+p.Name)
+					c.expectations.Deleted(key, p.Namespace+"/"+p.Name)
 					c.queue.Add(key)
 				}
 			}
@@ -203,7 +205,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	ds, err := c.dsLister.DaemonSets(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		c.expectations.forget(key)
+		c.expectations.Forget(key)
 		return nil
 	}
 	if err != nil {
@@ -237,7 +239,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	rev := revision(ds)
 	var stepErr error
-	if ds.DeletionTimestamp == nil && c.expectations.satisfied(key) {
+	if ds.DeletionTimestamp == nil && c.expectations.Satisfied(key) {
 		desired := 0
 		for _, np := range byNode {
 			if np.want {
@@ -261,12 +263,12 @@ func (c *Controller) apply(ctx context.Context, ds *appsv1.DaemonSet, key, rev s
 	for _, p := range a.delete {
 		dels = append(dels, p.Namespace+"/"+p.Name)
 	}
-	c.expectations.expect(key, len(a.create), dels)
+	c.expectations.Expect(key, len(a.create), dels)
 	var errs []error
 	for _, node := range a.create {
 		p, err := c.client.CoreV1().Pods(ds.Namespace).Create(ctx, newPod(ds, node, rev), metav1.CreateOptions{})
 		if err != nil {
-			c.expectations.created(key)
+			c.expectations.Created(key)
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				continue
 			}
@@ -282,9 +284,9 @@ func (c *Controller) apply(ctx context.Context, ds *appsv1.DaemonSet, key, rev s
 		case err == nil:
 			c.recorder.Eventf(ds, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-			c.expectations.deleted(key, dels[i])
+			c.expectations.Deleted(key, dels[i])
 		default:
-			c.expectations.deleted(key, dels[i])
+			c.expectations.Deleted(key, dels[i])
 			c.recorder.Eventf(ds, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
 			errs = append(errs, fmt.Errorf("delete pod %s: %w", p.Name, err))
 		}

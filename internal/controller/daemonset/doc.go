@@ -18,7 +18,7 @@
 //   - status desired/current/misscheduled/ready/updated/available/unavailable and
 //     observedGeneration; Events SuccessfulCreate/SuccessfulDelete/FailedCreate.
 //
-// Decisions (nodes.go) are pure and tested with tables. Expectations (expectations.go)
+// Decisions (nodes.go) are pure and tested with tables. Expectations (package expectations)
 // keep it from creating twice for a node while its cache lags. It talks to the API
 // server only through client-go (informers on DaemonSets, Pods and Nodes).
 package daemonset

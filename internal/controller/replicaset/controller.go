@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubelab/kubelab/internal/controller/expectations"
 )
 
 // ComponentName is the source of the controller's Events, as upstream.
@@ -54,7 +56,7 @@ type Controller struct {
 	podLister    corelisters.PodLister
 	synced       []cache.InformerSynced
 	queue        workqueue.TypedRateLimitingInterface[string]
-	expectations *expectations
+	expectations *expectations.Expectations
 	broadcaster  record.EventBroadcaster
 	recorder     record.EventRecorder
 }
@@ -83,7 +85,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		synced: []cache.InformerSynced{rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "replicaset"}),
-		expectations: newExpectations(cfg.Now),
+		expectations: expectations.New(cfg.Now),
 		broadcaster:  broadcaster,
 		recorder:     broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: ComponentName}),
 	}
@@ -153,7 +155,7 @@ func (c *Controller) deleteRS(obj interface{}) {
 	if err != nil {
 		return
 	}
-	c.expectations.forget(key)
+	c.expectations.Forget(key)
 	c.queue.Add(key)
 }
 
@@ -189,7 +191,7 @@ func (c *Controller) addPod(obj interface{}) {
 		return
 	}
 	if key, ok := ownerKey(pod); ok {
-		c.expectations.created(key)
+		c.expectations.Created(key)
 		c.queue.Add(key)
 		return
 	}
@@ -204,7 +206,7 @@ func (c *Controller) updatePod(oldObj, newObj interface{}) {
 	if pod.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
 		// A pod marked for deletion is as good as gone for the expectations.
 		if key, ok := ownerKey(pod); ok {
-			c.expectations.deleted(key, pod.Namespace+"/"+pod.Name)
+			c.expectations.Deleted(key, pod.Namespace+"/"+pod.Name)
 		}
 	}
 	oldKey, oldOwned := ownerKey(old)
@@ -234,7 +236,7 @@ func (c *Controller) deletePod(obj interface{}) {
 		return
 	}
 	if key, ok := ownerKey(pod); ok {
-		c.expectations.deleted(key, pod.Namespace+"/"+pod.Name)
+		c.expectations.Deleted(key, pod.Namespace+"/"+pod.Name)
 		c.queue.Add(key)
 	}
 }

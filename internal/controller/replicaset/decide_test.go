@@ -130,30 +130,3 @@ func TestComputeStatus(t *testing.T) {
 		t.Errorf("ReplicaFailure not cleared: %+v", st.Conditions)
 	}
 }
-
-func TestExpectations(t *testing.T) {
-	now := time.Unix(0, 0)
-	e := newExpectations(func() time.Time { return now })
-	if !e.satisfied("a") {
-		t.Fatal("unknown key not satisfied")
-	}
-	e.expect("a", 2, []string{"ns/p1"})
-	e.created("a")
-	if e.satisfied("a") {
-		t.Fatal("satisfied with one creation and one deletion pending")
-	}
-	e.created("a")
-	e.deleted("a", "ns/other")
-	if e.satisfied("a") {
-		t.Fatal("satisfied with the deletion of p1 pending")
-	}
-	e.deleted("a", "ns/p1")
-	if !e.satisfied("a") {
-		t.Fatal("not satisfied once everything was seen")
-	}
-	e.expect("b", 1, nil)
-	now = now.Add(expectationsTTL + time.Second)
-	if !e.satisfied("b") {
-		t.Fatal("expired expectations still hold")
-	}
-}

@@ -8,7 +8,7 @@
 //     ownerReference to the ReplicaSet with controller=true and blockOwnerDeletion=true.
 //   - Pods matching the selector without a controller are adopted (ownerReference added);
 //     owned pods that stop matching are released (ownerReference removed).
-//   - Expectations (expectations.go) record the creations and deletions in flight, so a
+//   - Expectations (package expectations) record the creations and deletions in flight, so a
 //     ReplicaSet is not acted on again until the informer has seen them: it never
 //     over-creates, even with a stale cache.
 //   - Scale-down deletes the least valuable pods first (rank.go: unscheduled, pending,

@@ -26,7 +26,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	rs, err := c.rsLister.ReplicaSets(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		c.expectations.forget(key)
+		c.expectations.Forget(key)
 		return nil
 	}
 	if err != nil {
@@ -36,7 +36,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return nil // invalid selectors are refused by the API server; nothing to do
 	}
-	needsSync := c.expectations.satisfied(key)
+	needsSync := c.expectations.Satisfied(key)
 	all, err := c.podLister.Pods(ns).List(labels.Everything())
 	if err != nil {
 		return err
@@ -192,7 +192,7 @@ func (c *Controller) manageReplicas(ctx context.Context, rs *appsv1.ReplicaSet, 
 	diff := replicaDiff(ptr.Deref(rs.Spec.Replicas, 1), len(active), c.cfg.BurstReplicas)
 	switch {
 	case diff > 0:
-		c.expectations.expect(key, diff, nil)
+		c.expectations.Expect(key, diff, nil)
 		created := 0
 		for _, batch := range slowStartBatches(diff) {
 			errs := make([]error, batch)
@@ -207,13 +207,13 @@ func (c *Controller) manageReplicas(ctx context.Context, rs *appsv1.ReplicaSet, 
 			wg.Wait()
 			for _, err := range errs {
 				if err != nil {
-					c.expectations.created(key) // will not be seen
+					c.expectations.Created(key) // will not be seen
 				}
 			}
 			created += batch
 			if err := errors.Join(errs...); err != nil {
 				for i := created; i < diff; i++ {
-					c.expectations.created(key) // never to be created in this pass
+					c.expectations.Created(key) // never to be created in this pass
 				}
 				return nil, err
 			}
@@ -224,7 +224,7 @@ func (c *Controller) manageReplicas(ctx context.Context, rs *appsv1.ReplicaSet, 
 		for i, p := range victims {
 			keys[i] = p.Namespace + "/" + p.Name
 		}
-		c.expectations.expect(key, 0, keys)
+		c.expectations.Expect(key, 0, keys)
 		errs := make([]error, len(victims))
 		var wg sync.WaitGroup
 		for i, p := range victims {
@@ -236,9 +236,9 @@ func (c *Controller) manageReplicas(ctx context.Context, rs *appsv1.ReplicaSet, 
 				case err == nil:
 					c.recorder.Eventf(rs, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
 				case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-					c.expectations.deleted(key, keys[i])
+					c.expectations.Deleted(key, keys[i])
 				default:
-					c.expectations.deleted(key, keys[i])
+					c.expectations.Deleted(key, keys[i])
 					c.recorder.Eventf(rs, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
 					errs[i] = fmt.Errorf("delete pod %s: %w", keys[i], err)
 				}

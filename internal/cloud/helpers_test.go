@@ -13,20 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/kubelab/kubelab/internal/cloud/cloudtest"
 )
-
-// testLogger sends the cloud's logs to t.
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(string(p))
-	return len(p), nil
-}
 
 // running is a cloud served in-process for a test.
 type running struct {
@@ -43,7 +32,7 @@ func startCloud(t testing.TB, cfg Config, opts ...Option) *running {
 		cfg.DataDir = t.TempDir()
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = testLogger(t)
+		cfg.Logger = cloudtest.Logger(t, slog.LevelInfo)
 	}
 	c, err := New(cfg, opts...)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -21,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kubelab/kubelab/internal/cloud"
+	"github.com/kubelab/kubelab/internal/cloud/cloudtest"
 )
 
 // cloudEnv is the kubelab cloud running in-process for a test, and an EC2 client
@@ -37,7 +39,7 @@ type cloudEnv struct {
 func startCloud(t testing.TB, hollow bool) *cloudEnv {
 	t.Helper()
 	dir := filepath.Join(shortDir(t), "cloud")
-	c, err := cloud.New(cloud.Config{DataDir: dir, Hollow: hollow, ReleaseOnExit: true, Logger: testLogger(t)})
+	c, err := cloud.New(cloud.Config{DataDir: dir, Hollow: hollow, ReleaseOnExit: true, Logger: cloudtest.Logger(t, slog.LevelDebug)})
 	if err != nil {
 		t.Fatal(err)
 	}

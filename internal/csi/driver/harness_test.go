@@ -13,20 +13,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/kubelab/kubelab/internal/cloud/cloudtest"
 )
-
-// testLogger sends the driver's logs to t.
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(string(p))
-	return len(p), nil
-}
 
 // shortDir makes a directory short enough for a unix socket path, removed at the end.
 func shortDir(t testing.TB) string {
@@ -46,7 +35,7 @@ func StartDriver(t testing.TB, cfg Config, deps Deps) (*Driver, *grpc.ClientConn
 		cfg.Endpoint = "unix://" + filepath.Join(shortDir(t), "csi.sock")
 	}
 	if deps.Logger == nil {
-		deps.Logger = testLogger(t)
+		deps.Logger = cloudtest.Logger(t, slog.LevelDebug)
 	}
 	d, err := New(cfg, deps)
 	if err != nil {

@@ -1,0 +1,6 @@
+// Package cloudtest holds helpers shared by the tests of the cloud and of the CSI components
+// built on it. It is imported only from _test.go files.
+//
+// Contract: Logger returns a *slog.Logger whose records go to t.Log at the given level and
+// above, so that a test's output carries the logs of what it ran.
+package cloudtest

@@ -307,15 +307,26 @@ func (c *controller) defaultZone(ctx context.Context) (string, error) {
 	return zones[0], nil
 }
 
-func (c *controller) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
-	id := req.GetVolumeId()
+// lockID checks that the request named the id of its kind ("volume", "snapshot") and
+// takes that id's in-flight lock, answering Aborted while another call holds it. The
+// caller defers the returned unlock.
+func (c *controller) lockID(kind, id string) (unlock func(), err error) {
 	if id == "" {
-		return nil, invalid("volume id is missing")
+		return nil, invalid("%s id is missing", kind)
 	}
 	if !c.d.ctrlLocks.tryLock(id) {
 		return nil, aborted(id)
 	}
-	defer c.d.ctrlLocks.unlock(id)
+	return func() { c.d.ctrlLocks.unlock(id) }, nil
+}
+
+func (c *controller) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
+	id := req.GetVolumeId()
+	unlock, err := c.lockID("volume", id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if err := c.cloud().DeleteVolume(ctx, id); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return &csi.DeleteVolumeResponse{}, nil
@@ -618,14 +629,12 @@ func snapshotInfo(s *Snapshot) *csi.Snapshot {
 
 func (c *controller) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapshotRequest) (*csi.DeleteSnapshotResponse, error) {
 	id := req.GetSnapshotId()
-	if id == "" {
-		return nil, invalid("snapshot id is missing")
+	unlock, err := c.lockID("snapshot", id)
+	if err != nil {
+		return nil, err
 	}
-	if !c.d.ctrlLocks.tryLock(id) {
-		return nil, aborted(id)
-	}
-	defer c.d.ctrlLocks.unlock(id)
-	err := c.cloud().DeleteSnapshot(ctx, id)
+	defer unlock()
+	err = c.cloud().DeleteSnapshot(ctx, id)
 	if errors.Is(err, ErrIncorrectState) {
 		// A snapshot still being taken cannot be deleted: wait for it to settle.
 		werr := c.d.poll(ctx, "snapshot "+id+" to complete", func(ctx context.Context) (bool, error) {

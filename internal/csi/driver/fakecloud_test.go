@@ -82,6 +82,33 @@ func (f *FakeCloud) enter(op, id string) error {
 	return nil
 }
 
+// volume returns volume id, or ErrNotFound; f.mu is held.
+func (f *FakeCloud) volume(id string) (*Disk, error) {
+	v, ok := f.volumes[id]
+	if !ok {
+		return nil, fmt.Errorf("volume %s: %w", id, ErrNotFound)
+	}
+	return v, nil
+}
+
+// enterVolume counts op on volume id (failing it as Fail says) and returns the volume;
+// f.mu is held.
+func (f *FakeCloud) enterVolume(op, id string) (*Disk, error) {
+	if err := f.enter(op, id); err != nil {
+		return nil, err
+	}
+	return f.volume(id)
+}
+
+// instance returns instance id, or ErrNotFound; f.mu is held.
+func (f *FakeCloud) instance(id string) (*Instance, error) {
+	inst, ok := f.instances[id]
+	if !ok {
+		return nil, fmt.Errorf("instance %s: %w", id, ErrNotFound)
+	}
+	return inst, nil
+}
+
 func (f *FakeCloud) newID(prefix string) string {
 	f.seq++
 	return fmt.Sprintf("%s-%017x", prefix, f.seq)
@@ -156,9 +183,9 @@ func (f *FakeCloud) CopyVolume(_ context.Context, in CopyVolumeInput) (*Disk, er
 	if f.NoCopyVolumes {
 		return nil, fmt.Errorf("CopyVolumes: %w", ErrUnsupported)
 	}
-	src, ok := f.volumes[in.SourceVolumeID]
-	if !ok {
-		return nil, fmt.Errorf("volume %s: %w", in.SourceVolumeID, ErrNotFound)
+	src, err := f.volume(in.SourceVolumeID)
+	if err != nil {
+		return nil, err
 	}
 	d := &Disk{ID: f.newID("vol"), SizeGiB: in.SizeGiB, Zone: src.Zone, State: VolumeCreating, Type: src.Type,
 		SourceID: src.ID, Tags: map[string]string{}}
@@ -172,12 +199,9 @@ func (f *FakeCloud) CopyVolume(_ context.Context, in CopyVolumeInput) (*Disk, er
 func (f *FakeCloud) DeleteVolume(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.enter("DeleteVolume", id); err != nil {
+	v, err := f.enterVolume("DeleteVolume", id)
+	if err != nil {
 		return err
-	}
-	v, ok := f.volumes[id]
-	if !ok {
-		return fmt.Errorf("volume %s: %w", id, ErrNotFound)
 	}
 	if len(v.Attachments) > 0 {
 		return fmt.Errorf("volume %s is in use: %w", id, ErrIncorrectState)
@@ -212,12 +236,9 @@ func (f *FakeCloud) settle(v *Disk) {
 func (f *FakeCloud) DescribeVolume(_ context.Context, id string) (*Disk, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.enter("DescribeVolumes", id); err != nil {
+	v, err := f.enterVolume("DescribeVolumes", id)
+	if err != nil {
 		return nil, err
-	}
-	v, ok := f.volumes[id]
-	if !ok {
-		return nil, fmt.Errorf("volume %s: %w", id, ErrNotFound)
 	}
 	out := cloneDisk(v)
 	f.settle(v)
@@ -249,16 +270,13 @@ func deviceLinkNames(dev, volID string) []string {
 func (f *FakeCloud) AttachVolume(_ context.Context, volID, instID, device string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.enter("AttachVolume", volID); err != nil {
+	v, err := f.enterVolume("AttachVolume", volID)
+	if err != nil {
 		return err
 	}
-	v, ok := f.volumes[volID]
-	if !ok {
-		return fmt.Errorf("volume %s: %w", volID, ErrNotFound)
-	}
-	inst, ok := f.instances[instID]
-	if !ok {
-		return fmt.Errorf("instance %s: %w", instID, ErrNotFound)
+	inst, err := f.instance(instID)
+	if err != nil {
+		return err
 	}
 	if v.Zone != inst.Zone {
 		return fmt.Errorf("volume %s is in %s, instance %s in %s: %w", volID, v.Zone, instID, inst.Zone, ErrZoneMismatch)
@@ -290,16 +308,13 @@ func (f *FakeCloud) AttachVolume(_ context.Context, volID, instID, device string
 func (f *FakeCloud) DetachVolume(_ context.Context, volID, instID string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.enter("DetachVolume", volID); err != nil {
+	v, err := f.enterVolume("DetachVolume", volID)
+	if err != nil {
 		return err
 	}
-	v, ok := f.volumes[volID]
-	if !ok {
-		return fmt.Errorf("volume %s: %w", volID, ErrNotFound)
-	}
-	inst, ok := f.instances[instID]
-	if !ok {
-		return fmt.Errorf("instance %s: %w", instID, ErrNotFound)
+	inst, err := f.instance(instID)
+	if err != nil {
+		return err
 	}
 	a := v.AttachmentTo(instID)
 	if a == nil {
@@ -319,12 +334,9 @@ func (f *FakeCloud) DetachVolume(_ context.Context, volID, instID string) error 
 func (f *FakeCloud) ModifyVolumeSize(_ context.Context, id string, size int32) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.enter("ModifyVolume", id); err != nil {
+	v, err := f.enterVolume("ModifyVolume", id)
+	if err != nil {
 		return "", err
-	}
-	v, ok := f.volumes[id]
-	if !ok {
-		return "", fmt.Errorf("volume %s: %w", id, ErrNotFound)
 	}
 	if size < v.SizeGiB {
 		return "", fmt.Errorf("cannot shrink: %w", ErrInvalidParameter)
@@ -354,9 +366,9 @@ func (f *FakeCloud) DescribeInstance(_ context.Context, id string) (*Instance, e
 	if err := f.enter("DescribeInstances", id); err != nil {
 		return nil, err
 	}
-	inst, ok := f.instances[id]
-	if !ok {
-		return nil, fmt.Errorf("instance %s: %w", id, ErrNotFound)
+	inst, err := f.instance(id)
+	if err != nil {
+		return nil, err
 	}
 	c := *inst
 	c.Devices = map[string]string{}
@@ -369,12 +381,9 @@ func (f *FakeCloud) DescribeInstance(_ context.Context, id string) (*Instance, e
 func (f *FakeCloud) CreateSnapshot(_ context.Context, in CreateSnapshotInput) (*Snapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.enter("CreateSnapshot", in.VolumeID); err != nil {
+	v, err := f.enterVolume("CreateSnapshot", in.VolumeID)
+	if err != nil {
 		return nil, err
-	}
-	v, ok := f.volumes[in.VolumeID]
-	if !ok {
-		return nil, fmt.Errorf("volume %s: %w", in.VolumeID, ErrNotFound)
 	}
 	s := &Snapshot{ID: f.newID("snap"), VolumeID: v.ID, SizeGiB: v.SizeGiB, State: SnapshotPending,
 		CreationTime: time.Now(), Tags: map[string]string{}}

@@ -194,22 +194,31 @@ func (n *node) unmountAndRemove(path string) error {
 }
 
 func (n *node) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
-	volID, staging := req.GetVolumeId(), req.GetStagingTargetPath()
-	switch {
-	case volID == "":
-		return nil, invalid("volume id is missing")
-	case staging == "":
-		return nil, invalid("volume %s: staging target path is missing", volID)
-	}
-	if err := n.lock(volID); err != nil {
+	if err := n.undoMount(req.GetVolumeId(), req.GetStagingTargetPath(), "staging target", "unstage", "volume unstaged", "path"); err != nil {
 		return nil, err
 	}
-	defer n.d.nodeInflight.unlock(volID)
-	if err := n.unmountAndRemove(staging); err != nil {
-		return nil, status.Errorf(codes.Internal, "volume %s: unstage: %v", volID, err)
-	}
-	n.d.log.Info("volume unstaged", "volume", volID, "path", staging)
 	return &csi.NodeUnstageVolumeResponse{}, nil
+}
+
+// undoMount checks the request of NodeUnstageVolume or NodeUnpublishVolume, then, under the
+// volume's lock, unmounts and removes path. pathName names the path in the error when it
+// is missing, op the step in the error when it fails; logMsg and logKey log the success.
+func (n *node) undoMount(volID, path, pathName, op, logMsg, logKey string) error {
+	switch {
+	case volID == "":
+		return invalid("volume id is missing")
+	case path == "":
+		return invalid("volume %s: %s path is missing", volID, pathName)
+	}
+	if err := n.lock(volID); err != nil {
+		return err
+	}
+	defer n.d.nodeInflight.unlock(volID)
+	if err := n.unmountAndRemove(path); err != nil {
+		return status.Errorf(codes.Internal, "volume %s: %s: %v", volID, op, err)
+	}
+	n.d.log.Info(logMsg, "volume", volID, logKey, path)
+	return nil
 }
 
 func (n *node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
@@ -297,21 +306,9 @@ func makeTarget(target string, block bool) error {
 }
 
 func (n *node) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
-	volID, target := req.GetVolumeId(), req.GetTargetPath()
-	switch {
-	case volID == "":
-		return nil, invalid("volume id is missing")
-	case target == "":
-		return nil, invalid("volume %s: target path is missing", volID)
-	}
-	if err := n.lock(volID); err != nil {
+	if err := n.undoMount(req.GetVolumeId(), req.GetTargetPath(), "target", "unpublish", "volume unpublished", "target"); err != nil {
 		return nil, err
 	}
-	defer n.d.nodeInflight.unlock(volID)
-	if err := n.unmountAndRemove(target); err != nil {
-		return nil, status.Errorf(codes.Internal, "volume %s: unpublish: %v", volID, err)
-	}
-	n.d.log.Info("volume unpublished", "volume", volID, "target", target)
 	return &csi.NodeUnpublishVolumeResponse{}, nil
 }
 

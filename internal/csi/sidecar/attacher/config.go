@@ -1,50 +1,19 @@
 package attacher
 
 import (
-	"fmt"
-	"log/slog"
 	"time"
+
+	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
 )
 
-// Config tunes the attacher.
+// Config tunes the attacher. Its Tuning defaults to 10 attachments handled at once and
+// 60s per CSI call.
 type Config struct {
 	// DriverName, when set, must be the name the driver reports.
 	DriverName string
-	// Workers is the number of attachments handled at once (default 10).
-	Workers int
-	// Timeout bounds each CSI call (default 60s).
-	Timeout time.Duration
-	// RetryIntervalStart and RetryIntervalMax bound the backoff of failed
-	// attachments (defaults 1s and 5m).
-	RetryIntervalStart, RetryIntervalMax time.Duration
-	// Logger receives structured logs (default slog.Default()).
-	Logger *slog.Logger
+	csiclient.Tuning
 }
 
-func (c *Config) validate() error {
-	if c.Workers < 0 {
-		return fmt.Errorf("attacher: workers %d < 0", c.Workers)
-	}
-	if c.Timeout < 0 || c.RetryIntervalStart < 0 || c.RetryIntervalMax < 0 {
-		return fmt.Errorf("attacher: timeout and retry intervals must not be negative")
-	}
-	return nil
-}
+func (c *Config) validate() error { return c.Tuning.Validate("attacher") }
 
-func (c *Config) setDefaults() {
-	if c.Workers == 0 {
-		c.Workers = 10
-	}
-	if c.Timeout == 0 {
-		c.Timeout = 60 * time.Second
-	}
-	if c.RetryIntervalStart == 0 {
-		c.RetryIntervalStart = time.Second
-	}
-	if c.RetryIntervalMax == 0 {
-		c.RetryIntervalMax = 5 * time.Minute
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-}
+func (c *Config) setDefaults() { c.Tuning.SetDefaults(10, 60*time.Second) }

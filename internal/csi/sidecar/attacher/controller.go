@@ -133,12 +133,9 @@ func (c *Controller) volumeChanged(obj interface{}) {
 func (c *Controller) Run(ctx context.Context) error {
 	defer c.vaQueue.ShutDown()
 	defer c.pvQueue.ShutDown()
-	info, err := csiclient.Discover(ctx, c.conn, 0)
+	info, err := csiclient.DiscoverDriver(ctx, c.conn, "attacher", c.cfg.DriverName)
 	if err != nil {
-		return fmt.Errorf("attacher: %w", err)
-	}
-	if c.cfg.DriverName != "" && info.Name != c.cfg.DriverName {
-		return fmt.Errorf("attacher: driver reports name %q, configured for %q", info.Name, c.cfg.DriverName)
+		return err
 	}
 	c.driver = info.Name
 	c.trivial = !info.Has(csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME)
@@ -155,19 +152,7 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 func (c *Controller) work(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], sync func(context.Context, string) error) {
-	for {
-		key, quit := q.Get()
-		if quit {
-			return
-		}
-		if err := sync(ctx, key); err != nil {
-			c.log.InfoContext(ctx, "sync failed, will retry", "key", key, "err", err)
-			q.AddRateLimited(key)
-		} else {
-			q.Forget(key)
-		}
-		q.Done(key)
-	}
+	csiclient.Work(ctx, c.log, q, sync, "sync failed, will retry", "key")
 }
 
 // syncAttachment attaches or detaches one VolumeAttachment.

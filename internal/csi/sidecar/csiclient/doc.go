@@ -2,7 +2,8 @@
 // driver: dialling its unix socket, waiting for Probe to answer ready and learning
 // the driver's name and capabilities (Discover), turning a Kubernetes volume's
 // access modes and mode into CSI volume capabilities, the Event recorder of a
-// sidecar, and the retry classification of gRPC errors (IsFinal).
+// sidecar, the retry classification of gRPC errors (IsFinal), and the tuning every
+// controller sidecar shares (Tuning: workers, call timeout, backoff, logger).
 //
 // It is the sidecars' side of the wire "CSI gRPC on the driver's socket"
 // (seed 001's external-provisioner and external-attacher columns); nothing here

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubelab/kubelab/internal/cloud/cloudtest"
 	"github.com/kubelab/kubelab/internal/controller/attachdetach"
 )
 
@@ -35,7 +36,7 @@ func percentiles(b *testing.B, d []time.Duration) {
 // straight on the driver's socket against the same hollow cloud.
 func BenchmarkClaimToAttached(b *testing.B) {
 	e := newEnv(b)
-	e.log = testLogger(b, slog.LevelWarn)
+	e.log = cloudtest.Logger(b, slog.LevelWarn)
 	ctrl := e.startControllers()
 	defer ctrl.stop(b)
 	side := e.startSidecars()

@@ -27,6 +27,7 @@ import (
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/cloud"
+	"github.com/kubelab/kubelab/internal/cloud/cloudtest"
 	"github.com/kubelab/kubelab/internal/controller/attachdetach"
 	"github.com/kubelab/kubelab/internal/controller/protection"
 	"github.com/kubelab/kubelab/internal/controller/pvbinder"
@@ -39,19 +40,6 @@ import (
 const driverName = "ebs.csi.aws.com"
 
 var zones = []string{"us-east-1a", "us-east-1b", "us-east-1c"}
-
-// tWriter sends logs to the test.
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(string(p))
-	return len(p), nil
-}
-
-func testLogger(t testing.TB, level slog.Level) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: level}))
-}
 
 // env is a cluster of the storage flow: API server, hollow cloud, the driver's
 // controller on its socket, one node per zone with an instance and a CSINode.
@@ -78,13 +66,13 @@ func shortDir(t testing.TB) string {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	e := &env{t: t, instances: map[string]string{}, log: testLogger(t, slog.LevelInfo)}
+	e := &env{t: t, instances: map[string]string{}, log: cloudtest.Logger(t, slog.LevelInfo)}
 	e.api = apiservertest.Start(t, apiservertest.Options{})
 	e.client = e.api.Client
 	dir := shortDir(t)
 
 	c, err := cloud.New(cloud.Config{DataDir: filepath.Join(dir, "cloud"), Hollow: true, NoIMDSListeners: true,
-		Logger: testLogger(t, slog.LevelWarn)})
+		Logger: cloudtest.Logger(t, slog.LevelWarn)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +109,7 @@ func newEnv(t testing.TB) *env {
 	}
 	e.endpoint = "unix://" + filepath.Join(dir, "csi.sock")
 	d, err := driver.New(driver.Config{Mode: driver.ModeController, Endpoint: e.endpoint, OperationTimeout: 5 * time.Minute},
-		driver.Deps{Cloud: ec2c, Logger: testLogger(t, slog.LevelWarn)})
+		driver.Deps{Cloud: ec2c, Logger: cloudtest.Logger(t, slog.LevelWarn)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +272,8 @@ func (e *env) sidecars(client kubernetes.Interface, f informers.SharedInformerFa
 	var out []runner
 	retry := func(c *time.Duration, m *time.Duration) { *c, *m = 100*time.Millisecond, 2*time.Second }
 	if prov {
-		cfg := provisioner.Config{DriverName: driverName, Identity: "test", ExtraCreateMetadata: true, Logger: e.log, Timeout: 5 * time.Minute}
+		cfg := provisioner.Config{DriverName: driverName, Identity: "test", ExtraCreateMetadata: true,
+			Tuning: csiclient.Tuning{Logger: e.log, Timeout: 5 * time.Minute}}
 		retry(&cfg.RetryIntervalStart, &cfg.RetryIntervalMax)
 		p, err := provisioner.New(cfg, client, f, conn, snapclient.NewForConfigOrDie(e.api.Config))
 		if err != nil {
@@ -293,7 +282,7 @@ func (e *env) sidecars(client kubernetes.Interface, f informers.SharedInformerFa
 		out = append(out, p)
 	}
 	if att {
-		cfg := attacher.Config{DriverName: driverName, Logger: e.log, Timeout: 5 * time.Minute}
+		cfg := attacher.Config{DriverName: driverName, Tuning: csiclient.Tuning{Logger: e.log, Timeout: 5 * time.Minute}}
 		retry(&cfg.RetryIntervalStart, &cfg.RetryIntervalMax)
 		a, err := attacher.New(cfg, client, f, conn)
 		if err != nil {

@@ -14,12 +14,13 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/resizer"
 )
 
 func (e *env) startResizer() *running {
 	return e.start(func(client kubernetes.Interface, f informers.SharedInformerFactory) []runner {
-		r, err := resizer.New(resizer.Config{DriverName: driverName, Logger: e.log}, client, f, e.dial())
+		r, err := resizer.New(resizer.Config{DriverName: driverName, Tuning: csiclient.Tuning{Logger: e.log}}, client, f, e.dial())
 		if err != nil {
 			e.t.Fatal(err)
 		}

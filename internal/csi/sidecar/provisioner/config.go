@@ -2,9 +2,10 @@ package provisioner
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"time"
+
+	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
 )
 
 // Config tunes the provisioner.
@@ -27,24 +28,15 @@ type Config struct {
 	ExtraCreateMetadata bool
 	// StrictTopology restricts the requisite topology to the selected node's.
 	StrictTopology bool
-	// Workers is the number of claims and volumes handled at once (default 4).
-	Workers int
-	// Timeout bounds each CSI call (default 60s).
-	Timeout time.Duration
-	// RetryIntervalStart and RetryIntervalMax bound the backoff of failed claims
-	// and volumes (defaults 1s and 5m, as upstream).
-	RetryIntervalStart, RetryIntervalMax time.Duration
-	// Logger receives structured logs (default slog.Default()).
-	Logger *slog.Logger
+	// Tuning defaults to 4 claims and volumes handled at once and 60s per CSI call.
+	csiclient.Tuning
 }
 
 func (c *Config) validate() error {
-	switch {
-	case c.Workers < 0:
-		return fmt.Errorf("provisioner: workers %d < 0", c.Workers)
-	case c.Timeout < 0 || c.RetryIntervalStart < 0 || c.RetryIntervalMax < 0:
-		return fmt.Errorf("provisioner: timeout and retry intervals must not be negative")
-	case c.VolumeNameUUIDLength < 0:
+	if err := c.Tuning.Validate("provisioner"); err != nil {
+		return err
+	}
+	if c.VolumeNameUUIDLength < 0 {
 		return fmt.Errorf("provisioner: volume name uuid length %d < 0", c.VolumeNameUUIDLength)
 	}
 	return nil
@@ -60,19 +52,5 @@ func (c *Config) setDefaults() {
 	if c.DefaultFSType == "" {
 		c.DefaultFSType = "ext4"
 	}
-	if c.Workers == 0 {
-		c.Workers = 4
-	}
-	if c.Timeout == 0 {
-		c.Timeout = 60 * time.Second
-	}
-	if c.RetryIntervalStart == 0 {
-		c.RetryIntervalStart = time.Second
-	}
-	if c.RetryIntervalMax == 0 {
-		c.RetryIntervalMax = 5 * time.Minute
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Tuning.SetDefaults(4, 60*time.Second)
 }

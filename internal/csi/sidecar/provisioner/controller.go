@@ -158,12 +158,9 @@ func (c *Controller) volumeChanged(obj interface{}) {
 func (c *Controller) Run(ctx context.Context) error {
 	defer c.claimQueue.ShutDown()
 	defer c.volumeQueue.ShutDown()
-	info, err := csiclient.Discover(ctx, c.conn, 0)
+	info, err := csiclient.DiscoverDriver(ctx, c.conn, "provisioner", c.cfg.DriverName)
 	if err != nil {
-		return fmt.Errorf("provisioner: %w", err)
-	}
-	if c.cfg.DriverName != "" && info.Name != c.cfg.DriverName {
-		return fmt.Errorf("provisioner: driver reports name %q, configured for %q", info.Name, c.cfg.DriverName)
+		return err
 	}
 	if !info.Has(csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME) {
 		return fmt.Errorf("provisioner: driver %s does not offer CREATE_DELETE_VOLUME", info.Name)
@@ -186,17 +183,5 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 func (c *Controller) work(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], sync func(context.Context, string) error) {
-	for {
-		key, quit := q.Get()
-		if quit {
-			return
-		}
-		if err := sync(ctx, key); err != nil {
-			c.log.InfoContext(ctx, "sync failed, will retry", "key", key, "err", err)
-			q.AddRateLimited(key)
-		} else {
-			q.Forget(key)
-		}
-		q.Done(key)
-	}
+	csiclient.Work(ctx, c.log, q, sync, "sync failed, will retry", "key")
 }

@@ -1,50 +1,19 @@
 package resizer
 
 import (
-	"fmt"
-	"log/slog"
 	"time"
+
+	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
 )
 
-// Config tunes the resizer.
+// Config tunes the resizer. Its Tuning defaults to 4 claims handled at once and 5m per CSI
+// call (a cloud resize takes a while).
 type Config struct {
 	// DriverName, when set, must be the name the driver reports.
 	DriverName string
-	// Workers is the number of claims handled at once (default 4).
-	Workers int
-	// Timeout bounds each CSI call (default 5m: a cloud resize takes a while).
-	Timeout time.Duration
-	// RetryIntervalStart and RetryIntervalMax bound the backoff of failed resizes
-	// (defaults 1s and 5m).
-	RetryIntervalStart, RetryIntervalMax time.Duration
-	// Logger receives structured logs (default slog.Default()).
-	Logger *slog.Logger
+	csiclient.Tuning
 }
 
-func (c *Config) validate() error {
-	if c.Workers < 0 {
-		return fmt.Errorf("resizer: workers %d < 0", c.Workers)
-	}
-	if c.Timeout < 0 || c.RetryIntervalStart < 0 || c.RetryIntervalMax < 0 {
-		return fmt.Errorf("resizer: timeout and retry intervals must not be negative")
-	}
-	return nil
-}
+func (c *Config) validate() error { return c.Tuning.Validate("resizer") }
 
-func (c *Config) setDefaults() {
-	if c.Workers == 0 {
-		c.Workers = 4
-	}
-	if c.Timeout == 0 {
-		c.Timeout = 5 * time.Minute
-	}
-	if c.RetryIntervalStart == 0 {
-		c.RetryIntervalStart = time.Second
-	}
-	if c.RetryIntervalMax == 0 {
-		c.RetryIntervalMax = 5 * time.Minute
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-}
+func (c *Config) setDefaults() { c.Tuning.SetDefaults(4, 5*time.Minute) }

@@ -87,12 +87,9 @@ func (c *Controller) claimChanged(obj interface{}) {
 // Run probes the driver, then resizes until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
-	info, err := csiclient.Discover(ctx, c.conn, 0)
+	info, err := csiclient.DiscoverDriver(ctx, c.conn, "resizer", c.cfg.DriverName)
 	if err != nil {
-		return fmt.Errorf("resizer: %w", err)
-	}
-	if c.cfg.DriverName != "" && info.Name != c.cfg.DriverName {
-		return fmt.Errorf("resizer: driver reports name %q, configured for %q", info.Name, c.cfg.DriverName)
+		return err
 	}
 	c.driver = info.Name
 	c.controllerX = info.Has(csi.ControllerServiceCapability_RPC_EXPAND_VOLUME)
@@ -111,19 +108,7 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 func (c *Controller) worker(ctx context.Context) {
-	for {
-		key, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		if err := c.sync(ctx, key); err != nil {
-			c.log.InfoContext(ctx, "resize failed, will retry", "claim", key, "err", err)
-			c.queue.AddRateLimited(key)
-		} else {
-			c.queue.Forget(key)
-		}
-		c.queue.Done(key)
-	}
+	csiclient.Work(ctx, c.log, c.queue, c.sync, "resize failed, will retry", "claim")
 }
 
 // sync grows the volume of one claim when it asks for more.

@@ -138,25 +138,15 @@ func (c *SnapshotController) Run(ctx context.Context) error {
 }
 
 func (c *SnapshotController) worker(ctx context.Context) {
-	for {
-		key, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		var err error
-		if name, ok := strings.CutPrefix(key, "vsc/"); ok {
-			err = c.syncContent(ctx, name)
-		} else {
-			err = c.syncSnapshot(ctx, strings.TrimPrefix(key, "vs/"))
-		}
-		if err != nil {
-			c.log.InfoContext(ctx, "sync failed, will retry", "key", key, "err", err)
-			c.queue.AddRateLimited(key)
-		} else {
-			c.queue.Forget(key)
-		}
-		c.queue.Done(key)
+	csiclient.Work(ctx, c.log, c.queue, c.sync, "sync failed, will retry", "key")
+}
+
+// sync syncs one queued key: "vsc/<name>" a content, "vs/<namespace/name>" a snapshot.
+func (c *SnapshotController) sync(ctx context.Context, key string) error {
+	if name, ok := strings.CutPrefix(key, "vsc/"); ok {
+		return c.syncContent(ctx, name)
 	}
+	return c.syncSnapshot(ctx, strings.TrimPrefix(key, "vs/"))
 }
 
 func (c *SnapshotController) syncSnapshot(ctx context.Context, key string) error {

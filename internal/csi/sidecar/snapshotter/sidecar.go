@@ -79,12 +79,9 @@ func New(cfg Config, client kubernetes.Interface, snaps snapclient.Interface, sn
 // Run probes the driver, then takes and deletes snapshots until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
-	info, err := csiclient.Discover(ctx, c.conn, 0)
+	info, err := csiclient.DiscoverDriver(ctx, c.conn, "snapshotter", c.cfg.DriverName)
 	if err != nil {
-		return fmt.Errorf("snapshotter: %w", err)
-	}
-	if c.cfg.DriverName != "" && info.Name != c.cfg.DriverName {
-		return fmt.Errorf("snapshotter: driver reports name %q, configured for %q", info.Name, c.cfg.DriverName)
+		return err
 	}
 	if !info.Has(csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT) {
 		return fmt.Errorf("snapshotter: driver %s does not offer CREATE_DELETE_SNAPSHOT", info.Name)
@@ -105,19 +102,7 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 func (c *Controller) worker(ctx context.Context) {
-	for {
-		key, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		if err := c.sync(ctx, key); err != nil {
-			c.log.InfoContext(ctx, "sync failed, will retry", "content", key, "err", err)
-			c.queue.AddRateLimited(key)
-		} else {
-			c.queue.Forget(key)
-		}
-		c.queue.Done(key)
-	}
+	csiclient.Work(ctx, c.log, c.queue, c.sync, "sync failed, will retry", "content")
 }
 
 func (c *Controller) sync(ctx context.Context, name string) error {

@@ -25,6 +25,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubelab/kubelab/internal/controller/worker"
 )
 
 // Index names (own names: the factory may be shared).
@@ -238,28 +240,12 @@ func (c *Controller) Run(ctx context.Context) error {
 		return ctx.Err()
 	}
 	c.log.InfoContext(ctx, "started", "workers", c.cfg.Workers)
-	for i := 0; i < c.cfg.Workers; i++ {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
-	}
+	worker.Start(ctx, c.cfg.Workers, c.queue, c.sync, func(ctx context.Context, key string, err error) {
+		c.log.InfoContext(ctx, "sync failed, will retry", "node", key, "err", err)
+	})
 	go wait.UntilWithContext(ctx, func(context.Context) { c.enqueueAll() }, c.cfg.Resync)
 	<-ctx.Done()
 	return nil
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for {
-		key, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		if err := c.sync(ctx, key); err != nil {
-			c.log.InfoContext(ctx, "sync failed, will retry", "node", key, "err", err)
-			c.queue.AddRateLimited(key)
-		} else {
-			c.queue.Forget(key)
-		}
-		c.queue.Done(key)
-	}
 }
 
 // sync brings the attachments of one node to what its pods need.

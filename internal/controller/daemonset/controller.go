@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sort"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -26,6 +24,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubelab/kubelab/internal/controller/expectations"
+	"github.com/kubelab/kubelab/internal/controller/worker"
 )
 
 // ComponentName is the source of the controller's Events, as upstream.
@@ -170,31 +169,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("daemonset controller: caches did not sync: %w", ctx.Err())
 	}
-	for i := 0; i < c.cfg.Workers; i++ {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
-	}
+	worker.Start(ctx, c.cfg.Workers, c.queue, c.sync, worker.Failed("daemonset", "daemonset", apierrors.IsConflict))
 	<-ctx.Done()
 	return nil
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for {
-		key, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		if err := c.sync(ctx, key); err != nil {
-			level := slog.LevelError
-			if apierrors.IsConflict(err) {
-				level = slog.LevelInfo
-			}
-			slog.Log(ctx, level, "daemonset sync failed, will retry", "daemonset", key, "err", err)
-			c.queue.AddRateLimited(key)
-		} else {
-			c.queue.Forget(key)
-		}
-		c.queue.Done(key)
-	}
 }
 
 // sync creates and deletes the pods of DaemonSet key and writes its status.

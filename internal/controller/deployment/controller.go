@@ -3,7 +3,6 @@ package deployment
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -21,6 +19,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubelab/kubelab/internal/controller/worker"
 )
 
 // ComponentName is the source of the controller's Events, as upstream.
@@ -114,31 +114,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("deployment controller: caches did not sync: %w", ctx.Err())
 	}
-	for i := 0; i < c.cfg.Workers; i++ {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
-	}
+	// A conflict is a stale cache: the retry reads the new version.
+	worker.Start(ctx, c.cfg.Workers, c.queue, c.sync, worker.Failed("deployment", "deployment", apierrors.IsConflict))
 	<-ctx.Done()
 	return nil
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for {
-		key, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		if err := c.sync(ctx, key); err != nil {
-			level := slog.LevelError
-			if apierrors.IsConflict(err) {
-				level = slog.LevelInfo // a stale cache: the retry reads the new version
-			}
-			slog.Log(ctx, level, "deployment sync failed, will retry", "deployment", key, "err", err)
-			c.queue.AddRateLimited(key)
-		} else {
-			c.queue.Forget(key)
-		}
-		c.queue.Done(key)
-	}
 }
 
 func (c *Controller) enqueue(obj interface{}) {

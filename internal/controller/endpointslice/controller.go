@@ -3,14 +3,11 @@ package endpointslice
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -20,6 +17,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubelab/kubelab/internal/controller/worker"
 )
 
 // Config tunes the controller.
@@ -131,31 +130,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("endpointslice controller: caches did not sync: %w", ctx.Err())
 	}
-	for i := 0; i < c.cfg.Workers; i++ {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
-	}
+	worker.Start(ctx, c.cfg.Workers, c.queue, c.sync, worker.Failed("endpointslice", "service", func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }))
 	<-ctx.Done()
 	return nil
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for {
-		key, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		if err := c.sync(ctx, key); err != nil {
-			level := slog.LevelError
-			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-				level = slog.LevelInfo
-			}
-			slog.Log(ctx, level, "endpointslice sync failed, will retry", "service", key, "err", err)
-			c.queue.AddRateLimited(key)
-		} else {
-			c.queue.Forget(key)
-		}
-		c.queue.Done(key)
-	}
 }
 
 func (c *Controller) enqueue(obj interface{}) {

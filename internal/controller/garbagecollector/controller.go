@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubelab/kubelab/internal/controller/worker"
 )
 
 // Config tunes the collector.
@@ -109,10 +111,12 @@ func (c *Controller) Run(ctx context.Context) error {
 			slog.WarnContext(ctx, "garbage collector: rediscovery failed", "err", err)
 		}
 	}, c.cfg.DiscoveryPeriod)
-	for i := 0; i < c.cfg.Workers; i++ {
-		go wait.UntilWithContext(ctx, c.deleteWorker, time.Second)
-		go wait.UntilWithContext(ctx, c.orphanWorker, time.Second)
-	}
+	worker.Start(ctx, c.cfg.Workers, c.attemptToDelete, c.attemptDelete, func(ctx context.Context, uid types.UID, err error) {
+		slog.InfoContext(ctx, "garbage collector: will retry", "uid", uid, "err", err)
+	})
+	worker.Start(ctx, c.cfg.Workers, c.attemptToOrphan, c.orphan, func(ctx context.Context, uid types.UID, err error) {
+		slog.InfoContext(ctx, "garbage collector: will retry orphaning", "uid", uid, "err", err)
+	})
 	<-ctx.Done()
 	return nil
 }
@@ -258,36 +262,4 @@ func metaOf(obj interface{}) (metav1.Object, error) {
 		return m, nil
 	}
 	return nil, fmt.Errorf("not an object: %T", obj)
-}
-
-func (c *Controller) deleteWorker(ctx context.Context) {
-	for {
-		uid, quit := c.attemptToDelete.Get()
-		if quit {
-			return
-		}
-		if err := c.attemptDelete(ctx, uid); err != nil {
-			slog.InfoContext(ctx, "garbage collector: will retry", "uid", uid, "err", err)
-			c.attemptToDelete.AddRateLimited(uid)
-		} else {
-			c.attemptToDelete.Forget(uid)
-		}
-		c.attemptToDelete.Done(uid)
-	}
-}
-
-func (c *Controller) orphanWorker(ctx context.Context) {
-	for {
-		uid, quit := c.attemptToOrphan.Get()
-		if quit {
-			return
-		}
-		if err := c.orphan(ctx, uid); err != nil {
-			slog.InfoContext(ctx, "garbage collector: will retry orphaning", "uid", uid, "err", err)
-			c.attemptToOrphan.AddRateLimited(uid)
-		} else {
-			c.attemptToOrphan.Forget(uid)
-		}
-		c.attemptToOrphan.Done(uid)
-	}
 }

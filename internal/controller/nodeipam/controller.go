@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -23,6 +21,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubelab/kubelab/internal/controller/worker"
 )
 
 // ComponentName is the source of the controller's Events, as upstream.
@@ -119,25 +119,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.mine[n.Name] = n.Spec.PodCIDR
 	}
 	c.mu.Unlock()
-	go wait.UntilWithContext(ctx, c.worker, time.Second)
+	worker.Start(ctx, 1, c.queue, c.sync, worker.Failed("nodeipam", "node", nil))
 	<-ctx.Done()
 	return nil
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for {
-		key, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		if err := c.sync(ctx, key); err != nil {
-			slog.ErrorContext(ctx, "nodeipam sync failed, will retry", "node", key, "err", err)
-			c.queue.AddRateLimited(key)
-		} else {
-			c.queue.Forget(key)
-		}
-		c.queue.Done(key)
-	}
 }
 
 // sync gives node name a pod CIDR if it has none, or frees the CIDR of a deleted node.

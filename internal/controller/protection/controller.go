@@ -5,18 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubelab/kubelab/internal/controller/worker"
 )
 
 const podsByClaim = "protection-pod-claim"
@@ -136,28 +136,14 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return ctx.Err()
 	}
-	for i := 0; i < c.cfg.Workers; i++ {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) { c.work(ctx, c.claimQueue, c.syncClaim) }, time.Second)
-		go wait.UntilWithContext(ctx, func(ctx context.Context) { c.work(ctx, c.volumeQueue, c.syncVolume) }, time.Second)
-	}
+	worker.Start(ctx, c.cfg.Workers, c.claimQueue, c.syncClaim, c.failed)
+	worker.Start(ctx, c.cfg.Workers, c.volumeQueue, c.syncVolume, c.failed)
 	<-ctx.Done()
 	return nil
 }
 
-func (c *Controller) work(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], sync func(context.Context, string) error) {
-	for {
-		key, quit := q.Get()
-		if quit {
-			return
-		}
-		if err := sync(ctx, key); err != nil {
-			c.log.InfoContext(ctx, "sync failed, will retry", "key", key, "err", err)
-			q.AddRateLimited(key)
-		} else {
-			q.Forget(key)
-		}
-		q.Done(key)
-	}
+func (c *Controller) failed(ctx context.Context, key string, err error) {
+	c.log.InfoContext(ctx, "sync failed, will retry", "key", key, "err", err)
 }
 
 // syncClaim adds the claim's finalizer, or removes it from a deleted claim no pod uses.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -20,6 +19,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
+
+	"github.com/kubelab/kubelab/internal/controller/worker"
 )
 
 // Controller is the PersistentVolume controller.
@@ -114,29 +115,15 @@ func (c *Controller) Run(ctx context.Context) error {
 		return ctx.Err()
 	}
 	c.log.InfoContext(ctx, "started", "workers", c.cfg.Workers)
-	for i := 0; i < c.cfg.Workers; i++ {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) { c.work(ctx, c.claimQueue, c.syncClaim) }, time.Second)
-		go wait.UntilWithContext(ctx, func(ctx context.Context) { c.work(ctx, c.volumeQueue, c.syncVolume) }, time.Second)
-	}
+	worker.Start(ctx, c.cfg.Workers, c.claimQueue, c.syncClaim, c.failed)
+	worker.Start(ctx, c.cfg.Workers, c.volumeQueue, c.syncVolume, c.failed)
 	go wait.UntilWithContext(ctx, func(context.Context) { c.resync() }, c.cfg.Resync)
 	<-ctx.Done()
 	return nil
 }
 
-func (c *Controller) work(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], sync func(context.Context, string) error) {
-	for {
-		key, quit := q.Get()
-		if quit {
-			return
-		}
-		if err := sync(ctx, key); err != nil {
-			c.log.InfoContext(ctx, "sync failed, will retry", "key", key, "err", err)
-			q.AddRateLimited(key)
-		} else {
-			q.Forget(key)
-		}
-		q.Done(key)
-	}
+func (c *Controller) failed(ctx context.Context, key string, err error) {
+	c.log.InfoContext(ctx, "sync failed, will retry", "key", key, "err", err)
 }
 
 // resync enqueues every claim and volume, as upstream does periodically.

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -22,6 +20,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubelab/kubelab/internal/controller/worker"
 )
 
 // ComponentName is the source of the controller's Events, as upstream.
@@ -115,31 +115,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("statefulset controller: caches did not sync: %w", ctx.Err())
 	}
-	for i := 0; i < c.cfg.Workers; i++ {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
-	}
+	worker.Start(ctx, c.cfg.Workers, c.queue, c.sync, worker.Failed("statefulset", "statefulset", func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }))
 	<-ctx.Done()
 	return nil
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for {
-		key, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		if err := c.sync(ctx, key); err != nil {
-			level := slog.LevelError
-			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-				level = slog.LevelInfo
-			}
-			slog.Log(ctx, level, "statefulset sync failed, will retry", "statefulset", key, "err", err)
-			c.queue.AddRateLimited(key)
-		} else {
-			c.queue.Forget(key)
-		}
-		c.queue.Done(key)
-	}
 }
 
 func (c *Controller) enqueue(obj interface{}) {

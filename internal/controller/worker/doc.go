@@ -1,0 +1,16 @@
+// Package worker is the work-queue loop the controllers of the controller-manager
+// share (seed 003 §2: every controller watches through informers, queues keys and
+// reconciles them one at a time per worker).
+//
+// Contract:
+//   - Start runs n goroutines that take keys from a client-go rate-limiting queue until
+//     it shuts down; each key is synced once at a time (the queue never hands the same
+//     key to two workers).
+//   - A key whose sync fails is reported to the failure callback and put back rate
+//     limited; a key whose sync succeeds has its rate-limit history forgotten.
+//   - Failed builds the usual failure report: "<name> sync failed, will retry" with the
+//     key under the given attribute, at Info for errors the caller calls benign (a stale
+//     cache the retry reads anew) and at Error otherwise.
+//
+// The caller owns the queue: it shuts it down when its Run returns.
+package worker

@@ -1,0 +1,60 @@
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// SyncFunc reconciles one key; an error puts the key back rate limited.
+type SyncFunc[K comparable] func(ctx context.Context, key K) error
+
+// FailFunc reports that sync failed for key and will be retried.
+type FailFunc[K comparable] func(ctx context.Context, key K, err error)
+
+// Start starts n workers on q and returns at once. Each worker syncs keys until q
+// shuts down, and is started again a second after it returns while ctx lasts.
+func Start[K comparable](ctx context.Context, n int, q workqueue.TypedRateLimitingInterface[K], sync SyncFunc[K], failed FailFunc[K]) {
+	for i := 0; i < n; i++ {
+		go wait.UntilWithContext(ctx, func(ctx context.Context) { Work(ctx, q, sync, failed) }, time.Second)
+	}
+}
+
+// Work syncs the keys of q until q shuts down.
+func Work[K comparable](ctx context.Context, q workqueue.TypedRateLimitingInterface[K], sync SyncFunc[K], failed FailFunc[K]) {
+	for processNext(ctx, q, sync, failed) {
+	}
+}
+
+// processNext syncs one key of q; it returns false once q has shut down.
+func processNext[K comparable](ctx context.Context, q workqueue.TypedRateLimitingInterface[K], sync SyncFunc[K], failed FailFunc[K]) bool {
+	key, quit := q.Get()
+	if quit {
+		return false
+	}
+	defer q.Done(key)
+	if err := sync(ctx, key); err != nil {
+		failed(ctx, key, err)
+		q.AddRateLimited(key)
+		return true
+	}
+	q.Forget(key)
+	return true
+}
+
+// Failed returns a FailFunc that logs "<name> sync failed, will retry" through the
+// default slog logger with the key under keyAttr: at Info when benign(err) holds, at
+// Error otherwise (benign may be nil).
+func Failed(name, keyAttr string, benign func(error) bool) FailFunc[string] {
+	msg := name + " sync failed, will retry"
+	return func(ctx context.Context, key string, err error) {
+		level := slog.LevelError
+		if benign != nil && benign(err) {
+			level = slog.LevelInfo
+		}
+		slog.Log(ctx, level, msg, keyAttr, key, "err", err)
+	}
+}

@@ -1,0 +1,122 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
+)
+
+func newQueue() workqueue.TypedRateLimitingInterface[string] {
+	return workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, 10*time.Millisecond))
+}
+
+// A failing key is reported and retried rate limited until it syncs; then its
+// rate-limit history is forgotten.
+func TestStartRetriesUntilSynced(t *testing.T) {
+	q := newQueue()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); q.ShutDown() })
+
+	var mu sync.Mutex
+	calls := map[string]int{}
+	var failures []string
+	done := make(chan struct{})
+	boom := errors.New("boom")
+	syncKey := func(_ context.Context, key string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		calls[key]++
+		if key == "a" && calls[key] < 3 {
+			return boom
+		}
+		if calls["a"] == 3 && calls["b"] == 1 {
+			close(done)
+		}
+		return nil
+	}
+	failed := func(_ context.Context, key string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !errors.Is(err, boom) {
+			t.Errorf("failure of %s reported with %v, want %v", key, err, boom)
+		}
+		failures = append(failures, key)
+	}
+	Start(ctx, 2, q, syncKey, failed)
+	q.Add("a")
+	q.Add("b")
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("keys not synced: calls %v", calls)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(failures, ",") != "a,a" {
+		t.Errorf("failures reported = %v, want [a a]", failures)
+	}
+	if n := q.NumRequeues("a"); n != 0 {
+		t.Errorf("requeues of a after its sync succeeded = %d, want 0 (forgotten)", n)
+	}
+}
+
+// Work returns once the queue shuts down, after finishing the key it holds.
+func TestWorkReturnsOnShutDown(t *testing.T) {
+	q := newQueue()
+	q.Add("a")
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		Work(context.Background(), q, func(context.Context, string) error { q.ShutDown(); return nil },
+			func(context.Context, string, error) { t.Error("no sync failed") })
+	}()
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Work did not return after the queue shut down")
+	}
+	if q.Len() != 0 {
+		t.Errorf("queue length after shutdown = %d, want 0", q.Len())
+	}
+}
+
+func TestFailedLevels(t *testing.T) {
+	var buf bytes.Buffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	t.Cleanup(func() { slog.SetDefault(old) })
+
+	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "p", errors.New("stale"))
+	for _, tc := range []struct {
+		name      string
+		benign    func(error) bool
+		err       error
+		wantLevel string
+	}{
+		{"nil benign", nil, conflict, "level=ERROR"},
+		{"benign error", apierrors.IsConflict, conflict, "level=INFO"},
+		{"other error", apierrors.IsConflict, errors.New("broken"), "level=ERROR"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			buf.Reset()
+			Failed("widget", "widget", tc.benign)(context.Background(), "ns/w", tc.err)
+			line := buf.String()
+			for _, want := range []string{tc.wantLevel, `msg="widget sync failed, will retry"`, "widget=ns/w", "err="} {
+				if !strings.Contains(line, want) {
+					t.Errorf("log line %q lacks %q", line, want)
+				}
+			}
+		})
+	}
+}

@@ -33,6 +33,8 @@ func newRootCommand() *cobra.Command {
 		newCSIDriverCommand(),
 		newKubectlCommand(),
 		newControllerManagerCommand(),
+		newSchedulerCommand(),
+		newKubeletCommand(),
 	)
 	return root
 }

@@ -32,7 +32,9 @@ import (
 )
 
 // runner is a component that blocks in Run until ctx ends.
-type runner interface{ Run(ctx context.Context) error }
+type runner interface {
+	Run(ctx context.Context) error
+}
 
 // runControllerManager runs every controller against the API server of restConfig until
 // ctx ends: all are built on one shared informer factory, which starts once they have
@@ -64,22 +66,58 @@ func runControllerManager(ctx context.Context, restConfig *rest.Config) error {
 		return nil
 	}
 	steps := []func() error{
-		func() error { c, err := namespace.New(namespace.Config{Workers: 2}, client, md); return add("namespace", c, err) },
+		func() error {
+			c, err := namespace.New(namespace.Config{Workers: 2}, client, md)
+			return add("namespace", c, err)
+		},
 		func() error {
 			c, err := garbagecollector.New(garbagecollector.Config{}, client.Discovery(), md)
 			return add("garbagecollector", c, err)
 		},
-		func() error { c, err := pvbinder.New(pvbinder.Config{}, client, factory); return add("persistentvolume-binder", c, err) },
-		func() error { c, err := protection.New(protection.Config{}, client, factory); return add("protection", c, err) },
-		func() error { c, err := attachdetach.New(attachdetach.Config{}, client, factory); return add("attachdetach", c, err) },
-		func() error { c, err := replicaset.New(replicaset.Config{}, client, factory); return add("replicaset", c, err) },
-		func() error { c, err := deployment.New(deployment.Config{}, client, factory); return add("deployment", c, err) },
-		func() error { c, err := statefulset.New(statefulset.Config{}, client, factory); return add("statefulset", c, err) },
-		func() error { c, err := daemonset.New(daemonset.Config{}, client, factory); return add("daemonset", c, err) },
-		func() error { c, err := endpointslice.New(endpointslice.Config{}, client, factory); return add("endpointslice", c, err) },
-		func() error { c, err := serviceaccount.New(serviceaccount.Config{}, client, factory); return add("serviceaccount", c, err) },
-		func() error { c, err := nodeipam.New(nodeipam.Config{}, client, factory); return add("nodeipam", c, err) },
-		func() error { c, err := nodelifecycle.New(nodelifecycle.Config{}, client, factory); return add("nodelifecycle", c, err) },
+		func() error {
+			c, err := pvbinder.New(pvbinder.Config{}, client, factory)
+			return add("persistentvolume-binder", c, err)
+		},
+		func() error {
+			c, err := protection.New(protection.Config{}, client, factory)
+			return add("protection", c, err)
+		},
+		func() error {
+			c, err := attachdetach.New(attachdetach.Config{}, client, factory)
+			return add("attachdetach", c, err)
+		},
+		func() error {
+			c, err := replicaset.New(replicaset.Config{}, client, factory)
+			return add("replicaset", c, err)
+		},
+		func() error {
+			c, err := deployment.New(deployment.Config{}, client, factory)
+			return add("deployment", c, err)
+		},
+		func() error {
+			c, err := statefulset.New(statefulset.Config{}, client, factory)
+			return add("statefulset", c, err)
+		},
+		func() error {
+			c, err := daemonset.New(daemonset.Config{}, client, factory)
+			return add("daemonset", c, err)
+		},
+		func() error {
+			c, err := endpointslice.New(endpointslice.Config{}, client, factory)
+			return add("endpointslice", c, err)
+		},
+		func() error {
+			c, err := serviceaccount.New(serviceaccount.Config{}, client, factory)
+			return add("serviceaccount", c, err)
+		},
+		func() error {
+			c, err := nodeipam.New(nodeipam.Config{}, client, factory)
+			return add("nodeipam", c, err)
+		},
+		func() error {
+			c, err := nodelifecycle.New(nodelifecycle.Config{}, client, factory)
+			return add("nodelifecycle", c, err)
+		},
 		func() error {
 			c, err := snapshotter.NewSnapshotController(snapshotter.Config{}, client, snaps, factory, snapFactory)
 			return add("snapshot", c, err)

@@ -18,13 +18,7 @@ func (c *Cloud) attachVolume(p *params) (response, *apiError) {
 	instID := p.required("InstanceId")
 	device := p.required("Device")
 	dry := p.dryRun()
-	if p.err != nil {
-		return nil, p.err
-	}
-	if aerr := checkID("vol-", volID); aerr != nil {
-		return nil, aerr
-	}
-	if aerr := checkID("i-", instID); aerr != nil {
+	if aerr := p.checkArgs(idArg{"vol-", volID}, idArg{"i-", instID}); aerr != nil {
 		return nil, aerr
 	}
 	if aerr := checkDevice(device); aerr != nil {
@@ -121,10 +115,7 @@ func (c *Cloud) detachVolume(p *params) (response, *apiError) {
 	instID, device := p.str("InstanceId"), p.str("Device")
 	force := p.bool("Force")
 	dry := p.dryRun()
-	if p.err != nil {
-		return nil, p.err
-	}
-	if aerr := checkID("vol-", volID); aerr != nil {
+	if aerr := p.checkArgs(idArg{"vol-", volID}); aerr != nil {
 		return nil, aerr
 	}
 	if instID != "" {

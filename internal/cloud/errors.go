@@ -65,6 +65,23 @@ func errSnapshotNotFound(ids ...string) *apiError {
 }
 
 // checkID validates the shape of a resource id ("vol-", "i-", "snap-" then hex).
+// idArg is an id read from a request and the prefix its form must have ("vol-", "i-", "snap-").
+type idArg struct{ prefix, id string }
+
+// checkArgs returns the first error met reading p's parameters, else the first of ids
+// whose form is wrong: what an action checks before it looks anything up.
+func (p *params) checkArgs(ids ...idArg) *apiError {
+	if p.err != nil {
+		return p.err
+	}
+	for _, a := range ids {
+		if aerr := checkID(a.prefix, a.id); aerr != nil {
+			return aerr
+		}
+	}
+	return nil
+}
+
 func checkID(prefix, id string) *apiError {
 	malformed := map[string]string{"vol-": "InvalidVolumeID.Malformed", "i-": "InvalidInstanceID.Malformed", "snap-": "InvalidSnapshotID.Malformed"}[prefix]
 	rest, ok := strings.CutPrefix(id, prefix)

@@ -50,10 +50,7 @@ func (c *Cloud) modifyVolume(p *params) (response, *apiError) {
 	id := p.required("VolumeId")
 	spec := volumeSpec{Type: p.str("VolumeType"), Size: p.int("Size"), Iops: p.int("Iops"), Throughput: p.int("Throughput"), MultiAttach: p.bool("MultiAttachEnabled")}
 	dry := p.dryRun()
-	if p.err != nil {
-		return nil, p.err
-	}
-	if aerr := checkID("vol-", id); aerr != nil {
+	if aerr := p.checkArgs(idArg{"vol-", id}); aerr != nil {
 		return nil, aerr
 	}
 	c.mu.Lock()

@@ -46,10 +46,7 @@ func (c *Cloud) createSnapshot(p *params) (response, *apiError) {
 	desc := p.str("Description")
 	tags := p.tagSpecs("snapshot")
 	dry := p.dryRun()
-	if p.err != nil {
-		return nil, p.err
-	}
-	if aerr := checkID("vol-", volID); aerr != nil {
+	if aerr := p.checkArgs(idArg{"vol-", volID}); aerr != nil {
 		return nil, aerr
 	}
 	c.mu.Lock()
@@ -128,10 +125,7 @@ func (c *Cloud) startSnapshotLocked(s *Snapshot) {
 func (c *Cloud) deleteSnapshot(p *params) (response, *apiError) {
 	id := p.required("SnapshotId")
 	dry := p.dryRun()
-	if p.err != nil {
-		return nil, p.err
-	}
-	if aerr := checkID("snap-", id); aerr != nil {
+	if aerr := p.checkArgs(idArg{"snap-", id}); aerr != nil {
 		return nil, aerr
 	}
 	c.mu.Lock()

@@ -238,10 +238,7 @@ func (c *Cloud) startCreateLocked(v *Volume) {
 func (c *Cloud) deleteVolume(p *params) (response, *apiError) {
 	id := p.required("VolumeId")
 	dry := p.dryRun()
-	if p.err != nil {
-		return nil, p.err
-	}
-	if aerr := checkID("vol-", id); aerr != nil {
+	if aerr := p.checkArgs(idArg{"vol-", id}); aerr != nil {
 		return nil, aerr
 	}
 	c.mu.Lock()

@@ -5,31 +5,17 @@ import (
 	"fmt"
 	"sort"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
 )
-
-func waitFor(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	var last error
-	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		ok, err := cond()
-		last = err
-		return ok, nil
-	}); err != nil {
-		t.Fatalf("waiting for %s: %v (last: %v)", what, err, last)
-	}
-}
 
 // podNodes lists the nodes the DaemonSet's active pods run on.
 func podNodes(t *testing.T, c kubernetes.Interface, ns string) []string {
@@ -87,13 +73,13 @@ func TestDaemonSetOnePodPerEligibleNode(t *testing.T) {
 	}
 	expect := func(what string, want ...string) {
 		t.Helper()
-		waitFor(t, what, func() (bool, error) {
+		controllertest.WaitFor(t, what, func() (bool, error) {
 			got := podNodes(t, c, ns)
 			return fmt.Sprint(got) == fmt.Sprint(want), fmt.Errorf("pods on %v, want %v", got, want)
 		})
 	}
 	expect("pods on the untainted nodes", "node-a", "node-c")
-	waitFor(t, "status", func() (bool, error) {
+	controllertest.WaitFor(t, "status", func() (bool, error) {
 		got, err := c.AppsV1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
 		st := got.Status
 		return err == nil && st.DesiredNumberScheduled == 2 && st.CurrentNumberScheduled == 2 && st.NumberReady == 2 &&
@@ -105,7 +91,7 @@ func TestDaemonSetOnePodPerEligibleNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect("pods on all three nodes", "node-a", "node-b", "node-c")
-	waitFor(t, "rolled to the new template", func() (bool, error) {
+	controllertest.WaitFor(t, "rolled to the new template", func() (bool, error) {
 		got, err := c.AppsV1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
 		return err == nil && got.Status.UpdatedNumberScheduled == 3 && got.Status.NumberAvailable == 3, fmt.Errorf("%+v", got.Status)
 	})

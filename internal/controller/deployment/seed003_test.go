@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -70,18 +69,6 @@ func cluster(t *testing.T, ns string) kubernetes.Interface {
 	return s.Client
 }
 
-func waitFor(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	var last error
-	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		ok, err := cond()
-		last = err
-		return ok, nil
-	}); err != nil {
-		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
-	}
-}
-
 func newDeployment(name string, replicas int32, image string) *appsv1.Deployment {
 	l := map[string]string{"app": name}
 	return &appsv1.Deployment{
@@ -112,7 +99,7 @@ func rolloutStatus(t *testing.T, c kubernetes.Interface, ns, name string) (strin
 
 func waitRolledOut(t *testing.T, c kubernetes.Interface, ns, name string) {
 	t.Helper()
-	waitFor(t, "rollout of "+name, func() (bool, error) {
+	controllertest.WaitWithin(t, 60*time.Second, "rollout of "+name, func() (bool, error) {
 		msg, done, err := rolloutStatus(t, c, ns, name)
 		if err != nil {
 			return false, err
@@ -299,7 +286,7 @@ func TestSeed003Deployment(t *testing.T) {
 	for _, n := range []int32{5, 1} {
 		scaleTo(t, c, ns, "web", n)
 		waitRolledOut(t, c, ns, "web")
-		waitFor(t, fmt.Sprintf("%d pods", n), func() (bool, error) { return len(activePods(t, c, ns, "web")) == int(n), nil })
+		controllertest.WaitWithin(t, 60*time.Second, fmt.Sprintf("%d pods", n), func() (bool, error) { return len(activePods(t, c, ns, "web")) == int(n), nil })
 		if rss := replicaSets(t, c, ns, "web"); len(rss) != 1 || *rss[0].Spec.Replicas != n {
 			t.Errorf("after scaling to %d: %d ReplicaSets", n, len(rss))
 		}
@@ -309,7 +296,7 @@ func TestSeed003Deployment(t *testing.T) {
 	// than 3 available, never more than 5 active.
 	scaleTo(t, c, ns, "web", 4)
 	waitRolledOut(t, c, ns, "web")
-	waitFor(t, "4 ready pods", func() (bool, error) { return len(activePods(t, c, ns, "web")) == 4, nil })
+	controllertest.WaitWithin(t, 60*time.Second, "4 ready pods", func() (bool, error) { return len(activePods(t, c, ns, "web")) == 4, nil })
 	pw.arm()
 	setImage(t, c, ns, "web", "nginx:1.28")
 	waitRolledOut(t, c, ns, "web")
@@ -340,7 +327,7 @@ func TestSeed003Deployment(t *testing.T) {
 			t.Errorf("pod %s runs %s after the update", p.Name, p.Spec.Containers[0].Image)
 		}
 	}
-	waitFor(t, "ScalingReplicaSet events", func() (bool, error) {
+	controllertest.WaitWithin(t, 60*time.Second, "ScalingReplicaSet events", func() (bool, error) {
 		evs, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=web,reason=ScalingReplicaSet"})
 		return err == nil && len(evs.Items) >= 3, err
 	})
@@ -349,7 +336,7 @@ func TestSeed003Deployment(t *testing.T) {
 	// ReplicaSet is new again, with revision 3 and 1 in its history.
 	setImage(t, c, ns, "web", "nginx:1.27")
 	waitRolledOut(t, c, ns, "web")
-	waitFor(t, "rollback to the first ReplicaSet", func() (bool, error) {
+	controllertest.WaitWithin(t, 60*time.Second, "rollback to the first ReplicaSet", func() (bool, error) {
 		r, err := c.AppsV1().ReplicaSets(ns).Get(ctx, rs.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -371,13 +358,13 @@ func TestSeed003Deployment(t *testing.T) {
 	}
 	setImage(t, c, ns, "web", "nginx:1.29")
 	waitRolledOut(t, c, ns, "web")
-	waitFor(t, "history trimmed to 1", func() (bool, error) { return len(replicaSets(t, c, ns, "web")) == 2, nil })
+	controllertest.WaitWithin(t, 60*time.Second, "history trimmed to 1", func() (bool, error) { return len(replicaSets(t, c, ns, "web")) == 2, nil })
 
 	// Deleting the Deployment garbage-collects its ReplicaSets and pods.
 	if err := c.AppsV1().Deployments(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "ReplicaSets and pods collected", func() (bool, error) {
+	controllertest.WaitWithin(t, 60*time.Second, "ReplicaSets and pods collected", func() (bool, error) {
 		pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -419,7 +406,7 @@ func TestRecreateAndForegroundDeletion(t *testing.T) {
 		t.Errorf("deployment being deleted in the foreground: finalizers %v", dep.Finalizers)
 	}
 	early := false
-	waitFor(t, "deployment, ReplicaSets and pods gone", func() (bool, error) {
+	controllertest.WaitWithin(t, 60*time.Second, "deployment, ReplicaSets and pods gone", func() (bool, error) {
 		_, err := c.AppsV1().Deployments(ns).Get(ctx, "db", metav1.GetOptions{})
 		pods, perr := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if perr != nil {

@@ -10,24 +10,12 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/controller/controllertest"
 )
-
-func waitFor(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	var last error
-	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		ok, err := cond()
-		last = err
-		return ok, nil
-	}); err != nil {
-		t.Fatalf("waiting for %s: %v (last: %v)", what, err, last)
-	}
-}
 
 // runningPod creates a pod bound to node with ip, Ready as ready says, as the
 // scheduler and kubelet would leave it.
@@ -129,7 +117,7 @@ func TestServiceEndpointSlicesAndEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "an empty slice for a Service without pods", func() (bool, error) {
+	controllertest.WaitFor(t, "an empty slice for a Service without pods", func() (bool, error) {
 		l := slices(t, c, ns, "web")
 		return len(l) == 1 && len(l[0].Endpoints) == 0, nil
 	})
@@ -141,7 +129,7 @@ func TestServiceEndpointSlicesAndEndpoints(t *testing.T) {
 		"10.244.0.3": "8080 false/false/false zone=us-east-1a",
 		"10.244.0.4": "9090 true/true/false zone=us-east-1a",
 	}
-	waitFor(t, "endpoints of the three pods", func() (bool, error) {
+	controllertest.WaitFor(t, "endpoints of the three pods", func() (bool, error) {
 		got := view(slices(t, c, ns, "web"))
 		return fmt.Sprint(got) == fmt.Sprint(want), fmt.Errorf("slices %v", got)
 	})
@@ -152,7 +140,7 @@ func TestServiceEndpointSlicesAndEndpoints(t *testing.T) {
 			t.Errorf("slice %s: labels %v owner %v generateName %q", sl.Name, sl.Labels, sl.OwnerReferences, sl.GenerateName)
 		}
 	}
-	waitFor(t, "core/v1 Endpoints", func() (bool, error) {
+	controllertest.WaitFor(t, "core/v1 Endpoints", func() (bool, error) {
 		ep, err := c.CoreV1().Endpoints(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -185,11 +173,11 @@ func TestServiceEndpointSlicesAndEndpoints(t *testing.T) {
 	}
 	want["10.244.0.3"] = "8080 true/true/false zone=us-east-1a"
 	want["10.244.0.2"] = "8080 false/true/true zone=us-east-1a"
-	waitFor(t, "b ready and a terminating", func() (bool, error) {
+	controllertest.WaitFor(t, "b ready and a terminating", func() (bool, error) {
 		got := view(slices(t, c, ns, "web"))
 		return fmt.Sprint(got) == fmt.Sprint(want), fmt.Errorf("slices %v", got)
 	})
-	waitFor(t, "terminating pod out of Endpoints", func() (bool, error) {
+	controllertest.WaitFor(t, "terminating pod out of Endpoints", func() (bool, error) {
 		ep, err := c.CoreV1().Endpoints(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -208,7 +196,7 @@ func TestServiceEndpointSlicesAndEndpoints(t *testing.T) {
 	if err := c.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "endpoints deleted with the service", func() (bool, error) {
+	controllertest.WaitFor(t, "endpoints deleted with the service", func() (bool, error) {
 		_, err := c.CoreV1().Endpoints(ns).Get(ctx, "web", metav1.GetOptions{})
 		return err != nil, nil
 	})

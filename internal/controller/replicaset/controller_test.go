@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -46,19 +44,6 @@ func createNamespace(t *testing.T, client kubernetes.Interface, name string) {
 	t.Helper()
 	if _, err := client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		ok, err := cond()
-		last = err
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
 	}
 }
 
@@ -140,7 +125,7 @@ func TestReplicaSetScalesPodsWithOwnerReferences(t *testing.T) {
 	}
 	waitReplicas := func(n int32) {
 		t.Helper()
-		waitFor(t, fmt.Sprintf("%d available replicas", n), func() (bool, error) {
+		controllertest.WaitFor(t, fmt.Sprintf("%d available replicas", n), func() (bool, error) {
 			got, err := s.Client.AppsV1().ReplicaSets(ns).Get(ctx, "web", metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -183,13 +168,13 @@ func TestReplicaSetScalesPodsWithOwnerReferences(t *testing.T) {
 	}
 	scale(1)
 	waitReplicas(1)
-	waitFor(t, "scaled-down pods gone", func() (bool, error) {
+	controllertest.WaitFor(t, "scaled-down pods gone", func() (bool, error) {
 		list, err := s.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(list.Items) == 1, err
 	})
 
 	// Events as upstream, with the upstream component.
-	waitFor(t, "SuccessfulCreate and SuccessfulDelete events", func() (bool, error) {
+	controllertest.WaitFor(t, "SuccessfulCreate and SuccessfulDelete events", func() (bool, error) {
 		evs, err := s.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=web"})
 		if err != nil {
 			return false, err
@@ -220,7 +205,7 @@ func TestReplicaSetAdoptsAndReleases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "orphan adopted and one more pod", func() (bool, error) {
+	controllertest.WaitFor(t, "orphan adopted and one more pod", func() (bool, error) {
 		p, err := s.Client.CoreV1().Pods(ns).Get(ctx, "orphan", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -232,7 +217,7 @@ func TestReplicaSetAdoptsAndReleases(t *testing.T) {
 	if _, err := s.Client.CoreV1().Pods(ns).Patch(ctx, "orphan", types.MergePatchType, []byte(`{"metadata":{"labels":{"app":"debug"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "relabelled pod released and replaced", func() (bool, error) {
+	controllertest.WaitFor(t, "relabelled pod released and replaced", func() (bool, error) {
 		p, err := s.Client.CoreV1().Pods(ns).Get(ctx, "orphan", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -243,7 +228,7 @@ func TestReplicaSetAdoptsAndReleases(t *testing.T) {
 	if _, err := s.Client.CoreV1().Pods(ns).Patch(ctx, "orphan", types.MergePatchType, []byte(`{"metadata":{"labels":{"app":"web"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "readopted and scaled back to 2", func() (bool, error) {
+	controllertest.WaitFor(t, "readopted and scaled back to 2", func() (bool, error) {
 		p, err := s.Client.CoreV1().Pods(ns).Get(ctx, "orphan", metav1.GetOptions{})
 		if err != nil {
 			return false, err

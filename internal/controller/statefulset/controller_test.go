@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/utils/ptr"
@@ -22,18 +21,6 @@ import (
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
 )
-
-func waitFor(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	var last error
-	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		ok, err := cond()
-		last = err
-		return ok, nil
-	}); err != nil {
-		t.Fatalf("waiting for %s: %v (last: %v)", what, err, last)
-	}
-}
 
 func TestOrderedStartWithClaims(t *testing.T) {
 	s := apiservertest.Start(t, apiservertest.Options{})
@@ -91,7 +78,7 @@ func TestOrderedStartWithClaims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "web-0", func() (bool, error) {
+	controllertest.WaitFor(t, "web-0", func() (bool, error) {
 		_, err := c.CoreV1().Pods(ns).Get(ctx, "web-0", metav1.GetOptions{})
 		return err == nil, err
 	})
@@ -103,7 +90,7 @@ func TestOrderedStartWithClaims(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	release.Store(true)
-	waitFor(t, "3 ready replicas", func() (bool, error) {
+	controllertest.WaitFor(t, "3 ready replicas", func() (bool, error) {
 		got, err := c.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})
 		return err == nil && got.Status.ReadyReplicas == 3 && got.Status.ObservedGeneration == got.Generation &&
 			got.Status.UpdatedReplicas == 3 && got.Status.CurrentRevision == got.Status.UpdateRevision, err
@@ -175,7 +162,7 @@ func TestOrderedStartWithClaims(t *testing.T) {
 	if order[0] != "web-2" || order[1] != "web-1" {
 		t.Errorf("scale-down order %v, want web-2 then web-1", order)
 	}
-	waitFor(t, "1 replica", func() (bool, error) {
+	controllertest.WaitFor(t, "1 replica", func() (bool, error) {
 		list, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(list.Items) == 1, err
 	})
@@ -189,7 +176,7 @@ func TestOrderedStartWithClaims(t *testing.T) {
 		[]byte(`{"spec":{"template":{"spec":{"containers":[{"name":"nginx","image":"nginx:1.28"}]}}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "web-0 on the new template", func() (bool, error) {
+	controllertest.WaitFor(t, "web-0 on the new template", func() (bool, error) {
 		p, err := c.CoreV1().Pods(ns).Get(ctx, "web-0", metav1.GetOptions{})
 		return err == nil && p.Spec.Containers[0].Image == "nginx:1.28" && podRunningReady(p), err
 	})

@@ -78,9 +78,6 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	}}); err != nil {
 		return nil, fmt.Errorf("attacher: attachment index: %w", err)
 	}
-	limiter := func() workqueue.TypedRateLimiter[string] {
-		return workqueue.NewTypedItemExponentialFailureRateLimiter[string](cfg.RetryIntervalStart, cfg.RetryIntervalMax)
-	}
 	c := &Controller{
 		cfg: cfg, client: client, conn: conn, csi: csi.NewControllerClient(conn),
 		log:         cfg.Logger.With("component", "csi-attacher"),
@@ -88,10 +85,8 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		vaIdx: vaInf.Informer().GetIndexer(),
 		synced: []cache.InformerSynced{vaInf.Informer().HasSynced, pvInf.Informer().HasSynced,
 			csiNodeInf.Informer().HasSynced, nodeInf.Informer().HasSynced},
-		vaQueue: workqueue.NewTypedRateLimitingQueueWithConfig(limiter(),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "attacher-va"}),
-		pvQueue: workqueue.NewTypedRateLimitingQueueWithConfig(limiter(),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "attacher-pv"}),
+		vaQueue: csiclient.NewQueue("attacher-va", cfg.RetryIntervalStart, cfg.RetryIntervalMax),
+		pvQueue: csiclient.NewQueue("attacher-pv", cfg.RetryIntervalStart, cfg.RetryIntervalMax),
 	}
 	if _, err := vaInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.attachmentChanged,

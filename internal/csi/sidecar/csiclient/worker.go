@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"google.golang.org/grpc"
 	"k8s.io/client-go/util/workqueue"
@@ -40,4 +41,12 @@ func Work(ctx context.Context, log *slog.Logger, q workqueue.TypedRateLimitingIn
 		}
 		q.Done(key)
 	}
+}
+
+// NewQueue is a sidecar's work queue called name: a failed key waits from start, doubling
+// up to max, before it is tried again.
+func NewQueue(name string, start, max time.Duration) workqueue.TypedRateLimitingInterface[string] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](start, max),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: name})
 }

@@ -85,9 +85,6 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	}}); err != nil {
 		return nil, fmt.Errorf("provisioner: attachment index: %w", err)
 	}
-	limiter := func() workqueue.TypedRateLimiter[string] {
-		return workqueue.NewTypedItemExponentialFailureRateLimiter[string](cfg.RetryIntervalStart, cfg.RetryIntervalMax)
-	}
 	c := &Controller{
 		cfg: cfg, client: client, snapshots: snapshots, conn: conn, csi: csi.NewControllerClient(conn),
 		log:    cfg.Logger.With("component", "csi-provisioner"),
@@ -95,10 +92,8 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		csiNodes: csiNodeInf.Lister(), vaIdx: vaInf.Informer().GetIndexer(),
 		synced: []cache.InformerSynced{pvcInf.Informer().HasSynced, pvInf.Informer().HasSynced, classInf.Informer().HasSynced,
 			nodeInf.Informer().HasSynced, csiNodeInf.Informer().HasSynced, vaInf.Informer().HasSynced},
-		claimQueue: workqueue.NewTypedRateLimitingQueueWithConfig(limiter(),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "provisioner-claims"}),
-		volumeQueue: workqueue.NewTypedRateLimitingQueueWithConfig(limiter(),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "provisioner-volumes"}),
+		claimQueue:  csiclient.NewQueue("provisioner-claims", cfg.RetryIntervalStart, cfg.RetryIntervalMax),
+		volumeQueue: csiclient.NewQueue("provisioner-volumes", cfg.RetryIntervalStart, cfg.RetryIntervalMax),
 	}
 	if _, err := pvcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.claimChanged,

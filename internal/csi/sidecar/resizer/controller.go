@@ -57,9 +57,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		cfg: cfg, client: client, conn: conn, csi: csi.NewControllerClient(conn), log: cfg.Logger.With("component", "csi-resizer"),
 		claims: pvcInf.Lister(), volumes: pvInf.Lister(),
 		synced: []cache.InformerSynced{pvcInf.Informer().HasSynced, pvInf.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](cfg.RetryIntervalStart, cfg.RetryIntervalMax),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "resizer"}),
+		queue:  csiclient.NewQueue("resizer", cfg.RetryIntervalStart, cfg.RetryIntervalMax),
 	}
 	if _, err := pvcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.claimChanged, UpdateFunc: func(_, obj interface{}) { c.claimChanged(obj) },

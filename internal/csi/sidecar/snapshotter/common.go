@@ -75,9 +75,7 @@ func NewSnapshotController(cfg Config, client kubernetes.Interface, snaps snapcl
 		snapshots: vsInf.Lister(), contents: vscInf.Lister(), classes: classInf.Lister(), claims: pvcInf.Lister(), volumes: pvInf.Lister(),
 		synced: []cache.InformerSynced{vsInf.Informer().HasSynced, vscInf.Informer().HasSynced, classInf.Informer().HasSynced,
 			pvcInf.Informer().HasSynced, pvInf.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](cfg.RetryIntervalStart, cfg.RetryIntervalMax),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "snapshot-controller"}),
+		queue:    csiclient.NewQueue("snapshot-controller", cfg.RetryIntervalStart, cfg.RetryIntervalMax),
 		recorder: csiclient.NewRecorder(client, "snapshot-controller", eventScheme()),
 	}
 	snapFn := func(obj interface{}) {

@@ -59,9 +59,7 @@ func New(cfg Config, client kubernetes.Interface, snaps snapclient.Interface, sn
 		cfg: cfg, client: client, snaps: snaps, conn: conn, csi: csi.NewControllerClient(conn), log: cfg.Logger.With("component", "csi-snapshotter"),
 		contents: vscInf.Lister(), classes: classInf.Lister(),
 		synced: []cache.InformerSynced{vscInf.Informer().HasSynced, classInf.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](cfg.RetryIntervalStart, cfg.RetryIntervalMax),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "csi-snapshotter"}),
+		queue:  csiclient.NewQueue("csi-snapshotter", cfg.RetryIntervalStart, cfg.RetryIntervalMax),
 	}
 	fn := func(obj interface{}) {
 		if vsc, ok := obj.(*snapv1.VolumeSnapshotContent); ok {

@@ -58,16 +58,11 @@ func (n *node) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeG
 
 func (n *node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
 	volID, staging, vc := req.GetVolumeId(), req.GetStagingTargetPath(), req.GetVolumeCapability()
-	switch {
-	case volID == "":
-		return nil, invalid("volume id is missing")
-	case staging == "":
-		return nil, invalid("volume %s: staging target path is missing", volID)
-	case vc == nil:
-		return nil, invalid("volume %s: volume capability is missing", volID)
+	if err := checkVolumePath(volID, staging, "staging target"); err != nil {
+		return nil, err
 	}
-	if err := checkCapability(vc); err != nil {
-		return nil, invalid("volume %s: %v", volID, err)
+	if err := checkVolumeCapability(volID, vc); err != nil {
+		return nil, err
 	}
 	if isBlock(vc) {
 		// A raw block volume is published straight from its device.
@@ -204,11 +199,8 @@ func (n *node) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolume
 // volume's lock, unmounts and removes path. pathName names the path in the error when it
 // is missing, op the step in the error when it fails; logMsg and logKey log the success.
 func (n *node) undoMount(volID, path, pathName, op, logMsg, logKey string) error {
-	switch {
-	case volID == "":
-		return invalid("volume id is missing")
-	case path == "":
-		return invalid("volume %s: %s path is missing", volID, pathName)
+	if err := checkVolumePath(volID, path, pathName); err != nil {
+		return err
 	}
 	if err := n.lock(volID); err != nil {
 		return err
@@ -223,16 +215,11 @@ func (n *node) undoMount(volID, path, pathName, op, logMsg, logKey string) error
 
 func (n *node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	volID, target, staging, vc := req.GetVolumeId(), req.GetTargetPath(), req.GetStagingTargetPath(), req.GetVolumeCapability()
-	switch {
-	case volID == "":
-		return nil, invalid("volume id is missing")
-	case target == "":
-		return nil, invalid("volume %s: target path is missing", volID)
-	case vc == nil:
-		return nil, invalid("volume %s: volume capability is missing", volID)
+	if err := checkVolumePath(volID, target, "target"); err != nil {
+		return nil, err
 	}
-	if err := checkCapability(vc); err != nil {
-		return nil, invalid("volume %s: %v", volID, err)
+	if err := checkVolumeCapability(volID, vc); err != nil {
+		return nil, err
 	}
 	if !isBlock(vc) && staging == "" {
 		return nil, invalid("volume %s: staging target path is missing", volID)
@@ -286,6 +273,30 @@ func (n *node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolume
 	return &csi.NodePublishVolumeResponse{}, nil
 }
 
+// checkVolumePath checks that a node call names its volume and its path; pathName names
+// the path in the error ("staging target", "target", "volume").
+func checkVolumePath(volID, path, pathName string) error {
+	switch {
+	case volID == "":
+		return invalid("volume id is missing")
+	case path == "":
+		return invalid("volume %s: %s path is missing", volID, pathName)
+	}
+	return nil
+}
+
+// checkVolumeCapability checks that a node call carries a volume capability this driver
+// supports.
+func checkVolumeCapability(volID string, vc *csi.VolumeCapability) error {
+	if vc == nil {
+		return invalid("volume %s: volume capability is missing", volID)
+	}
+	if err := checkCapability(vc); err != nil {
+		return invalid("volume %s: %v", volID, err)
+	}
+	return nil
+}
+
 // makeTarget makes the publish target: a directory for a filesystem, a file to
 // bind the device onto for a raw block volume.
 func makeTarget(target string, block bool) error {
@@ -314,11 +325,8 @@ func (n *node) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVo
 
 func (n *node) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
 	volID, path := req.GetVolumeId(), req.GetVolumePath()
-	switch {
-	case volID == "":
-		return nil, invalid("volume id is missing")
-	case path == "":
-		return nil, invalid("volume %s: volume path is missing", volID)
+	if err := checkVolumePath(volID, path, "volume"); err != nil {
+		return nil, err
 	}
 	st, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -364,11 +372,8 @@ func (n *node) blockSize(path string) (int64, error) {
 
 func (n *node) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
 	volID, path := req.GetVolumeId(), req.GetVolumePath()
-	switch {
-	case volID == "":
-		return nil, invalid("volume id is missing")
-	case path == "":
-		return nil, invalid("volume %s: volume path is missing", volID)
+	if err := checkVolumePath(volID, path, "volume"); err != nil {
+		return nil, err
 	}
 	if vc := req.GetVolumeCapability(); vc != nil {
 		if err := checkCapability(vc); err != nil {

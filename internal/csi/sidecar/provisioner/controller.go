@@ -76,13 +76,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	nodeInf := factory.Core().V1().Nodes()
 	csiNodeInf := factory.Storage().V1().CSINodes()
 	vaInf := factory.Storage().V1().VolumeAttachments()
-	if err := vaInf.Informer().AddIndexers(cache.Indexers{byPV: func(obj interface{}) ([]string, error) {
-		va, ok := obj.(*storagev1.VolumeAttachment)
-		if !ok || va.Spec.Source.PersistentVolumeName == nil {
-			return nil, nil
-		}
-		return []string{*va.Spec.Source.PersistentVolumeName}, nil
-	}}); err != nil {
+	if err := csiclient.IndexAttachmentsByPV(vaInf.Informer(), byPV); err != nil {
 		return nil, fmt.Errorf("provisioner: attachment index: %w", err)
 	}
 	c := &Controller{

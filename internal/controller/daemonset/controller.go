@@ -137,11 +137,7 @@ func ownerKey(p *corev1.Pod) (string, bool) {
 	return p.Namespace + "/" + ref.Name, true
 }
 
-func (c *Controller) enqueue(obj interface{}) {
-	if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
-		c.queue.Add(key)
-	}
-}
+func (c *Controller) enqueue(obj interface{}) { worker.Enqueue(c.queue, obj) }
 
 func (c *Controller) enqueueAll() {
 	list, err := c.dsLister.List(labels.Everything())

@@ -135,14 +135,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	return nil
 }
 
-func (c *Controller) enqueue(obj interface{}) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
-		c.queue.Add(key)
-	}
-}
+func (c *Controller) enqueue(obj interface{}) { worker.Enqueue(c.queue, obj) }
 
 // podChanged enqueues the Services that select the pod, before or after the change.
 func (c *Controller) podChanged(old, obj interface{}) {

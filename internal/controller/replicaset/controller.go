@@ -119,11 +119,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	return nil
 }
 
-func (c *Controller) enqueue(obj interface{}) {
-	if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
-		c.queue.Add(key)
-	}
-}
+func (c *Controller) enqueue(obj interface{}) { worker.Enqueue(c.queue, obj) }
 
 func (c *Controller) deleteRS(obj interface{}) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {

@@ -120,14 +120,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	return nil
 }
 
-func (c *Controller) enqueue(obj interface{}) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
-		c.queue.Add(key)
-	}
-}
+func (c *Controller) enqueue(obj interface{}) { worker.Enqueue(c.queue, obj) }
 
 func podRunningReady(p *corev1.Pod) bool {
 	if p.Status.Phase != corev1.PodRunning {

@@ -12,5 +12,8 @@
 //     key under the given attribute, at Info for errors the caller calls benign (a stale
 //     cache the retry reads anew) and at Error otherwise.
 //
+// Enqueue adds the key of an object, or of the object a delete tombstone holds, to a
+// queue.
+//
 // The caller owns the queue: it shuts it down when its Run returns.
 package worker

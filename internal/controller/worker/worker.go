@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -56,5 +57,16 @@ func Failed(name, keyAttr string, benign func(error) bool) FailFunc[string] {
 			level = slog.LevelInfo
 		}
 		slog.Log(ctx, level, msg, keyAttr, key, "err", err)
+	}
+}
+
+// Enqueue adds the namespace/name key of obj to q; obj may be the tombstone an
+// informer hands to a delete handler. An object without a key is ignored.
+func Enqueue(q workqueue.TypedInterface[string], obj interface{}) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+		q.Add(key)
 	}
 }

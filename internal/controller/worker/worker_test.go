@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -118,5 +121,24 @@ func TestFailedLevels(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestEnqueue(t *testing.T) {
+	q := workqueue.NewTyped[string]()
+	t.Cleanup(q.ShutDown)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "live"}}
+	gone := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gone"}}
+	Enqueue(q, pod)
+	Enqueue(q, cache.DeletedFinalStateUnknown{Key: "ns/gone", Obj: gone})
+	Enqueue(q, "not an object")
+	var got []string
+	for q.Len() > 0 {
+		k, _ := q.Get()
+		got = append(got, k)
+		q.Done(k)
+	}
+	if strings.Join(got, ",") != "ns/live,ns/gone" {
+		t.Errorf("keys queued = %v, want [ns/live ns/gone]", got)
 	}
 }

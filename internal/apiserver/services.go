@@ -249,9 +249,11 @@ func serviceHooks() hooks {
 	}
 }
 
+// maskTrailingDash lets a generateName prefix end in "-" (a name made from it goes on with
+// random characters).
 func maskTrailingDash(name string) string {
 	if len(name) > 1 && name[len(name)-1] == '-' {
-		return name[:len(name)-2] + "a"
+		return name[:len(name)-1] + "a"
 	}
 	return name
 }

@@ -56,7 +56,8 @@ func (s strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 
 func (s strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	if s.r.status {
-		setField(obj, "Status", fieldOf(old, "Status"))
+		// A deep copy: the new object must not share maps or slices with the stored one.
+		setField(obj, "Status", fieldOf(old.DeepCopyObject(), "Status"))
 	}
 	if s.r.generation {
 		bumpGenerationOnSpecChange(obj, old)
@@ -136,6 +137,7 @@ func (s strategy) DefaultGarbageCollectionPolicy(ctx context.Context) rest.Garba
 type statusStrategy struct{ strategy }
 
 func (s statusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
+	old = old.DeepCopyObject()
 	for _, f := range structFields(obj) {
 		if f != "TypeMeta" && f != "ObjectMeta" && f != "Status" {
 			setField(obj, f, fieldOf(old, f))

@@ -1,15 +1,12 @@
 package app
 
 import (
-	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/kubelab/kubelab/internal/apiserver"
-	"github.com/kubelab/kubelab/internal/etcd"
+	"github.com/kubelab/kubelab/internal/cluster"
 )
 
 // DefaultDataDir is where kubelab keeps its state unless told otherwise.
@@ -37,58 +34,13 @@ func (f *controlPlaneFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.serviceCIDR, "service-cluster-ip-range", "10.96.0.0/12", "range Service ClusterIPs come from")
 }
 
-// controlPlane is etcd (when embedded) and the API server, ready to run.
-type controlPlane struct {
-	etcd      *etcd.Server
-	apiserver *apiserver.Server
-}
-
-func newControlPlane(f *controlPlaneFlags) (*controlPlane, error) {
-	dataDir, err := filepath.Abs(f.dataDir)
-	if err != nil {
-		return nil, err
+// config is the control plane these flags describe.
+func (f *controlPlaneFlags) config() cluster.ControlPlaneConfig {
+	return cluster.ControlPlaneConfig{
+		DataDir: f.dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort,
+		EtcdServers: f.etcdServers, EtcdPrefix: f.etcdPrefix, EtcdClientPort: f.etcdClientPort,
+		ServiceCIDR: f.serviceCIDR,
 	}
-	cp := &controlPlane{}
-	servers := f.etcdServers
-	if len(servers) == 0 {
-		cp.etcd, err = etcd.New(etcd.Config{
-			DataDir:   filepath.Join(dataDir, "etcd"),
-			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", f.etcdClientPort),
-			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", f.etcdClientPort+1),
-		})
-		if err != nil {
-			return nil, err
-		}
-		servers = cp.etcd.Endpoints()
-	}
-	cp.apiserver, err = apiserver.New(apiserver.Config{
-		DataDir: dataDir, BindAddress: f.bindAddress, Port: f.securePort,
-		EtcdServers: servers, EtcdPrefix: f.etcdPrefix, ServiceCIDR: f.serviceCIDR,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return cp, nil
-}
-
-// start runs etcd, then the API server once etcd serves, in g. When ctx ends the API
-// server stops first and etcd after it, so no request is cut off from its store.
-func (cp *controlPlane) start(ctx context.Context, g *errgroup.Group) {
-	etcdCtx, stopEtcd := context.WithCancel(context.WithoutCancel(ctx))
-	if cp.etcd != nil {
-		g.Go(func() error { return cp.etcd.Run(etcdCtx) })
-	}
-	g.Go(func() error {
-		defer stopEtcd()
-		if cp.etcd != nil {
-			select {
-			case <-cp.etcd.Ready():
-			case <-ctx.Done():
-				return nil
-			}
-		}
-		return cp.apiserver.Run(ctx)
-	})
 }
 
 func newAPIServerCommand() *cobra.Command {
@@ -97,16 +49,16 @@ func newAPIServerCommand() *cobra.Command {
 		Use:   "apiserver",
 		Short: "Run the Kubernetes-compatible API server (with an embedded etcd unless --etcd-servers is given)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cp, err := newControlPlane(f)
+			cp, err := cluster.NewControlPlane(f.config())
 			if err != nil {
 				return err
 			}
 			g, ctx := errgroup.WithContext(cmd.Context())
-			cp.start(ctx, g)
+			cp.Start(ctx, g)
 			g.Go(func() error {
 				select {
-				case <-cp.apiserver.Ready():
-					fmt.Fprintf(cmd.OutOrStdout(), "API server at %s\nkubeconfig: %s\n", cp.apiserver.URL(), cp.apiserver.KubeconfigPath())
+				case <-cp.APIServer.Ready():
+					fmt.Fprintf(cmd.OutOrStdout(), "API server at %s\nkubeconfig: %s\n", cp.APIServer.URL(), cp.APIServer.KubeconfigPath())
 				case <-ctx.Done():
 				}
 				return nil

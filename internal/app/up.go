@@ -2,44 +2,90 @@ package app
 
 import (
 	"fmt"
+	"log/slog"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
-	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubelab/kubelab/internal/cluster"
 )
 
-// newUpCommand runs the cluster: etcd, the API server and the controller-manager, each
+// newUpCommand runs the whole cluster: etcd, the API server, the cloud, the CSI driver's
+// controller and sidecars, the controller-manager, the scheduler and the nodes, each
 // reaching the others only over its wire.
 func newUpCommand() *cobra.Command {
 	f := &controlPlaneFlags{}
+	var (
+		cfg      cluster.Config
+		zones    string
+		logLevel string
+	)
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Run a kubelab cluster on this machine (Ctrl-C stops it)",
+		Long: `Run a kubelab cluster on this machine until Ctrl-C: embedded etcd, the API server,
+the EC2/EBS-compatible cloud, the CSI driver ebs.csi.aws.com's controller with its
+sidecars (provisioner, attacher, resizer, snapshotter), the controller-manager, the
+scheduler and the nodes. The cluster starts with the CSIDriver object and a default
+StorageClass gp2 (WaitForFirstConsumer), as EKS with the EBS CSI add-on does.
+
+--hollow runs the cloud without loop devices and the nodes with the hollow kubelet (a
+fake container runtime and mounter), one instance per node launched in the cloud and
+nodes spread over the zones; no root is needed. Real nodes (containerd, real mounts)
+are not built yet: without --hollow the cluster has no nodes and pods stay Pending.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cp, err := newControlPlane(f)
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			cfg.ControlPlaneConfig = f.config()
+			if zones != "" {
+				cfg.Zones = strings.Split(zones, ",")
+			}
+			c, err := cluster.New(cfg)
 			if err != nil {
 				return err
 			}
 			g, ctx := errgroup.WithContext(cmd.Context())
-			cp.start(ctx, g)
+			g.Go(func() error { return c.Run(ctx) })
 			g.Go(func() error {
 				select {
-				case <-cp.apiserver.Ready():
+				case <-c.Ready():
 				case <-ctx.Done():
 					return nil
 				}
-				restConfig, err := clientcmd.BuildConfigFromFlags("", cp.apiserver.KubeconfigPath())
-				if err != nil {
-					return err
-				}
-				out := cmd.OutOrStdout()
-				fmt.Fprintf(out, "kubelab is up.\n  API server:  %s\n  kubeconfig:  %s\n\n", cp.apiserver.URL(), cp.apiserver.KubeconfigPath())
-				fmt.Fprintf(out, "Use it with the real kubectl:\n  export KUBECONFIG=%s\n  kubectl get namespaces\nor with the embedded one:\n  kubelab kubectl get namespaces\n", cp.apiserver.KubeconfigPath())
-				return runControllerManager(ctx, restConfig)
+				printUp(cmd, c)
+				return nil
 			})
 			return g.Wait()
 		},
 	}
 	f.register(cmd)
+	fs := cmd.Flags()
+	fs.BoolVar(&cfg.Hollow, "hollow", false, "hollow cloud and nodes (no loop devices, fake runtime and mounter; no root needed)")
+	fs.IntVar(&cfg.Nodes, "nodes", 0, "number of nodes, spread over the zones (default: one per zone with --hollow)")
+	fs.StringVar(&cfg.Region, "region", "us-east-1", "the cloud's region")
+	fs.StringVar(&zones, "zones", "", "comma-separated availability zones (default <region>a,<region>b,<region>c)")
+	fs.StringVar(&cfg.CloudProfile, "cloud-profile", "fast", "latencies of the cloud's asynchronous transitions: fast or aws")
+	fs.StringVar(&logLevel, "log-level", "warn", "log level of the components: debug, info, warn or error")
 	return cmd
+}
+
+func printUp(cmd *cobra.Command, c *cluster.Cluster) {
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "kubelab is up.\n  API server:  %s\n  kubeconfig:  %s\n  cloud (EC2): %s\n",
+		c.URL(), c.Kubeconfig(), c.CloudEndpoint())
+	nodes := c.Nodes()
+	if len(nodes) == 0 {
+		fmt.Fprintf(out, "  nodes:       none (real nodes are not built yet; run 'kubelab up --hollow' for hollow ones)\n")
+	}
+	for _, n := range nodes {
+		fmt.Fprintf(out, "  node:        %s  %s  %s\n", n.Name, n.Zone, n.InstanceID)
+	}
+	fmt.Fprintf(out, "\nUse it with the real kubectl:\n  export KUBECONFIG=%s\n  kubectl get nodes\nor with the embedded one:\n  kubelab kubectl get nodes\n", c.Kubeconfig())
+	fmt.Fprintf(out, "and the cloud with the AWS CLI:\n  AWS_CONFIG_FILE=%s AWS_SHARED_CREDENTIALS_FILE=%s aws ec2 describe-volumes --endpoint-url %s\n",
+		c.CloudConfigFile(), c.CloudCredentialsFile(), c.CloudEndpoint())
 }

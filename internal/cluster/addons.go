@@ -1,0 +1,71 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+// DefaultStorageClass is the class the cluster starts with: seed 000's gp2, marked as
+// the default as on EKS.
+const DefaultStorageClass = "gp2"
+
+// AnnDefaultStorageClass marks the default StorageClass.
+const AnnDefaultStorageClass = "storageclass.kubernetes.io/is-default-class"
+
+// addons are the objects an EKS cluster with the EBS CSI driver add-on starts with: the
+// CSIDriver (attach required, fsGroup applied by the kubelet) and the default class.
+func addons() (*storagev1.CSIDriver, *storagev1.StorageClass) {
+	drv := &storagev1.CSIDriver{
+		ObjectMeta: metav1.ObjectMeta{Name: DriverName},
+		Spec: storagev1.CSIDriverSpec{
+			AttachRequired: ptr.To(true), PodInfoOnMount: ptr.To(false),
+			FSGroupPolicy: ptr.To(storagev1.FileFSGroupPolicy),
+		},
+	}
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	sc := &storagev1.StorageClass{
+		ObjectMeta: metav1.ObjectMeta{Name: DefaultStorageClass,
+			Annotations: map[string]string{AnnDefaultStorageClass: "true"}},
+		Provisioner: DriverName, VolumeBindingMode: &wffc,
+	}
+	return drv, sc
+}
+
+// ensureAddons creates the add-on objects that are missing; existing ones are left as
+// the user changed them.
+func ensureAddons(ctx context.Context, client kubernetes.Interface) error {
+	drv, sc := addons()
+	create := func(what string, f func(ctx context.Context) error) error {
+		return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			err := f(ctx)
+			switch {
+			case err == nil || apierrors.IsAlreadyExists(err):
+				return true, nil
+			case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+				return false, fmt.Errorf("create %s: %w", what, err)
+			}
+			return false, nil // the API server may still be settling: retry
+		})
+	}
+	if err := create("CSIDriver "+drv.Name, func(ctx context.Context) error {
+		_, err := client.StorageV1().CSIDrivers().Create(ctx, drv, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	if err := create("StorageClass "+sc.Name, func(ctx context.Context) error {
+		_, err := client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	return nil
+}

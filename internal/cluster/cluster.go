@@ -1,0 +1,189 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubelab/kubelab/internal/cloud"
+)
+
+// Cluster is a whole kubelab cluster on this machine: the control plane, the cloud, the
+// CSI driver's controller with its sidecars, the scheduler and the nodes.
+type Cluster struct {
+	cfg   Config
+	cp    *ControlPlane
+	cloud *cloud.Cloud
+	units units
+	ready chan struct{}
+	nodes []Node
+}
+
+// Node is one node of the cluster and the instance it runs on.
+type Node struct {
+	Name, Zone, InstanceID, IP string
+}
+
+// New checks cfg and builds the cluster without starting anything.
+func New(cfg Config) (*Cluster, error) {
+	cfg.setDefaults()
+	abs, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: data dir: %w", err)
+	}
+	cfg.DataDir = abs
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cp, err := NewControlPlane(cfg.ControlPlaneConfig)
+	if err != nil {
+		return nil, err
+	}
+	c, err := cloud.New(cloud.Config{
+		DataDir: filepath.Join(cfg.DataDir, "cloud"), Region: cfg.Region, Zones: cfg.Zones,
+		Hollow: cfg.Hollow, Profile: cfg.CloudProfile, NoIMDSListeners: cfg.Hollow,
+		Logger: cfg.Logger.With("component", "cloud"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	return &Cluster{cfg: cfg, cp: cp, cloud: c, ready: make(chan struct{})}, nil
+}
+
+// Ready is closed once every component runs and every node is Ready.
+func (c *Cluster) Ready() <-chan struct{} { return c.ready }
+
+// Kubeconfig is the admin kubeconfig's path.
+func (c *Cluster) Kubeconfig() string { return c.cp.APIServer.KubeconfigPath() }
+
+// URL is the API server's URL.
+func (c *Cluster) URL() string { return c.cp.APIServer.URL() }
+
+// CloudEndpoint is the EC2 API's URL; CloudConfigFile and CloudCredentialsFile let the
+// AWS SDK and CLI reach it.
+func (c *Cluster) CloudEndpoint() string        { return c.cloud.Endpoint() }
+func (c *Cluster) CloudConfigFile() string      { return c.cloud.ConfigFile() }
+func (c *Cluster) CloudCredentialsFile() string { return c.cloud.CredentialsFile() }
+
+// Nodes lists the nodes (known once Ready is closed).
+func (c *Cluster) Nodes() []Node { return append([]Node(nil), c.nodes...) }
+
+// Stop stops the named component (for example "scheduler", "controller-manager",
+// "csi-provisioner", "kubelet/<node>") and waits until it has stopped; Start starts it
+// again from scratch, as a restarted process would.
+func (c *Cluster) Stop(ctx context.Context, component string) error {
+	u, err := c.units.get(component)
+	if err != nil {
+		return err
+	}
+	return u.send(ctx, false)
+}
+
+// Start starts a component that Stop stopped.
+func (c *Cluster) Start(ctx context.Context, component string) error {
+	u, err := c.units.get(component)
+	if err != nil {
+		return err
+	}
+	return u.send(ctx, true)
+}
+
+// Run runs the cluster until ctx ends. The control plane starts first, then the cloud,
+// the CSI controller, the sidecars, the controllers and the scheduler, then the nodes.
+// Everything stops when ctx ends; the API server stops before etcd.
+func (c *Cluster) Run(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	c.cp.Start(ctx, g)
+	g.Go(func() error { return c.cloud.Run(ctx) })
+	g.Go(func() error {
+		if err := c.boot(ctx, g); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		return nil
+	})
+	return g.Wait()
+}
+
+// boot starts the components in order, each once what it needs is there.
+func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
+	log := c.cfg.Logger
+	for what, ch := range map[string]<-chan struct{}{"API server": c.cp.APIServer.Ready(), "cloud": c.cloud.Ready()} {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Minute):
+			return fmt.Errorf("cluster: %s not ready after 2m", what)
+		}
+	}
+	admin, err := c.clientset("kubelab-up")
+	if err != nil {
+		return err
+	}
+	if err := ensureAddons(ctx, admin); err != nil {
+		return err
+	}
+	start := func(name string, run func(ctx context.Context) error) {
+		u := newUnit(name, log, run)
+		c.units.add(u)
+		g.Go(func() error { return u.supervise(ctx) })
+	}
+	start("csi-controller", c.runCSIController)
+	start("csi-provisioner", c.runProvisioner)
+	start("csi-attacher", c.runAttacher)
+	start("csi-resizer", c.runResizer)
+	start("csi-snapshotter", c.runSnapshotter)
+	start("controller-manager", c.runControllerManager)
+	start("scheduler", c.runScheduler)
+
+	nodes, err := c.ensureInstances(ctx)
+	if err != nil {
+		return err
+	}
+	c.nodes = nodes
+	for _, n := range nodes {
+		start("kubelet/"+n.Name, c.runKubelet(n))
+	}
+	if err := waitNodesReady(ctx, admin, nodes); err != nil {
+		return err
+	}
+	log.Info("cluster ready", "apiserver", c.URL(), "nodes", len(nodes), "hollow", c.cfg.Hollow)
+	close(c.ready)
+	return nil
+}
+
+// waitNodesReady polls until every node is registered and Ready.
+func waitNodesReady(ctx context.Context, client kubernetes.Interface, nodes []Node) error {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, n := range nodes {
+			node, err := client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			if err != nil || !nodeReady(node) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("cluster: nodes not Ready: %w", err)
+	}
+	return err
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

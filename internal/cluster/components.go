@@ -1,0 +1,204 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
+	"google.golang.org/grpc"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubelab/kubelab/internal/csi/driver"
+	"github.com/kubelab/kubelab/internal/csi/sidecar/attacher"
+	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
+	"github.com/kubelab/kubelab/internal/csi/sidecar/provisioner"
+	"github.com/kubelab/kubelab/internal/csi/sidecar/resizer"
+	"github.com/kubelab/kubelab/internal/csi/sidecar/snapshotter"
+	"github.com/kubelab/kubelab/internal/kubelet"
+	"github.com/kubelab/kubelab/internal/scheduler"
+)
+
+// Each component reaches the API server through the admin kubeconfig, as a separate
+// process would, with its own user agent and connection.
+
+// restConfig is the API server's client config for component name: protobuf, as the
+// upstream components send.
+func (c *Cluster) restConfig(name string) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig())
+	if err != nil {
+		return nil, fmt.Errorf("%s: load kubeconfig: %w", name, err)
+	}
+	cfg.UserAgent = name
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.QPS, cfg.Burst = 200, 400
+	return cfg, nil
+}
+
+func (c *Cluster) clientset(name string) (kubernetes.Interface, error) {
+	cfg, err := c.restConfig(name)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// csiSocket is where the driver's controller plugin serves and its sidecars dial.
+func (c *Cluster) csiSocket() string {
+	return "unix://" + filepath.Join(c.cfg.DataDir, "csi", "controller.sock")
+}
+
+func (c *Cluster) runControllerManager(ctx context.Context) error {
+	cfg, err := c.restConfig("kubelab-controller-manager")
+	if err != nil {
+		return err
+	}
+	return RunControllerManager(ctx, cfg)
+}
+
+func (c *Cluster) runScheduler(ctx context.Context) error {
+	client, err := c.clientset("kubelab-scheduler")
+	if err != nil {
+		return err
+	}
+	factory := informers.NewSharedInformerFactory(client, 0)
+	s, err := scheduler.New(scheduler.Config{}, client, factory)
+	if err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	return s.Run(ctx)
+}
+
+// runCSIController is the ebs.csi.aws.com controller plugin; it reaches the cloud only
+// through the EC2 API with the cloud's client files.
+func (c *Cluster) runCSIController(ctx context.Context) error {
+	ec2, err := driver.NewEC2Cloud(ctx, driver.EC2Config{
+		Endpoint: c.cloud.Endpoint(), ConfigFile: c.cloud.ConfigFile(), CredentialsFile: c.cloud.CredentialsFile(),
+	})
+	if err != nil {
+		return fmt.Errorf("csi controller: %w", err)
+	}
+	d, err := driver.New(driver.Config{Mode: driver.ModeController, Endpoint: c.csiSocket()},
+		driver.Deps{Cloud: ec2, Logger: c.cfg.Logger.With("component", "csi-controller")})
+	if err != nil {
+		return err
+	}
+	return d.Run(ctx)
+}
+
+// sidecar runs a CSI sidecar built by build on its own client, informers and
+// connection to the driver's socket.
+func (c *Cluster) sidecar(ctx context.Context, name string,
+	build func(cfg *rest.Config, client kubernetes.Interface, factory informers.SharedInformerFactory, conn *grpc.ClientConn) (interface{ Run(context.Context) error }, error)) error {
+	cfg, err := c.restConfig(name)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	conn, err := csiclient.Dial(c.csiSocket())
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	defer conn.Close()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	r, err := build(cfg, client, factory, conn)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	return r.Run(ctx)
+}
+
+func (c *Cluster) tuning(name string) csiclient.Tuning {
+	return csiclient.Tuning{Logger: c.cfg.Logger.With("component", name)}
+}
+
+func (c *Cluster) runProvisioner(ctx context.Context) error {
+	return c.sidecar(ctx, "csi-provisioner", func(cfg *rest.Config, client kubernetes.Interface, f informers.SharedInformerFactory, conn *grpc.ClientConn) (interface{ Run(context.Context) error }, error) {
+		snaps, err := snapshotClient(cfg)
+		if err != nil {
+			return nil, err
+		}
+		// As the EBS driver's deployment runs it: PV names pvc-<claim uid>, ext4 by
+		// default, the claim's name and namespace passed as parameters.
+		return provisioner.New(provisioner.Config{DriverName: DriverName, Identity: "kubelab", ExtraCreateMetadata: true,
+			DefaultFSType: "ext4", Tuning: c.tuning("csi-provisioner")}, client, f, conn, snaps)
+	})
+}
+
+func (c *Cluster) runAttacher(ctx context.Context) error {
+	return c.sidecar(ctx, "csi-attacher", func(_ *rest.Config, client kubernetes.Interface, f informers.SharedInformerFactory, conn *grpc.ClientConn) (interface{ Run(context.Context) error }, error) {
+		return attacher.New(attacher.Config{DriverName: DriverName, Tuning: c.tuning("csi-attacher")}, client, f, conn)
+	})
+}
+
+func (c *Cluster) runResizer(ctx context.Context) error {
+	return c.sidecar(ctx, "csi-resizer", func(_ *rest.Config, client kubernetes.Interface, f informers.SharedInformerFactory, conn *grpc.ClientConn) (interface{ Run(context.Context) error }, error) {
+		return resizer.New(resizer.Config{DriverName: DriverName, Tuning: c.tuning("csi-resizer")}, client, f, conn)
+	})
+}
+
+func (c *Cluster) runSnapshotter(ctx context.Context) error {
+	var snapFactory snapinformers.SharedInformerFactory
+	err := c.sidecar(ctx, "csi-snapshotter", func(cfg *rest.Config, client kubernetes.Interface, _ informers.SharedInformerFactory, conn *grpc.ClientConn) (interface{ Run(context.Context) error }, error) {
+		snaps, err := snapshotClient(cfg)
+		if err != nil {
+			return nil, err
+		}
+		snapFactory = snapinformers.NewSharedInformerFactory(snaps, 0)
+		s, err := snapshotter.New(snapshotter.Config{DriverName: DriverName, Logger: c.cfg.Logger.With("component", "csi-snapshotter")},
+			client, snaps, snapFactory, conn)
+		if err != nil {
+			return nil, err
+		}
+		return runWith{s, func(ctx context.Context) { snapFactory.Start(ctx.Done()) }, snapFactory.Shutdown}, nil
+	})
+	return err
+}
+
+// runWith runs r with an extra informer factory started before it and shut down after.
+type runWith struct {
+	r        interface{ Run(context.Context) error }
+	start    func(ctx context.Context)
+	shutdown func()
+}
+
+func (w runWith) Run(ctx context.Context) error {
+	w.start(ctx)
+	defer w.shutdown()
+	return w.r.Run(ctx)
+}
+
+// runKubelet runs the node's kubelet (hollow: a fake runtime and mounter).
+func (c *Cluster) runKubelet(n Node) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		client, err := c.clientset("kubelet/" + n.Name)
+		if err != nil {
+			return err
+		}
+		factory := informers.NewSharedInformerFactory(client, 0)
+		k, err := kubelet.New(kubelet.Config{
+			NodeName: n.Name, Zone: n.Zone, InstanceID: n.InstanceID, InstanceType: c.cfg.InstanceType,
+			Capacity: c.cfg.NodeCapacity, Hollow: c.cfg.Hollow, NodeIP: n.IP,
+			RootDir:       filepath.Join(c.cfg.DataDir, "nodes", n.Name, "kubelet"),
+			CSIDriverName: DriverName, PodStartDelay: c.cfg.PodStartDelay,
+			StatusUpdateInterval: c.cfg.NodeStatusInterval, PodEvents: true,
+		}, client, factory, kubelet.Deps{Logger: c.cfg.Logger.With("component", "kubelet", "node", n.Name)})
+		if err != nil {
+			return err
+		}
+		factory.Start(ctx.Done())
+		defer factory.Shutdown()
+		return k.Run(ctx)
+	}
+}

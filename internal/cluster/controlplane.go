@@ -1,0 +1,83 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kubelab/kubelab/internal/apiserver"
+	"github.com/kubelab/kubelab/internal/etcd"
+)
+
+// ControlPlaneConfig says where the API server serves and which etcd it stores in.
+type ControlPlaneConfig struct {
+	// DataDir holds etcd's data (DataDir/etcd), the PKI and the admin kubeconfig.
+	DataDir string
+	// BindAddress and SecurePort of the API server (port 0 picks a free one).
+	BindAddress string
+	SecurePort  int
+	// EtcdServers are an external etcd's client URLs; when empty an etcd is embedded,
+	// serving clients on 127.0.0.1:EtcdClientPort and peers on the next port.
+	EtcdServers    []string
+	EtcdPrefix     string
+	EtcdClientPort int
+	// ServiceCIDR is the range Service ClusterIPs come from.
+	ServiceCIDR string
+}
+
+// ControlPlane is etcd (when embedded) and the API server, ready to run.
+type ControlPlane struct {
+	Etcd      *etcd.Server // nil with an external etcd
+	APIServer *apiserver.Server
+}
+
+// NewControlPlane checks cfg and builds etcd and the API server without starting them.
+func NewControlPlane(cfg ControlPlaneConfig) (*ControlPlane, error) {
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	cp := &ControlPlane{}
+	servers := cfg.EtcdServers
+	if len(servers) == 0 {
+		cp.Etcd, err = etcd.New(etcd.Config{
+			DataDir:   filepath.Join(dataDir, "etcd"),
+			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", cfg.EtcdClientPort),
+			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", cfg.EtcdClientPort+1),
+		})
+		if err != nil {
+			return nil, err
+		}
+		servers = cp.Etcd.Endpoints()
+	}
+	cp.APIServer, err = apiserver.New(apiserver.Config{
+		DataDir: dataDir, BindAddress: cfg.BindAddress, Port: cfg.SecurePort,
+		EtcdServers: servers, EtcdPrefix: cfg.EtcdPrefix, ServiceCIDR: cfg.ServiceCIDR,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cp, nil
+}
+
+// Start runs etcd, then the API server once etcd serves, in g. When ctx ends the API
+// server stops first and etcd after it, so no request is cut off from its store.
+func (cp *ControlPlane) Start(ctx context.Context, g *errgroup.Group) {
+	etcdCtx, stopEtcd := context.WithCancel(context.WithoutCancel(ctx))
+	if cp.Etcd != nil {
+		g.Go(func() error { return cp.Etcd.Run(etcdCtx) })
+	}
+	g.Go(func() error {
+		defer stopEtcd()
+		if cp.Etcd != nil {
+			select {
+			case <-cp.Etcd.Ready():
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		return cp.APIServer.Run(ctx)
+	})
+}

@@ -1,0 +1,27 @@
+// Package cluster is `kubelab up`: it starts and stops a whole cluster on this machine,
+// everything seed 001's sequence and seed 003's walk-through name, in their order:
+//
+//   - the control plane: embedded etcd (or an external one) and the API server, which
+//     writes the admin kubeconfig;
+//   - the cloud: the EC2/EBS-compatible API (real loop devices, or hollow);
+//   - the CSI driver ebs.csi.aws.com's controller plugin on DATA-DIR/csi/controller.sock,
+//     reaching the cloud only through the EC2 API, and its sidecars (external-provisioner,
+//     external-attacher, external-resizer, external-snapshotter) on that socket;
+//   - the add-ons an EKS cluster with the EBS CSI add-on has: the CSIDriver object
+//     (attachRequired) and the default StorageClass gp2 (WaitForFirstConsumer);
+//   - the controller-manager and the scheduler;
+//   - the nodes: for each, an instance launched in the cloud with RunInstances (zones
+//     round-robin; found again by its kubelab.dev/node-slot tag when the cluster restarts
+//     on the same data dir), named after its private DNS name as on EKS, and its kubelet
+//     (hollow: a fake runtime and mounter; real nodes are still to come).
+//
+// The rule of the wire holds inside the one process: each component gets its own client
+// from the admin kubeconfig (its own user agent and connection, protobuf where upstream
+// uses it) or its own gRPC connection to the driver's socket, and no component calls
+// into another. Each runs under a supervisor: Stop and Start end and restart one (e.g.
+// "scheduler", "controller-manager", "csi-provisioner", "kubelet/<node>") from scratch,
+// as a restarted process would, which is how the tests kill components mid-flow.
+//
+// Ready is closed once every node is Ready. Run returns when its context ends, after
+// every component has stopped; the API server stops before etcd.
+package cluster

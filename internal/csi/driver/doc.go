@@ -26,11 +26,13 @@
 // The node learns its instance id, zone and type from IMDS (IMDS, aws-sdk-go-v2's
 // imds client). It resolves devicePath under Config.DeviceDir, following links,
 // falling back to disk/by-id/nvme-Amazon_Elastic_Block_Store_vol<id>; it formats
-// only a blank device (k8s.io/mount-utils SafeFormatAndMount; ext2/3/4 or xfs with
-// the mkfs options of the volume context), grows an ext filesystem offline before
-// mounting it when the device grew, bind-mounts staging onto targets (ro when asked),
-// binds raw block devices onto files, grows filesystems online (resize2fs,
-// xfs_growfs) and reports statfs usage.
+// only a blank device (ext2/3/4 or xfs with mount-utils' mkfs options and the
+// volume context's): a device is blank when every range where blkid looks for a
+// signature is zero (read in-process), and anything else is decided by
+// k8s.io/mount-utils SafeFormatAndMount (blkid) as upstream does. It grows an ext
+// filesystem offline before mounting it when the device grew, bind-mounts staging
+// onto targets (ro when asked), binds raw block devices onto files, grows
+// filesystems online (resize2fs, xfs_growfs) and reports statfs usage.
 //
 // Errors are gRPC statuses made at this boundary: InvalidArgument for bad requests
 // and unknown StorageClass parameters, NotFound, AlreadyExists (same name, other

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	mount "k8s.io/mount-utils"
@@ -49,7 +50,8 @@ type Devices interface {
 var ErrDeviceNotFound = errors.New("device not found")
 
 // SystemMounter is the real Mounter: k8s.io/mount-utils' SafeFormatAndMount
-// (blkid, mkfs.*, mount, umount) and ResizeFs (resize2fs, xfs_growfs).
+// (blkid, mkfs.*, fsck, mount, umount) and ResizeFs (resize2fs, xfs_growfs), with
+// the blankness test of a new volume made in-process (blank.go).
 type SystemMounter struct {
 	sfm    *mount.SafeFormatAndMount
 	resize *mount.ResizeFs
@@ -103,8 +105,50 @@ func probeFS(b []byte) string {
 	return "ext2"
 }
 
+// FormatAndMount formats a blank device and mounts it, with mount-utils' mkfs and
+// mount options. A device whose signature windows are all zero is blank for blkid
+// too (see signatureWindows), so it is formatted without asking blkid; anything
+// else, and every read-only mount, goes through SafeFormatAndMount as it is.
 func (m *SystemMounter) FormatAndMount(source, target, fsType string, mountOptions, formatOptions []string) error {
+	if fsType == "" {
+		fsType = "ext4"
+	}
+	if !slices.Contains(mountOptions, "ro") {
+		blank, err := deviceBlank(source)
+		if err != nil {
+			return err
+		}
+		if blank {
+			return m.formatBlankAndMount(source, target, fsType, mountOptions, formatOptions)
+		}
+	}
 	return m.sfm.FormatAndMountSensitiveWithFormatOptions(source, target, fsType, mountOptions, nil, formatOptions)
+}
+
+// formatBlankAndMount runs mkfs.<fsType> on a device known to be blank and mounts
+// it, as SafeFormatAndMount does once blkid found nothing.
+func (m *SystemMounter) formatBlankAndMount(source, target, fsType string, mountOptions, formatOptions []string) error {
+	if out, err := m.sfm.Exec.Command("mkfs."+fsType, mkfsArgs(fsType, source, formatOptions)...).CombinedOutput(); err != nil {
+		return fmt.Errorf("format of disk %q as %s failed: %w: %s", source, fsType, err, out)
+	}
+	opts := append(slices.Clone(mountOptions), "defaults")
+	if err := m.sfm.Mount(source, target, fsType, opts); err != nil {
+		return fmt.Errorf("mount %s at %s after formatting it: %w", source, target, err)
+	}
+	return nil
+}
+
+// mkfsArgs are mount-utils' mkfs arguments: the volume's format options, then
+// force and no reserved blocks for ext3/ext4, force for xfs, then the device.
+func mkfsArgs(fsType, source string, formatOptions []string) []string {
+	args := slices.Clone(formatOptions)
+	switch fsType {
+	case "ext3", "ext4":
+		args = append(args, "-F", "-m0")
+	case "xfs":
+		args = append(args, "-f")
+	}
+	return append(args, source)
 }
 
 func (m *SystemMounter) Mount(source, target, fsType string, options []string) error {

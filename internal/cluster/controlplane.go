@@ -19,10 +19,11 @@ type ControlPlaneConfig struct {
 	BindAddress string
 	SecurePort  int
 	// EtcdServers are an external etcd's client URLs; when empty an etcd is embedded,
-	// serving clients on 127.0.0.1:EtcdClientPort and peers on the next port.
-	EtcdServers    []string
-	EtcdPrefix     string
-	EtcdClientPort int
+	// serving clients on 127.0.0.1:EtcdClientPort and peers on EtcdPeerPort (default the
+	// next port).
+	EtcdServers                  []string
+	EtcdPrefix                   string
+	EtcdClientPort, EtcdPeerPort int
 	// ServiceCIDR is the range Service ClusterIPs come from.
 	ServiceCIDR string
 }
@@ -42,10 +43,14 @@ func NewControlPlane(cfg ControlPlaneConfig) (*ControlPlane, error) {
 	cp := &ControlPlane{}
 	servers := cfg.EtcdServers
 	if len(servers) == 0 {
+		peer := cfg.EtcdPeerPort
+		if peer == 0 {
+			peer = cfg.EtcdClientPort + 1
+		}
 		cp.Etcd, err = etcd.New(etcd.Config{
 			DataDir:   filepath.Join(dataDir, "etcd"),
 			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", cfg.EtcdClientPort),
-			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", cfg.EtcdClientPort+1),
+			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", peer),
 		})
 		if err != nil {
 			return nil, err

@@ -1,0 +1,277 @@
+package cluster
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubelab/kubelab/internal/controller/attachdetach"
+)
+
+// Upstream names the tests check.
+const (
+	annSelectedNode  = "volume.kubernetes.io/selected-node"
+	annProvisionedBy = "pv.kubernetes.io/provisioned-by"
+	finPVC           = "kubernetes.io/pvc-protection"
+	finPV            = "kubernetes.io/pv-protection"
+)
+
+// seedPair creates seed 004's PVC and Pod (from examples/seed) in ns under the given
+// names, the claim asking for class.
+func (tc *testCluster) seedPair(ns, claim, pod, class string) (*corev1.PersistentVolumeClaim, *corev1.Pod) {
+	t := tc.t
+	t.Helper()
+	ctx := context.Background()
+	pvc := seedObject[*corev1.PersistentVolumeClaim](t, "10-pvc.yaml")
+	pvc.Name, pvc.Namespace, pvc.Spec.StorageClassName = claim, ns, &class
+	pvc, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := seedObject[*corev1.Pod](t, "20-pod.yaml")
+	p.Name, p.Namespace = pod, ns
+	p.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = claim
+	if p, err = tc.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return pvc, p
+}
+
+// deletePodAndWait deletes the pod and waits until the kubelet has completed it.
+func (tc *testCluster) deletePodAndWait(ns, name string) {
+	tc.t.Helper()
+	ctx := context.Background()
+	if err := tc.client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		tc.t.Fatal(err)
+	}
+	waitFor(tc.t, "pod "+name+" gone", func() (bool, error) {
+		_, err := tc.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+}
+
+// TestSeed001KeyStateTransitions runs seed 001's sequence on a hollow cluster — the
+// real API server, controller-manager, scheduler, CSI controller and sidecars, cloud and
+// hollow kubelets, each on its wire — with seed 000's gp2 class and seed 004's PVC and
+// Pod, and asserts every row of the seed's "Key State Transitions" table from the
+// states the API server's watch showed.
+func TestSeed001KeyStateTransitions(t *testing.T) {
+	tc := startCluster(t, nil)
+	tl := startTimeline(t, tc.client)
+	ctx := context.Background()
+	ns := tc.namespace("seed001")
+
+	// Seed 000's class is the cluster's default class.
+	sc, err := tc.client.StorageV1().StorageClasses().Get(ctx, "gp2", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedSC := seedObject[*storagev1.StorageClass](t, "00-storageclass-gp2.yaml")
+	if sc.Provisioner != seedSC.Provisioner || *sc.VolumeBindingMode != *seedSC.VolumeBindingMode || sc.Annotations[AnnDefaultStorageClass] != "true" {
+		t.Fatalf("default class gp2 = %s %s %v, want seed 000's (%s %s) marked default", sc.Provisioner, *sc.VolumeBindingMode, sc.Annotations,
+			seedSC.Provisioner, *seedSC.VolumeBindingMode)
+	}
+	retain := corev1.PersistentVolumeReclaimRetain
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	if _, err := tc.client.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "gp2-retain"}, Provisioner: DriverName,
+		ReclaimPolicy: &retain, VolumeBindingMode: &wffc,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// kubectl apply of seed 004: the PVC (Pending, WaitForFirstConsumer) and the Pod.
+	pvc, _ := tc.seedPair(ns, "my-app-pvc", "my-app-pod", "gp2")
+	pod := tc.waitPodRunning(ns, "my-app-pod")
+	node := pod.Spec.NodeName
+	pvc, err = tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "my-app-pvc", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pvName := "pvc-" + string(pvc.UID)
+
+	t.Run("PVC Pending until the pod is scheduled, then PV provisioned and Bound", func(t *testing.T) {
+		// Pending without a node, Pending with the scheduler's node, Bound to its volume.
+		tl.expectOrder(t, "pvc/"+ns+"/my-app-pvc", "Pending", "Pending+node", "Bound+node+volume")
+		if got := pvc.Annotations[annSelectedNode]; got != node {
+			t.Errorf("selected-node %q, pod scheduled to %q", got, node)
+		}
+		waitFor(t, "WaitForFirstConsumer and ProvisioningSucceeded events on the claim", func() (bool, error) {
+			return tc.hasEvent(ns, "my-app-pvc", "WaitForFirstConsumer") && tc.hasEvent(ns, "my-app-pvc", "ProvisioningSucceeded"), nil
+		})
+		if !slices.Contains(pvc.Finalizers, finPVC) {
+			t.Errorf("claim finalizers %v lack %s", pvc.Finalizers, finPVC)
+		}
+		pv, err := tc.client.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pv.Annotations[annProvisionedBy] != DriverName || pv.Status.Phase != corev1.VolumeBound || !slices.Contains(pv.Finalizers, finPV) {
+			t.Errorf("PV: provisioned-by %q phase %s finalizers %v", pv.Annotations[annProvisionedBy], pv.Status.Phase, pv.Finalizers)
+		}
+		vols := tc.cloudVolumes(pvName)
+		if len(vols) != 1 || aws.ToString(vols[0].VolumeId) != pv.Spec.CSI.VolumeHandle {
+			t.Fatalf("cloud volumes for %s: %d, want exactly the PV's", pvName, len(vols))
+		}
+		if z := aws.ToString(vols[0].AvailabilityZone); z != tc.zoneOf[node] {
+			t.Errorf("volume in %s, the pod's node %s is in %s", z, node, tc.zoneOf[node])
+		}
+	})
+
+	var vaName string
+	t.Run("VolumeAttachment created, then attached by ControllerPublishVolume", func(t *testing.T) {
+		pv, _ := tc.client.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
+		vaName = attachdetach.AttachmentName(pv.Spec.CSI.VolumeHandle, DriverName, node)
+		tl.expectOrder(t, "va/"+vaName, "attached=false", "attached=true")
+		va, err := tc.client.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dp := va.Status.AttachmentMetadata["devicePath"]; !strings.HasPrefix(dp, "/dev/xvd") {
+			t.Errorf("attachmentMetadata %v, want devicePath /dev/xvd..", va.Status.AttachmentMetadata)
+		}
+		vols := tc.cloudVolumes(pvName)
+		if len(vols) != 1 || vols[0].State != ec2types.VolumeStateInUse || len(vols[0].Attachments) != 1 ||
+			aws.ToString(vols[0].Attachments[0].InstanceId) != tc.instanceOf(node) {
+			t.Errorf("cloud volume %+v, want in-use on %s", vols, tc.instanceOf(node))
+		}
+		n, err := tc.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		unique := attachdetach.UniqueVolumeName(DriverName, pv.Spec.CSI.VolumeHandle)
+		if !slices.Contains(n.Status.VolumesInUse, unique) {
+			t.Errorf("node volumesInUse %v lack %s", n.Status.VolumesInUse, unique)
+		}
+		waitFor(t, "SuccessfulAttachVolume event on the pod", func() (bool, error) {
+			return tc.hasEvent(ns, "my-app-pod", "SuccessfulAttachVolume"), nil
+		})
+	})
+
+	t.Run("PV Available, then Bound when a claim binds it", func(t *testing.T) {
+		// An administrator's PV for an existing cloud volume in the first node's zone.
+		zone := tc.Nodes()[0].Zone
+		out, err := tc.ec2.CreateVolume(ctx, &ec2.CreateVolumeInput{AvailabilityZone: aws.String(zone), Size: aws.Int32(2),
+			VolumeType: ec2types.VolumeTypeGp3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mode := corev1.PersistentVolumeFilesystem
+		static := &corev1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: "static-pv"},
+			Spec: corev1.PersistentVolumeSpec{
+				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Gi")},
+				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+				VolumeMode:                    &mode,
+				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+					Driver: DriverName, VolumeHandle: aws.ToString(out.VolumeId), FSType: "ext4"}},
+				NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "topology.kubernetes.io/zone",
+						Operator: corev1.NodeSelectorOpIn, Values: []string{zone}}}}}}},
+			},
+		}
+		if _, err := tc.client.CoreV1().PersistentVolumes().Create(ctx, static, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "static PV Available", func() (bool, error) {
+			pv, err := tc.client.CoreV1().PersistentVolumes().Get(ctx, "static-pv", metav1.GetOptions{})
+			return err == nil && pv.Status.Phase == corev1.VolumeAvailable, err
+		})
+		tc.seedPair(ns, "static-claim", "static-pod", "")
+		p := tc.waitPodRunning(ns, "static-pod")
+		tl.expectOrder(t, "pv/static-pv", "Pending", "Available", "Bound")
+		tl.expectOrder(t, "pvc/"+ns+"/static-claim", "Pending", "Bound+volume")
+		if tc.zoneOf[p.Spec.NodeName] != zone {
+			t.Errorf("pod of the zone-%s volume runs on %s in %s", zone, p.Spec.NodeName, tc.zoneOf[p.Spec.NodeName])
+		}
+	})
+
+	t.Run("PVC stays Bound when its pod terminates; PVC deleted under Retain leaves the PV Released", func(t *testing.T) {
+		rpvc, _ := tc.seedPair(ns, "retain-pvc", "retain-pod", "gp2-retain")
+		tc.waitPodRunning(ns, "retain-pod")
+		rpv := "pvc-" + string(rpvc.UID)
+		tc.deletePodAndWait(ns, "retain-pod")
+		waitFor(t, "retained volume detached", func() (bool, error) {
+			vols := tc.cloudVolumes(rpv)
+			return len(vols) == 1 && vols[0].State == ec2types.VolumeStateAvailable, nil
+		})
+		c, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "retain-pvc", metav1.GetOptions{})
+		if err != nil || c.Status.Phase != corev1.ClaimBound {
+			t.Fatalf("claim after its pod terminated: %v %v, want Bound", c.Status.Phase, err)
+		}
+		if pv, err := tc.client.CoreV1().PersistentVolumes().Get(ctx, rpv, metav1.GetOptions{}); err != nil || pv.Status.Phase != corev1.VolumeBound {
+			t.Fatalf("PV after the pod terminated: %v, want Bound", err)
+		}
+		if err := tc.client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, "retain-pvc", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "retained PV Released", func() (bool, error) {
+			pv, err := tc.client.CoreV1().PersistentVolumes().Get(ctx, rpv, metav1.GetOptions{})
+			return err == nil && pv.Status.Phase == corev1.VolumeReleased, err
+		})
+		time.Sleep(time.Second) // nothing may delete it after a while either
+		tl.expectOrder(t, "pv/"+rpv, "Pending", "Bound", "Released")
+		if slices.Contains(tl.of("pv/"+rpv), "deleted") {
+			t.Errorf("retained PV was deleted")
+		}
+		if vols := tc.cloudVolumes(rpv); len(vols) != 1 || vols[0].State != ec2types.VolumeStateAvailable {
+			t.Errorf("retained cloud volume: %+v, want one, available", vols)
+		}
+	})
+
+	t.Run("PVC deleted under Delete: PV and cloud volume deleted", func(t *testing.T) {
+		tc.deletePodAndWait(ns, "my-app-pod")
+		waitFor(t, "VolumeAttachment deleted", func() (bool, error) {
+			_, err := tc.client.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		tl.expectOrder(t, "va/"+vaName, "attached=false", "attached=true", "deleted")
+		if err := tc.client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, "my-app-pvc", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "PV deleted", func() (bool, error) {
+			_, err := tc.client.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		waitFor(t, "cloud volume deleted", func() (bool, error) {
+			vols := tc.cloudVolumes(pvName)
+			return len(vols) == 0 || vols[0].State == ec2types.VolumeStateDeleted, nil
+		})
+		tl.expectOrder(t, "pv/"+pvName, "Pending", "Bound", "Released", "deleted")
+		tl.expectOrder(t, "pvc/"+ns+"/my-app-pvc", "Pending", "Pending+node", "Bound+node+volume", "deleted")
+	})
+
+	t.Run("nothing left attached", func(t *testing.T) {
+		tc.deletePodAndWait(ns, "static-pod")
+		waitFor(t, "no attachments in the cloud", func() (bool, error) { return len(tc.attachedVolumes()) == 0, nil })
+		waitFor(t, "no VolumeAttachments", func() (bool, error) {
+			vas, err := tc.client.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+			return err == nil && len(vas.Items) == 0, err
+		})
+	})
+	if t.Failed() {
+		t.Logf("timeline: %s", tl)
+	}
+}
+
+// instanceOf is the instance id of the named node.
+func (tc *testCluster) instanceOf(node string) string {
+	for _, n := range tc.Nodes() {
+		if n.Name == node {
+			return n.InstanceID
+		}
+	}
+	return ""
+}

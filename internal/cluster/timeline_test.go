@@ -33,7 +33,9 @@ func pvcState(c *corev1.PersistentVolumeClaim) string {
 	return s
 }
 
-func vaState(va *storagev1.VolumeAttachment) string { return "attached=" + strconv.FormatBool(va.Status.Attached) }
+func vaState(va *storagev1.VolumeAttachment) string {
+	return "attached=" + strconv.FormatBool(va.Status.Attached)
+}
 
 func startTimeline(t testing.TB, client kubernetes.Interface) *timeline {
 	tl := &timeline{states: map[string][]string{}}

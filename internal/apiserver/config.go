@@ -22,6 +22,13 @@ type Config struct {
 	ServiceCIDR string
 	// KubeconfigPath is where the admin kubeconfig is written; DataDir/kubeconfig when empty.
 	KubeconfigPath string
+	// GCPercent is the garbage collector's target Run sets for the process
+	// (debug.SetGCPercent): 0 means DefaultGCPercent unless the GOGC environment variable
+	// is set, -1 keeps the runtime's setting.
+	GCPercent int
+	// MemoryLimit, when positive, is the soft memory limit in bytes Run sets for the
+	// process (debug.SetMemoryLimit); 0 keeps the runtime's (GOMEMLIMIT, or none).
+	MemoryLimit int64
 }
 
 func (c *Config) setDefaults() {
@@ -60,6 +67,12 @@ func (c *Config) validate() error {
 	}
 	if !strings.HasPrefix(c.EtcdPrefix, "/") {
 		errs = append(errs, fmt.Errorf("etcd prefix %q must start with /", c.EtcdPrefix))
+	}
+	if c.GCPercent < -1 {
+		errs = append(errs, fmt.Errorf("GC percent %d must be positive, 0 (default) or -1 (keep the runtime's)", c.GCPercent))
+	}
+	if c.MemoryLimit < 0 {
+		errs = append(errs, fmt.Errorf("memory limit %d must not be negative", c.MemoryLimit))
 	}
 	if _, n, err := net.ParseCIDR(c.ServiceCIDR); err != nil || n.IP.To4() == nil {
 		errs = append(errs, fmt.Errorf("service CIDR %q is not an IPv4 CIDR", c.ServiceCIDR))

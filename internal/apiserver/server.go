@@ -90,6 +90,7 @@ func allResources() []resource {
 
 // Run serves until ctx ends.
 func (s *Server) Run(ctx context.Context) error {
+	s.applyGC(ctx)
 	if err := s.pki.ensure(); err != nil {
 		return fmt.Errorf("apiserver pki: %w", err)
 	}
@@ -247,7 +248,8 @@ func (s *Server) applyAuth(cfg *genericapiserver.Config) error {
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
-	certs := x509request.New(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, x509request.CommonNameUserConversion)
+	verify := x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	certs := newCertCache(x509request.New(verify, x509request.CommonNameUserConversion), verify, time.Now)
 	tokens, err := tokenfile.NewCSV(s.pki.TokenFile())
 	if err != nil {
 		return fmt.Errorf("token file: %w", err)

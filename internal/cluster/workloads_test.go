@@ -1,0 +1,223 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+)
+
+// TestStatefulSetAcrossZones: a StatefulSet with a volumeClaimTemplate and a zone
+// topology spread runs one pod per zone, and each pod's volume is made in its pod's zone.
+func TestStatefulSetAcrossZones(t *testing.T) {
+	tc := startCluster(t, func(c *Config) { c.Nodes = 6 })
+	ctx := context.Background()
+	ns := tc.namespace("sts")
+	sel := map[string]string{"app": "db"}
+	set := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To[int32](3), ServiceName: "db",
+			Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: sel},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "db", Image: "postgres:16",
+						VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/postgresql/data"}}}},
+					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
+						MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.DoNotSchedule,
+						LabelSelector: &metav1.LabelSelector{MatchLabels: sel},
+					}},
+				},
+			},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
+				ObjectMeta: metav1.ObjectMeta{Name: "data"},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					StorageClassName: ptr.To(DefaultStorageClass),
+					Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("4Gi")}},
+				},
+			}},
+		},
+	}
+	if _, err := tc.client.AppsV1().StatefulSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "StatefulSet db 3/3 ready", func() (bool, error) {
+		s, err := tc.client.AppsV1().StatefulSets(ns).Get(ctx, "db", metav1.GetOptions{})
+		return err == nil && s.Status.ReadyReplicas == 3, err
+	})
+	zones := map[string]string{} // zone → pod
+	for i := 0; i < 3; i++ {
+		name := fmt.Sprintf("db-%d", i)
+		pod := tc.waitPodRunning(ns, name)
+		zone := tc.zoneOf[pod.Spec.NodeName]
+		if other, ok := zones[zone]; ok {
+			t.Errorf("%s and %s both in %s: the spread wants one per zone", other, name, zone)
+		}
+		zones[zone] = name
+		claim, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-"+name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vols := tc.cloudVolumes(claim.Spec.VolumeName)
+		if len(vols) != 1 {
+			t.Fatalf("cloud volumes of %s: %d, want 1", claim.Spec.VolumeName, len(vols))
+		}
+		if z := aws.ToString(vols[0].AvailabilityZone); z != zone || aws.ToInt32(vols[0].Size) != 4 {
+			t.Errorf("%s: volume %s in %s of %d GiB, pod in %s (want 4 GiB there)", name, aws.ToString(vols[0].VolumeId), z, aws.ToInt32(vols[0].Size), zone)
+		}
+	}
+}
+
+// TestSeed003Deployment: seed 003's Deployment of 3 gets a ReplicaSet and pods owned
+// by it; it scales to 5 and to 1; a rolling image update keeps it available; deleting it
+// garbage-collects the ReplicaSets and pods.
+func TestSeed003Deployment(t *testing.T) {
+	tc := startCluster(t, nil)
+	ctx := context.Background()
+	ns := tc.namespace("seed003")
+	d := seedObject[*appsv1.Deployment](t, "30-deployment.yaml")
+	d.Namespace = ns
+	d, err := tc.client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	selector := labels.SelectorFromSet(d.Spec.Selector.MatchLabels).String()
+	readyPods := func() (int, error) {
+		pods, err := tc.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for i := range pods.Items {
+			if pods.Items[i].DeletionTimestamp == nil && podRunning(&pods.Items[i]) {
+				n++
+			}
+		}
+		return n, nil
+	}
+	waitReady := func(n int32) {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("deployment web %d/%d available", n, n), func() (bool, error) {
+			d, err := tc.client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			s := d.Status
+			return s.ObservedGeneration == d.Generation && s.Replicas == n && s.UpdatedReplicas == n && s.AvailableReplicas == n, nil
+		})
+	}
+	waitReady(3)
+
+	// Ownership: Deployment → ReplicaSet → Pods.
+	rss, err := tc.client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil || len(rss.Items) != 1 {
+		t.Fatalf("ReplicaSets: %v %v, want one", rss, err)
+	}
+	rs := rss.Items[0]
+	if ref := metav1.GetControllerOf(&rs); ref == nil || ref.UID != d.UID || ref.Kind != "Deployment" {
+		t.Errorf("ReplicaSet controller ref %+v, want Deployment web", ref)
+	}
+	pods, _ := tc.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	for _, p := range pods.Items {
+		if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID != rs.UID {
+			t.Errorf("pod %s controller ref %+v, want ReplicaSet %s", p.Name, ref, rs.Name)
+		}
+		if p.Spec.NodeName == "" || p.Status.PodIP == "" {
+			t.Errorf("pod %s: node %q IP %q", p.Name, p.Spec.NodeName, p.Status.PodIP)
+		}
+	}
+
+	scale := func(n int32) {
+		t.Helper()
+		s, err := tc.client.AppsV1().Deployments(ns).GetScale(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Spec.Replicas = n
+		if _, err := tc.client.AppsV1().Deployments(ns).UpdateScale(ctx, "web", s, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitReady(n)
+	}
+	scale(5)
+	scale(1)
+	scale(3)
+
+	// Rolling update: the default strategy (25% surge and unavailable) never has fewer
+	// than 3 - 0 (rounded down 25% of 3) ready pods.
+	var minReady atomic.Int32
+	minReady.Store(3)
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			if n, err := readyPods(); err == nil && int32(n) < minReady.Load() {
+				minReady.Store(int32(n))
+			}
+		}
+	}()
+	d, err = tc.client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.Template.Spec.Containers[0].Image = "nginx:1.28"
+	if _, err := tc.client.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(3)
+	waitFor(t, "old pods gone", func() (bool, error) {
+		pods, err := tc.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if p.Spec.Containers[0].Image != "nginx:1.28" {
+				return false, nil
+			}
+		}
+		return len(pods.Items) == 3, nil
+	})
+	close(stop)
+	<-watched
+	if m := minReady.Load(); m < 3 {
+		t.Errorf("during the rollout only %d pods were ready; maxUnavailable 25%% of 3 rounds down to 0", m)
+	}
+	rss, _ = tc.client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if len(rss.Items) != 2 {
+		t.Errorf("ReplicaSets after one rollout: %d, want the old (scaled to 0) and the new", len(rss.Items))
+	}
+
+	// Deleting the Deployment (background propagation) garbage-collects the rest.
+	if err := tc.client.AppsV1().Deployments(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "ReplicaSets and pods collected", func() (bool, error) {
+		rss, err := tc.client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		pods, err := tc.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(rss.Items) == 0 && len(pods.Items) == 0, err
+	})
+	if _, err := tc.client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("deployment after delete: %v", err)
+	}
+}

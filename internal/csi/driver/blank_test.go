@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,21 +26,34 @@ func TestSignatureWindows(t *testing.T) {
 		{"empty", 0, nil},
 		{"one sector", 512, []window{{0, 512}}},
 		{"smaller than the head", 512 * kib, []window{{0, 512 * kib}}},
-		{"head and tail overlap", 2 * mib, []window{{0, 2 * mib}}},
-		{"3 MiB: no 4 MiB window; 2 MiB merged into the tail", 3 * mib, []window{{0, mib + 4*kib}, {1564672, 8 * kib}, {2 * mib, mib}}},
+		{"head and tail overlap", mib, []window{{0, mib}}},
+		{"3 MiB: no 4 MiB window", 3 * mib, []window{{0, 516 * kib}, {mib, 4 * kib}, {1564672, 4 * kib}, {2*mib - 4*kib, 8 * kib}, {2*mib + 512*kib, 512 * kib}}},
 		{"1 GiB", GiB, []window{
-			{0, mib + 4*kib},
+			{0, 516 * kib},
+			{mib, 4 * kib},
 			{2 * mib, 4 * kib},
 			{4 * mib, 4 * kib},
-			{GiB - 3087*512 - (GiB-3087*512)%(4*kib), 8 * kib},
-			{GiB - mib, mib},
+			{GiB - 3087*512 - (GiB-3087*512)%(4*kib), 4 * kib},
+			{GiB - mib - 4*kib, 8 * kib},
+			{GiB - 512*kib, 512 * kib},
+		}},
+		{"size off the 256 KiB grid", GiB + 100*kib, []window{
+			{0, 516 * kib},
+			{mib, 4 * kib},
+			{2 * mib, 4 * kib},
+			{4 * mib, 4 * kib},
+			{GiB + 100*kib - 3087*512 - (GiB+100*kib-3087*512)%(4*kib), 4 * kib},
+			{GiB + 100*kib - mib - 4*kib, 8 * kib},
+			{GiB - 512*kib, 612 * kib},
 		}},
 		{"end off the 4 KiB grid", GiB + 512, []window{
-			{0, mib + 4*kib},
+			{0, 516 * kib},
+			{mib, 4 * kib},
 			{2 * mib, 4 * kib},
 			{4 * mib, 4 * kib},
-			{GiB + 512 - 3087*512 - (GiB+512-3087*512)%(4*kib), 8 * kib},
-			{GiB - mib, mib + 512},
+			{GiB - 3087*512 - (GiB-3087*512)%(4*kib), 4 * kib},
+			{GiB - mib - 4*kib, 12 * kib},
+			{GiB - 512*kib, 512*kib + 512},
 		}},
 	}
 	for _, tt := range tests {
@@ -145,6 +159,56 @@ var signatures = []signature{
 		writeAt(t, p, (size/512-3087)*512, []byte("Promise Technology, Inc."))
 	}},
 	{"vmfs at 2 MiB", func(t *testing.T, p string, _ int64) { writeAt(t, p, 2*mib, []byte{0x5e, 0xf1, 0xab, 0x2f}) }},
+	{"luks2 secondary header at 1 MiB", func(t *testing.T, p string, _ int64) { writeAt(t, p, mib, luks2Secondary(mib)) }},
+	{"luks2 secondary header at 4 MiB", func(t *testing.T, p string, _ int64) { writeAt(t, p, 4*mib, luks2Secondary(4*mib)) }},
+	{"gpt", func(t *testing.T, p string, size int64) {
+		pmbr, primary, entries := gpt(size)
+		writeAt(t, p, 0, pmbr)
+		writeAt(t, p, 512, primary)
+		writeAt(t, p, 1024, entries)
+	}},
+	{"ufs at 256 KiB", func(t *testing.T, p string, _ int64) {
+		b := make([]byte, 4)
+		binary.LittleEndian.PutUint32(b, 0x00011954)
+		writeAt(t, p, 256*kib+0x55c, b)
+	}},
+}
+
+// gpt is an empty GUID partition table for a device of size bytes (512-byte
+// sectors): the protective MBR, the primary header and its 128 entries.
+func gpt(size int64) (pmbr, header, entries []byte) {
+	le := binary.LittleEndian
+	last := uint64(size/512 - 1)
+	pmbr = make([]byte, 512)
+	pmbr[446+4] = 0xEE
+	le.PutUint32(pmbr[446+8:], 1)
+	le.PutUint32(pmbr[446+12:], uint32(min(last, 0xFFFFFFFF)))
+	pmbr[510], pmbr[511] = 0x55, 0xAA
+	entries = make([]byte, 128*128)
+	header = make([]byte, 512)
+	copy(header, "EFI PART")
+	le.PutUint32(header[8:], 0x00010000)
+	le.PutUint32(header[12:], 92)
+	le.PutUint64(header[24:], 1)
+	le.PutUint64(header[32:], last)
+	le.PutUint64(header[40:], 34)
+	le.PutUint64(header[48:], last-33)
+	copy(header[56:72], "kubelab-gpt-test")
+	le.PutUint64(header[72:], 2)
+	le.PutUint32(header[80:], 128)
+	le.PutUint32(header[84:], 128)
+	le.PutUint32(header[88:], crc32.ChecksumIEEE(entries))
+	le.PutUint32(header[16:], crc32.ChecksumIEEE(header[:92]))
+	return pmbr, header, entries
+}
+
+// luks2Secondary is the start of a LUKS2 secondary header that says it sits at off.
+func luks2Secondary(off int64) []byte {
+	b := make([]byte, 512)
+	copy(b, "SKUL\xba\xbe")
+	binary.BigEndian.PutUint16(b[6:], 2)
+	binary.BigEndian.PutUint64(b[256:], uint64(off))
+	return b
 }
 
 // blkidFinds is what `blkid -p` (as mount-utils runs it) reports on path, "" for nothing.
@@ -271,6 +335,7 @@ func TestNodeStageFormatsOnlyBlankReal(t *testing.T) {
 		{"xfs", signatures[1].make2(size), "xfs", codes.OK, "xfs", true},
 		{"xfs asked as ext4", signatures[1].make2(size), "ext4", codes.FailedPrecondition, "", true},
 		{"mbr", signatures[3].make2(size), "ext4", codes.Internal, "", true},
+		{"gpt", sig("gpt").make2(size), "ext4", codes.Internal, "", true},
 		{"md 0.90 at the end", signatures[4].make2(size), "ext4", codes.Internal, "", true},
 		{"junk in the middle and last sector", func(t *testing.T, img string) {
 			writeAt(t, img, 512*mib, []byte("not a signature"))
@@ -329,6 +394,16 @@ func TestNodeStageFormatsOnlyBlankReal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sig is the signature called name.
+func sig(name string) signature {
+	for _, s := range signatures {
+		if s.name == name {
+			return s
+		}
+	}
+	panic("no signature " + name)
 }
 
 // make2 adapts a signature maker to a table's prep step on an image of size bytes.

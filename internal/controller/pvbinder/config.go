@@ -12,7 +12,8 @@ const Component = "persistentvolume-controller"
 // Config tunes the controller.
 type Config struct {
 	// Workers is the number of claims (and, separately, volumes) synced at once
-	// (default 2).
+	// (default 8: a bind is four writes in a row, and a burst of claims should not queue
+	// behind a few of them).
 	Workers int
 	// Resync is how often every claim and volume is looked at again even without a
 	// change (default 15s, as upstream's --pvclaimbinder-sync-period).
@@ -33,7 +34,7 @@ func (c *Config) validate() error {
 
 func (c *Config) setDefaults() {
 	if c.Workers == 0 {
-		c.Workers = 2
+		c.Workers = 8
 	}
 	if c.Resync == 0 {
 		c.Resync = 15 * time.Second

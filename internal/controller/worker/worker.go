@@ -5,10 +5,14 @@ import (
 	"log/slog"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
+
+// conflictRetry is when a key whose sync lost a write race is looked at again.
+const conflictRetry = 100 * time.Millisecond
 
 // SyncFunc reconciles one key; an error puts the key back rate limited.
 type SyncFunc[K comparable] func(ctx context.Context, key K) error
@@ -39,6 +43,14 @@ func processNext[K comparable](ctx context.Context, q workqueue.TypedRateLimitin
 	defer q.Done(key)
 	if err := sync(ctx, key); err != nil {
 		failed(ctx, key, err)
+		if apierrors.IsConflict(err) {
+			// The cache is behind the API server: the newer object's event re-adds the
+			// key. Retry soon as a safety net, outside the rate limiter, whose overall
+			// bucket (10/s) would otherwise throttle a busy controller's every write race.
+			q.Forget(key)
+			q.AddAfter(key, conflictRetry)
+			return true
+		}
 		q.AddRateLimited(key)
 		return true
 	}

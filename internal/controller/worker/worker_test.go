@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -140,5 +141,31 @@ func TestEnqueue(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "ns/live,ns/gone" {
 		t.Errorf("keys queued = %v, want [ns/live ns/gone]", got)
+	}
+}
+
+// A key whose sync lost a write race (409 Conflict, also wrapped) is retried without
+// counting against the rate limiter: its history stays empty.
+func TestConflictRetriedOutsideRateLimiter(t *testing.T) {
+	q := newQueue()
+	t.Cleanup(q.ShutDown)
+	conflict := fmt.Errorf("update: %w", apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "p", errors.New("changed")))
+	calls := 0
+	syncKey := func(_ context.Context, key string) error {
+		calls++
+		if calls == 1 {
+			return conflict
+		}
+		return nil
+	}
+	q.Add("a")
+	if !processNext(context.Background(), q, syncKey, func(context.Context, string, error) {}) {
+		t.Fatal("queue shut down")
+	}
+	if n := q.NumRequeues("a"); n != 0 {
+		t.Errorf("requeues after a conflict = %d, want 0 (not rate limited)", n)
+	}
+	if !processNext(context.Background(), q, syncKey, func(context.Context, string, error) {}) || calls != 2 {
+		t.Errorf("conflicting key not synced again: %d calls", calls)
 	}
 }

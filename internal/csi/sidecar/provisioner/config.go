@@ -28,7 +28,8 @@ type Config struct {
 	ExtraCreateMetadata bool
 	// StrictTopology restricts the requisite topology to the selected node's.
 	StrictTopology bool
-	// Tuning defaults to 4 claims and volumes handled at once and 60s per CSI call.
+	// Tuning defaults to 100 claims and volumes handled at once (upstream's
+	// --worker-threads) and 60s per CSI call.
 	csiclient.Tuning
 }
 
@@ -52,5 +53,5 @@ func (c *Config) setDefaults() {
 	if c.DefaultFSType == "" {
 		c.DefaultFSType = "ext4"
 	}
-	c.Tuning.SetDefaults(4, 60*time.Second)
+	c.Tuning.SetDefaults(100, 60*time.Second)
 }

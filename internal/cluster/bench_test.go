@@ -1,0 +1,227 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubelab/kubelab/internal/cloud/cloudtest"
+)
+
+// BenchmarkCreateToRunning measures seed 001's whole flow on a hollow cluster of 10
+// nodes (3 zones): 100 PVC + Pod pairs created at once (100 writers), and for each pod
+// the time from its claim's create call to the pod being Running and Ready as the API
+// server's watch shows it: scheduler (WaitForFirstConsumer) → PV controller →
+// provisioner → CreateVolume → binding → bind → attach/detach controller → attacher →
+// ControllerPublishVolume → kubelet stage/publish (hollow) → containers (hollow) →
+// status. The reference in the same cluster, "pod-only", is the same 100 pods with no
+// volume: scheduler → kubelet → status.
+func BenchmarkCreateToRunning(b *testing.B) {
+	tc := startCluster(b, func(c *Config) {
+		c.Nodes = 10
+		c.Logger = cloudtest.Logger(b, slog.LevelError)
+	})
+	for _, withClaim := range []bool{true, false} {
+		name := "pvc+pod"
+		if !withClaim {
+			name = "pod-only"
+		}
+		b.Run(name+"/100-concurrent", func(b *testing.B) {
+			var all []time.Duration
+			for i := 0; i < b.N; i++ {
+				ns := tc.namespace(fmt.Sprintf("bench-%s-%d-%d", map[bool]string{true: "pvc", false: "pod"}[withClaim], b.N, i))
+				all = append(all, tc.createToRunning(b, ns, 100, withClaim)...)
+			}
+			reportPercentiles(b, all)
+		})
+	}
+}
+
+// createToRunning creates n pods (each with its own claim when withClaim) in ns from n
+// goroutines and returns each pod's time from the first create to Running and Ready.
+func (tc *testCluster) createToRunning(b *testing.B, ns string, n int, withClaim bool) []time.Duration {
+	ctx := context.Background()
+	var mu sync.Mutex
+	started := map[string]time.Time{}
+	running := map[string]time.Duration{}
+	stages := map[string]map[string]time.Duration{} // stage → pod → time since its start
+	claimOfPV := map[string]string{}
+	mark := func(stage, name string) {
+		at := time.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		if stages[stage] == nil {
+			stages[stage] = map[string]time.Duration{}
+		}
+		if _, ok := stages[stage][name]; !ok {
+			stages[stage][name] = at.Sub(started[name])
+		}
+	}
+	done := make(chan struct{})
+	factory := informers.NewSharedInformerFactoryWithOptions(tc.client, 0, informers.WithNamespace(ns))
+	claimSeen := func(obj any) {
+		c, ok := obj.(*corev1.PersistentVolumeClaim)
+		if !ok {
+			return
+		}
+		if _, ok := c.Annotations[annSelectedNode]; ok {
+			mark("1-node-selected", c.Name)
+		}
+		if _, ok := c.Annotations["volume.kubernetes.io/storage-provisioner"]; ok {
+			mark("2-claim-to-provisioner", c.Name)
+		}
+		if c.Spec.VolumeName != "" {
+			mark("3-claim-names-pv", c.Name)
+		}
+		if c.Status.Phase == corev1.ClaimBound {
+			mark("4-claim-bound", c.Name)
+		}
+	}
+	seen := func(obj any) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		if p.Spec.NodeName != "" {
+			mark("5-pod-bound", p.Name)
+		}
+		if !podRunning(p) {
+			return
+		}
+		at := time.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		if _, ok := running[p.Name]; ok {
+			return
+		}
+		running[p.Name] = at.Sub(started[p.Name])
+		if len(running) == n {
+			close(done)
+		}
+	}
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: seen, UpdateFunc: func(_, o any) { seen(o) }}); err != nil {
+		b.Fatal(err)
+	}
+	pvFactory := informers.NewSharedInformerFactory(tc.client, 0)
+	if withClaim {
+		if _, err := pvFactory.Core().V1().PersistentVolumes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(o any) {
+				if pv, ok := o.(*corev1.PersistentVolume); ok && pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.Namespace == ns {
+					mark("2b-pv-created", pv.Spec.ClaimRef.Name)
+					mu.Lock()
+					claimOfPV[pv.Name] = pv.Spec.ClaimRef.Name
+					mu.Unlock()
+				}
+			}}); err != nil {
+			b.Fatal(err)
+		}
+		vaSeen := func(o any) {
+			va, ok := o.(*storagev1.VolumeAttachment)
+			if !ok || va.Spec.Source.PersistentVolumeName == nil {
+				return
+			}
+			mu.Lock()
+			claim, ok := claimOfPV[*va.Spec.Source.PersistentVolumeName]
+			mu.Unlock()
+			if !ok {
+				return
+			}
+			mark("6-va-created", claim)
+			if va.Status.Attached {
+				mark("7-va-attached", claim)
+			}
+		}
+		if _, err := pvFactory.Storage().V1().VolumeAttachments().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: vaSeen, UpdateFunc: func(_, o any) { vaSeen(o) }}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := factory.Core().V1().PersistentVolumeClaims().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: claimSeen, UpdateFunc: func(_, o any) { claimSeen(o) }}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	factory.Start(stop)
+	pvFactory.Start(stop)
+	factory.WaitForCacheSync(stop)
+	pvFactory.WaitForCacheSync(stop)
+	defer func() { close(stop); factory.Shutdown(); pvFactory.Shutdown() }()
+
+	b.StartTimer()
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprintf("p%d", i)
+			mu.Lock()
+			started[name] = time.Now()
+			mu.Unlock()
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}
+			if withClaim {
+				if _, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+					ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+					Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(DefaultStorageClass),
+						AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+						Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+				}, metav1.CreateOptions{}); err != nil {
+					b.Error(err)
+					return
+				}
+				pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}}
+				pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+			}
+			if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				b.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		mu.Lock()
+		b.Fatalf("%d of %d pods Running after 5 minutes", len(running), n)
+	}
+	b.StopTimer()
+	out := make([]time.Duration, 0, n)
+	for _, d := range running {
+		out = append(out, d)
+	}
+	for stage, m := range stages {
+		var d []time.Duration
+		for _, x := range m {
+			d = append(d, x)
+		}
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		b.ReportMetric(float64(d[len(d)/2].Milliseconds()), stage+"-p50-ms")
+	}
+	// Tear down untimed: the pods go, then the claims (their volumes are deleted).
+	if err := tc.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+func reportPercentiles(b *testing.B, d []time.Duration) {
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	p := func(q float64) float64 { return float64(d[int(q*float64(len(d)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(p(0.5), "p50-ms")
+	b.ReportMetric(p(0.99), "p99-ms")
+	b.ReportMetric(0, "ns/op")
+}

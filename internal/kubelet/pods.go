@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -10,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -195,21 +198,51 @@ func (k *Kubelet) cleanup(ctx context.Context, key string, _ *corev1.Pod) error 
 	return nil
 }
 
-// writeStatus writes status through pods/status when it differs from the pod's.
+// writeStatus writes status through pods/status when it differs from the pod's, as
+// upstream's status manager does: a strategic merge patch from the status it saw to the
+// new one, so that writes of others to the pod (labels, the scheduler's conditions) do
+// not make it fail, with the pod's UID in the patch so that it cannot land on a new pod
+// of the same name.
 func (k *Kubelet) writeStatus(ctx context.Context, pod *corev1.Pod, status corev1.PodStatus) error {
 	if statusEqual(&pod.Status, &status) {
 		return nil
 	}
-	p := pod.DeepCopy()
-	p.Status = status
-	_, err := k.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+	patch, err := statusPatch(pod, status)
+	if err != nil {
+		return fmt.Errorf("status patch of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	_, err = k.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("update status of pod %s/%s: %w", p.Namespace, p.Name, err)
+		return fmt.Errorf("patch status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return nil
+}
+
+// statusPatch is the strategic merge patch that takes pod's status to status, with the
+// pod's UID as a precondition.
+func statusPatch(pod *corev1.Pod, status corev1.PodStatus) ([]byte, error) {
+	before, err := json.Marshal(corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: pod.UID}, Status: pod.Status})
+	if err != nil {
+		return nil, err
+	}
+	after, err := json.Marshal(corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: pod.UID}, Status: status})
+	if err != nil {
+		return nil, err
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(before, after, corev1.Pod{})
+	if err != nil {
+		return nil, err
+	}
+	// The UID is the same on both sides, so the diff leaves it out: put it in.
+	var m map[string]any
+	if err := json.Unmarshal(patch, &m); err != nil {
+		return nil, err
+	}
+	m["metadata"] = map[string]any{"uid": pod.UID}
+	return json.Marshal(m)
 }
 
 func (k *Kubelet) startedEvents(pod *corev1.Pod) {

@@ -19,4 +19,10 @@
 // ends, authenticating x509 client certificates of the cluster CA (CN user, O groups) and
 // bearer tokens, and writes the admin kubeconfig; Ready() closes once the built-in
 // namespaces exist. Authorization allows every authenticated user for now (a seam for RBAC).
+//
+// Two process-level choices serve throughput (gc.go, certcache.go): Run sets the
+// garbage collector's target to Config.GCPercent (DefaultGCPercent, 400, unless the GOGC
+// environment variable is set) and Config.MemoryLimit when given, for the whole process;
+// and a client certificate chain is verified once and then remembered until a
+// certificate in it expires (refusals are never remembered).
 package apiserver

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kubelab/kubelab/internal/cluster"
+	"github.com/kubelab/kubelab/internal/controllermanager"
 )
 
 func newControllerManagerCommand() *cobra.Command {
@@ -19,7 +19,11 @@ func newControllerManagerCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
 			}
-			return cluster.RunControllerManager(cmd.Context(), cfg)
+			cm, err := controllermanager.New(controllermanager.Config{}, cfg)
+			if err != nil {
+				return err
+			}
+			return cm.Run(cmd.Context())
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", DefaultDataDir+"/kubeconfig", "kubeconfig of the API server")

@@ -33,7 +33,7 @@ func newSchedulerCommand() *cobra.Command {
 		Use:   "scheduler",
 		Short: "Run the scheduler (filter → score → bind, volume topology) against a kubelab API server",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, client, err := clientFor(kubeconfig, "kubelab-scheduler")
+			_, client, err := clientFor(kubeconfig, "kube-scheduler")
 			if err != nil {
 				return err
 			}

@@ -41,6 +41,8 @@ are not built yet: without --hollow the cluster has no nodes and pods stay Pendi
 				return fmt.Errorf("--log-level: %w", err)
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			// Components that log through the default logger follow --log-level too.
+			slog.SetDefault(cfg.Logger)
 			cfg.ControlPlaneConfig = f.config()
 			if zones != "" {
 				cfg.Zones = strings.Split(zones, ",")
@@ -74,6 +76,7 @@ are not built yet: without --hollow the cluster has no nodes and pods stay Pendi
 	return cmd
 }
 
+// printUp tells the user where the cluster is and how to reach it.
 func printUp(cmd *cobra.Command, c *cluster.Cluster) {
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "kubelab is up.\n  API server:  %s\n  kubeconfig:  %s\n  cloud (EC2): %s\n",

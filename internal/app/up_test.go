@@ -120,9 +120,21 @@ func TestUpHollow(t *testing.T) {
 	run("rollout", "status", "deployment/web", "--timeout=120s")
 	stop()
 
-	// The same data dir again: same nodes, the pod and its claim are still there.
+	// The same data dir again: same nodes, renewed by the new kubelets, the pod and its
+	// claim are still there.
 	args[len(args)-1] = fmt.Sprint(freePortPair(t))
+	restarted := time.Now().Add(-time.Second)
 	runUp(t, args...)
+	renewed := run("get", "leases", "-n", "kube-node-lease", "-o", "jsonpath={range .items[*]}{.spec.renewTime}{\"\\n\"}{end}")
+	for _, line := range strings.Fields(renewed) {
+		at, err := time.Parse(time.RFC3339Nano, line)
+		if err != nil || at.Before(restarted) {
+			t.Errorf("a node lease renewed at %q (%v), before the restart at %s", line, err, restarted.Format(time.RFC3339Nano))
+		}
+	}
+	if n := len(strings.Fields(renewed)); n != 4 {
+		t.Errorf("%d node leases after the restart, want 4", n)
+	}
 	again := run("get", "nodes", "-o", "jsonpath={range .items[*]}{.metadata.name} {.metadata.labels.topology\\.kubernetes\\.io/zone} {.spec.providerID}{\"\\n\"}{end}")
 	if strings.TrimSpace(again) != strings.TrimSpace(nodes) {
 		t.Errorf("nodes after restart:\n%s\nbefore:\n%s", again, nodes)

@@ -44,16 +44,24 @@ func addons() (*storagev1.CSIDriver, *storagev1.StorageClass) {
 func ensureAddons(ctx context.Context, client kubernetes.Interface) error {
 	drv, sc := addons()
 	create := func(what string, f func(ctx context.Context) error) error {
-		return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			err := f(ctx)
+		var last error
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			last = f(ctx)
 			switch {
-			case err == nil || apierrors.IsAlreadyExists(err):
+			case last == nil || apierrors.IsAlreadyExists(last):
 				return true, nil
-			case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-				return false, fmt.Errorf("create %s: %w", what, err)
+			case apierrors.IsInvalid(last) || apierrors.IsBadRequest(last):
+				return false, last
 			}
 			return false, nil // the API server may still be settling: retry
 		})
+		if err != nil && last != nil {
+			err = last
+		}
+		if err != nil {
+			return fmt.Errorf("create %s: %w", what, err)
+		}
+		return nil
 	}
 	if err := create("CSIDriver "+drv.Name, func(ctx context.Context) error {
 		_, err := client.StorageV1().CSIDrivers().Create(ctx, drv, metav1.CreateOptions{})

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/cloud/cloudtest"
+	"github.com/kubelab/kubelab/internal/controller/controllertest"
 )
 
 // BenchmarkCreateToRunning measures seed 001's whole flow on a hollow cluster of 10
@@ -196,7 +198,9 @@ func (tc *testCluster) createToRunning(b *testing.B, ns string, n int, withClaim
 	case <-done:
 	case <-time.After(5 * time.Minute):
 		mu.Lock()
-		b.Fatalf("%d of %d pods Running after 5 minutes", len(running), n)
+		got := len(running)
+		mu.Unlock()
+		b.Fatalf("%d of %d pods Running after 5 minutes", got, n)
 	}
 	b.StopTimer()
 	out := make([]time.Duration, 0, n)
@@ -211,10 +215,15 @@ func (tc *testCluster) createToRunning(b *testing.B, ns string, n int, withClaim
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 		b.ReportMetric(float64(d[len(d)/2].Milliseconds()), stage+"-p50-ms")
 	}
-	// Tear down untimed: the pods go, then the claims (their volumes are deleted).
+	// Tear down untimed, and wait for it, so that the next measurement does not share
+	// the machine with it: the pods go, then the claims and their volumes.
 	if err := tc.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		b.Fatal(err)
 	}
+	controllertest.WaitWithin(b, 5*time.Minute, "namespace "+ns+" gone", func() (bool, error) {
+		_, err := tc.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
 	return out
 }
 

@@ -23,7 +23,7 @@ type Cluster struct {
 	cloud *cloud.Cloud
 	units units
 	ready chan struct{}
-	nodes []Node
+	nodes []Node // set once, before ready is closed
 }
 
 // Node is one node of the cluster and the instance it runs on.
@@ -49,7 +49,10 @@ func New(cfg Config) (*Cluster, error) {
 	c, err := cloud.New(cloud.Config{
 		DataDir: filepath.Join(cfg.DataDir, "cloud"), Region: cfg.Region, Zones: cfg.Zones,
 		Hollow: cfg.Hollow, Profile: cfg.CloudProfile, NoIMDSListeners: cfg.Hollow,
-		Logger: cfg.Logger.With("component", "cloud"),
+		// Real volumes' loop devices and links go when the cluster stops and come back
+		// at its next start.
+		ReleaseOnExit: !cfg.Hollow,
+		Logger:        cfg.Logger.With("component", "cloud"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -72,8 +75,15 @@ func (c *Cluster) CloudEndpoint() string        { return c.cloud.Endpoint() }
 func (c *Cluster) CloudConfigFile() string      { return c.cloud.ConfigFile() }
 func (c *Cluster) CloudCredentialsFile() string { return c.cloud.CredentialsFile() }
 
-// Nodes lists the nodes (known once Ready is closed).
-func (c *Cluster) Nodes() []Node { return append([]Node(nil), c.nodes...) }
+// Nodes lists the nodes; it is empty until Ready is closed.
+func (c *Cluster) Nodes() []Node {
+	select {
+	case <-c.ready:
+		return append([]Node(nil), c.nodes...)
+	default:
+		return nil
+	}
+}
 
 // Stop stops the named component (for example "scheduler", "controller-manager",
 // "csi-provisioner", "kubelet/<node>") and waits until it has stopped; Start starts it
@@ -117,6 +127,8 @@ func (c *Cluster) Run(ctx context.Context) error {
 // boot starts the components in order, each once what it needs is there.
 func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 	log := c.cfg.Logger
+	// Node statuses written before this moment are a previous run's.
+	bootTime := time.Now().Truncate(time.Second)
 	for what, ch := range map[string]<-chan struct{}{"API server": c.cp.APIServer.Ready(), "cloud": c.cloud.Ready()} {
 		select {
 		case <-ch:
@@ -154,7 +166,7 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 	for _, n := range nodes {
 		start("kubelet/"+n.Name, c.runKubelet(n))
 	}
-	if err := waitNodesReady(ctx, admin, nodes); err != nil {
+	if err := waitNodesReady(ctx, admin, nodes, bootTime); err != nil {
 		return err
 	}
 	log.Info("cluster ready", "apiserver", c.URL(), "nodes", len(nodes), "hollow", c.cfg.Hollow)
@@ -162,27 +174,32 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 	return nil
 }
 
-// waitNodesReady polls until every node is registered and Ready.
-func waitNodesReady(ctx context.Context, client kubernetes.Interface, nodes []Node) error {
+// waitNodesReady polls until every node's kubelet has reported it Ready since since
+// (a Ready left over from a previous run does not count).
+func waitNodesReady(ctx context.Context, client kubernetes.Interface, nodes []Node, since time.Time) error {
+	var waiting string
+	var lastErr error
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		for _, n := range nodes {
 			node, err := client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-			if err != nil || !nodeReady(node) {
+			if err != nil || !readySince(node, since) {
+				waiting, lastErr = n.Name, err
 				return false, nil
 			}
 		}
 		return true, nil
 	})
 	if err != nil && ctx.Err() == nil {
-		return fmt.Errorf("cluster: nodes not Ready: %w", err)
+		return fmt.Errorf("cluster: node %s not Ready (last error: %v): %w", waiting, lastErr, err)
 	}
 	return err
 }
 
-func nodeReady(n *corev1.Node) bool {
+// readySince tells whether the node is Ready with a heartbeat at or after since.
+func readySince(n *corev1.Node, since time.Time) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
+			return c.Status == corev1.ConditionTrue && !c.LastHeartbeatTime.Time.Before(since)
 		}
 	}
 	return false

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubelab/kubelab/internal/controllermanager"
 	"github.com/kubelab/kubelab/internal/csi/driver"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/attacher"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
@@ -53,15 +54,19 @@ func (c *Cluster) csiSocket() string {
 }
 
 func (c *Cluster) runControllerManager(ctx context.Context) error {
-	cfg, err := c.restConfig("kubelab-controller-manager")
+	cfg, err := c.restConfig("kube-controller-manager")
 	if err != nil {
 		return err
 	}
-	return RunControllerManager(ctx, cfg)
+	cm, err := controllermanager.New(controllermanager.Config{Logger: c.cfg.Logger.With("component", "controller-manager")}, cfg)
+	if err != nil {
+		return err
+	}
+	return cm.Run(ctx)
 }
 
 func (c *Cluster) runScheduler(ctx context.Context) error {
-	client, err := c.clientset("kubelab-scheduler")
+	client, err := c.clientset("kube-scheduler")
 	if err != nil {
 		return err
 	}
@@ -95,7 +100,7 @@ func (c *Cluster) runCSIController(ctx context.Context) error {
 // sidecar runs a CSI sidecar built by build on its own client, informers and
 // connection to the driver's socket.
 func (c *Cluster) sidecar(ctx context.Context, name string,
-	build func(cfg *rest.Config, client kubernetes.Interface, factory informers.SharedInformerFactory, conn *grpc.ClientConn) (interface{ Run(context.Context) error }, error)) error {
+	build func(cfg *rest.Config, client kubernetes.Interface, factory informers.SharedInformerFactory, conn *grpc.ClientConn) (runner, error)) error {
 	cfg, err := c.restConfig(name)
 	if err != nil {
 		return err
@@ -124,8 +129,8 @@ func (c *Cluster) tuning(name string) csiclient.Tuning {
 }
 
 func (c *Cluster) runProvisioner(ctx context.Context) error {
-	return c.sidecar(ctx, "csi-provisioner", func(cfg *rest.Config, client kubernetes.Interface, f informers.SharedInformerFactory, conn *grpc.ClientConn) (interface{ Run(context.Context) error }, error) {
-		snaps, err := snapshotClient(cfg)
+	return c.sidecar(ctx, "csi-provisioner", func(cfg *rest.Config, client kubernetes.Interface, f informers.SharedInformerFactory, conn *grpc.ClientConn) (runner, error) {
+		snaps, err := controllermanager.SnapshotClient(cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -137,21 +142,21 @@ func (c *Cluster) runProvisioner(ctx context.Context) error {
 }
 
 func (c *Cluster) runAttacher(ctx context.Context) error {
-	return c.sidecar(ctx, "csi-attacher", func(_ *rest.Config, client kubernetes.Interface, f informers.SharedInformerFactory, conn *grpc.ClientConn) (interface{ Run(context.Context) error }, error) {
+	return c.sidecar(ctx, "csi-attacher", func(_ *rest.Config, client kubernetes.Interface, f informers.SharedInformerFactory, conn *grpc.ClientConn) (runner, error) {
 		return attacher.New(attacher.Config{DriverName: DriverName, Tuning: c.tuning("csi-attacher")}, client, f, conn)
 	})
 }
 
 func (c *Cluster) runResizer(ctx context.Context) error {
-	return c.sidecar(ctx, "csi-resizer", func(_ *rest.Config, client kubernetes.Interface, f informers.SharedInformerFactory, conn *grpc.ClientConn) (interface{ Run(context.Context) error }, error) {
+	return c.sidecar(ctx, "csi-resizer", func(_ *rest.Config, client kubernetes.Interface, f informers.SharedInformerFactory, conn *grpc.ClientConn) (runner, error) {
 		return resizer.New(resizer.Config{DriverName: DriverName, Tuning: c.tuning("csi-resizer")}, client, f, conn)
 	})
 }
 
 func (c *Cluster) runSnapshotter(ctx context.Context) error {
 	var snapFactory snapinformers.SharedInformerFactory
-	err := c.sidecar(ctx, "csi-snapshotter", func(cfg *rest.Config, client kubernetes.Interface, _ informers.SharedInformerFactory, conn *grpc.ClientConn) (interface{ Run(context.Context) error }, error) {
-		snaps, err := snapshotClient(cfg)
+	err := c.sidecar(ctx, "csi-snapshotter", func(cfg *rest.Config, client kubernetes.Interface, _ informers.SharedInformerFactory, conn *grpc.ClientConn) (runner, error) {
+		snaps, err := controllermanager.SnapshotClient(cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -166,9 +171,14 @@ func (c *Cluster) runSnapshotter(ctx context.Context) error {
 	return err
 }
 
+// runner is a component: it blocks in Run until ctx ends.
+type runner interface {
+	Run(ctx context.Context) error
+}
+
 // runWith runs r with an extra informer factory started before it and shut down after.
 type runWith struct {
-	r        interface{ Run(context.Context) error }
+	r        runner
 	start    func(ctx context.Context)
 	shutdown func()
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -36,9 +37,16 @@ type ControlPlane struct {
 
 // NewControlPlane checks cfg and builds etcd and the API server without starting them.
 func NewControlPlane(cfg ControlPlaneConfig) (*ControlPlane, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("control plane: data dir is required")
+	}
+	if len(cfg.EtcdServers) == 0 && (cfg.EtcdClientPort <= 0 || cfg.EtcdClientPort > 65534 || cfg.EtcdPeerPort < 0 || cfg.EtcdPeerPort > 65535) {
+		return nil, fmt.Errorf("control plane: etcd ports %d/%d: want a client port in 1..65534 (and a peer port, default the next one)",
+			cfg.EtcdClientPort, cfg.EtcdPeerPort)
+	}
 	dataDir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("control plane: data dir: %w", err)
 	}
 	cp := &ControlPlane{}
 	servers := cfg.EtcdServers

@@ -100,8 +100,7 @@ func (c *Cluster) launch(ctx context.Context, client *ec2.Client, i int) (ec2typ
 	deviceDir := filepath.Join(c.cfg.DataDir, "nodes", fmt.Sprintf("slot-%d", i), "dev")
 	out, err := client.RunInstances(ctx, &ec2.RunInstancesInput{
 		MinCount: aws.Int32(1), MaxCount: aws.Int32(1), InstanceType: ec2types.InstanceType(c.cfg.InstanceType),
-		Placement:   &ec2types.Placement{AvailabilityZone: aws.String(zone)},
-		ClientToken: aws.String(fmt.Sprintf("kubelab-node-slot-%d", i)),
+		Placement: &ec2types.Placement{AvailabilityZone: aws.String(zone)},
 		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: []ec2types.Tag{
 			{Key: aws.String("Name"), Value: aws.String(fmt.Sprintf("kubelab-node-%d", i))},
 			{Key: aws.String(tagNodeSlot), Value: aws.String(strconv.Itoa(i))},
@@ -111,18 +110,32 @@ func (c *Cluster) launch(ctx context.Context, client *ec2.Client, i int) (ec2typ
 	if err != nil {
 		return ec2types.Instance{}, fmt.Errorf("cluster: run instance for node %d in %s: %w", i, zone, err)
 	}
+	if len(out.Instances) != 1 {
+		return ec2types.Instance{}, fmt.Errorf("cluster: run instance for node %d in %s: %d instances returned, want 1", i, zone, len(out.Instances))
+	}
 	id := aws.ToString(out.Instances[0].InstanceId)
 	var inst ec2types.Instance
+	var last error
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		d, err := client.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
 		if err != nil || len(d.Reservations) == 0 || len(d.Reservations[0].Instances) == 0 {
+			last = err
 			return false, nil
 		}
 		inst = d.Reservations[0].Instances[0]
-		return inst.State != nil && inst.State.Name == ec2types.InstanceStateNameRunning, nil
+		if inst.State == nil {
+			return false, nil
+		}
+		switch inst.State.Name {
+		case ec2types.InstanceStateNameRunning:
+			return true, nil
+		case ec2types.InstanceStateNamePending:
+			return false, nil
+		}
+		return false, fmt.Errorf("it is %s", inst.State.Name)
 	})
 	if err != nil {
-		return ec2types.Instance{}, fmt.Errorf("cluster: instance %s of node %d not running: %w", id, i, err)
+		return ec2types.Instance{}, fmt.Errorf("cluster: instance %s of node %d not running (last error: %v): %w", id, i, last, err)
 	}
 	return inst, nil
 }

@@ -35,7 +35,9 @@ func TestRestartsMidFlow(t *testing.T) {
 	}
 	tc.seedPair(ns, "claim-0", "pod-0", "gp2")
 	time.Sleep(time.Second)
-	if c, _ := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "claim-0", metav1.GetOptions{}); c.Status.Phase != corev1.ClaimPending || c.Annotations[annSelectedNode] != "" {
+	if c, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "claim-0", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if c.Status.Phase != corev1.ClaimPending || c.Annotations[annSelectedNode] != "" {
 		t.Fatalf("claim with the scheduler down: %s %v", c.Status.Phase, c.Annotations)
 	}
 	if err := tc.Start(ctx, "scheduler"); err != nil {

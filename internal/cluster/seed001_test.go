@@ -100,8 +100,14 @@ func TestSeed001KeyStateTransitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	pvName := "pvc-" + string(pvc.UID)
+	// The rows depend on each other, so they are steps of one test, not subtests.
+	step := func(row string, f func()) {
+		t.Helper()
+		t.Logf("row: %s", row)
+		f()
+	}
 
-	t.Run("PVC Pending until the pod is scheduled, then PV provisioned and Bound", func(t *testing.T) {
+	step("PVC Pending until the pod is scheduled, then PV provisioned and Bound", func() {
 		// Pending without a node, Pending with the scheduler's node, Bound to its volume.
 		tl.expectOrder(t, "pvc/"+ns+"/my-app-pvc", "Pending", "Pending+node", "Bound+node+volume")
 		if got := pvc.Annotations[annSelectedNode]; got != node {
@@ -130,8 +136,11 @@ func TestSeed001KeyStateTransitions(t *testing.T) {
 	})
 
 	var vaName string
-	t.Run("VolumeAttachment created, then attached by ControllerPublishVolume", func(t *testing.T) {
-		pv, _ := tc.client.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
+	step("VolumeAttachment created, then attached by ControllerPublishVolume", func() {
+		pv, err := tc.client.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		vaName = attachdetach.AttachmentName(pv.Spec.CSI.VolumeHandle, DriverName, node)
 		tl.expectOrder(t, "va/"+vaName, "attached=false", "attached=true")
 		va, err := tc.client.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{})
@@ -159,7 +168,7 @@ func TestSeed001KeyStateTransitions(t *testing.T) {
 		})
 	})
 
-	t.Run("PV Available, then Bound when a claim binds it", func(t *testing.T) {
+	step("PV Available, then Bound when a claim binds it", func() {
 		// An administrator's PV for an existing cloud volume in the first node's zone.
 		zone := tc.Nodes()[0].Zone
 		out, err := tc.ec2.CreateVolume(ctx, &ec2.CreateVolumeInput{AvailabilityZone: aws.String(zone), Size: aws.Int32(2),
@@ -198,7 +207,7 @@ func TestSeed001KeyStateTransitions(t *testing.T) {
 		}
 	})
 
-	t.Run("PVC stays Bound when its pod terminates; PVC deleted under Retain leaves the PV Released", func(t *testing.T) {
+	step("PVC stays Bound when its pod terminates; PVC deleted under Retain leaves the PV Released", func() {
 		rpvc, _ := tc.seedPair(ns, "retain-pvc", "retain-pod", "gp2-retain")
 		tc.waitPodRunning(ns, "retain-pod")
 		rpv := "pvc-" + string(rpvc.UID)
@@ -231,7 +240,7 @@ func TestSeed001KeyStateTransitions(t *testing.T) {
 		}
 	})
 
-	t.Run("PVC deleted under Delete: PV and cloud volume deleted", func(t *testing.T) {
+	step("PVC deleted under Delete: PV and cloud volume deleted", func() {
 		tc.deletePodAndWait(ns, "my-app-pod")
 		waitFor(t, "VolumeAttachment deleted", func() (bool, error) {
 			_, err := tc.client.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{})
@@ -253,7 +262,7 @@ func TestSeed001KeyStateTransitions(t *testing.T) {
 		tl.expectOrder(t, "pvc/"+ns+"/my-app-pvc", "Pending", "Pending+node", "Bound+node+volume", "deleted")
 	})
 
-	t.Run("nothing left attached", func(t *testing.T) {
+	step("nothing left attached", func() {
 		tc.deletePodAndWait(ns, "static-pod")
 		waitFor(t, "no attachments in the cloud", func() (bool, error) { return len(tc.attachedVolumes()) == 0, nil })
 		waitFor(t, "no VolumeAttachments", func() (bool, error) {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -97,18 +98,33 @@ func (tl *timeline) of(key string) []string {
 
 // expectOrder checks that key went through want in this order, starting with want[0]
 // (other states may lie between them). A PV starts Pending, as the API server creates it.
+// The watch may lag what a GET showed: the check waits up to 30s for the last states.
 func (tl *timeline) expectOrder(t testing.TB, key string, want ...string) {
 	t.Helper()
-	got := tl.of(key)
+	var got []string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got = tl.of(key)
+		if inOrder(got, want) || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !inOrder(got, want) {
+		t.Errorf("%s went through %v, want %v in this order, starting with %s", key, got, want, want[0])
+	}
+}
+
+// inOrder tells whether got starts with want[0] and holds want as a subsequence.
+func inOrder(got, want []string) bool {
+	if len(got) == 0 || got[0] != want[0] {
+		return false
+	}
 	i := 0
 	for _, s := range got {
 		if i < len(want) && s == want[i] {
 			i++
 		}
 	}
-	if i < len(want) || (len(got) > 0 && got[0] != want[0]) {
-		t.Errorf("%s went through %v, want %v in this order, starting with %s", key, got, want, want[0])
-	}
+	return i == len(want)
 }
 
 func (tl *timeline) String() string {

@@ -6,17 +6,27 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 )
 
+// stopTimeout is how long a component may take to stop before the cluster gives up
+// waiting for it (and says so).
+const stopTimeout = 30 * time.Second
+
+// errClusterStopped is returned by Stop and Start once the cluster no longer runs.
+var errClusterStopped = errors.New("the cluster is not running")
+
 // unit supervises one component of the cluster: it runs the component until the
-// cluster's context ends, and stops and starts it on request, as an init system would
+// cluster's context ends, and stops and starts it on request, as an operator would
 // restart a process. Each start builds the component afresh (new clients, new caches).
+// A component that fails on its own is not restarted: its error ends the cluster.
 type unit struct {
 	name string
 	run  func(ctx context.Context) error
 	log  *slog.Logger
 
 	cmds chan unitCmd
+	done chan struct{} // closed when supervise returns
 }
 
 type unitCmd struct {
@@ -25,12 +35,13 @@ type unitCmd struct {
 }
 
 func newUnit(name string, log *slog.Logger, run func(ctx context.Context) error) *unit {
-	return &unit{name: name, run: run, log: log.With("component", name), cmds: make(chan unitCmd)}
+	return &unit{name: name, run: run, log: log.With("component", name), cmds: make(chan unitCmd), done: make(chan struct{})}
 }
 
 // supervise runs the unit until ctx ends. A component that returns on its own while it
 // should run is an error of the cluster.
 func (u *unit) supervise(ctx context.Context) error {
+	defer close(u.done)
 	running := false
 	var (
 		cancel context.CancelFunc
@@ -45,10 +56,15 @@ func (u *unit) supervise(ctx context.Context) error {
 	}
 	stop := func() {
 		cancel()
-		if err := <-exited; err != nil && !errors.Is(err, context.Canceled) {
-			u.log.Warn("stopped with an error", "err", err)
-		}
 		running = false
+		select {
+		case err := <-exited:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				u.log.Warn("stopped with an error", "err", err)
+			}
+		case <-time.After(stopTimeout):
+			u.log.Error("did not stop in time; left behind", "timeout", stopTimeout)
+		}
 	}
 	start()
 	for {
@@ -90,12 +106,16 @@ func (u *unit) send(ctx context.Context, start bool) error {
 	c := unitCmd{start: start, done: make(chan struct{})}
 	select {
 	case u.cmds <- c:
+	case <-u.done:
+		return fmt.Errorf("%s: %w", u.name, errClusterStopped)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	select {
 	case <-c.done:
 		return nil
+	case <-u.done:
+		return fmt.Errorf("%s: %w", u.name, errClusterStopped)
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -3,9 +3,9 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
 
@@ -94,19 +96,6 @@ func TestSeed003Deployment(t *testing.T) {
 		t.Fatal(err)
 	}
 	selector := labels.SelectorFromSet(d.Spec.Selector.MatchLabels).String()
-	readyPods := func() (int, error) {
-		pods, err := tc.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
-		if err != nil {
-			return 0, err
-		}
-		n := 0
-		for i := range pods.Items {
-			if pods.Items[i].DeletionTimestamp == nil && podRunning(&pods.Items[i]) {
-				n++
-			}
-		}
-		return n, nil
-	}
 	waitReady := func(n int32) {
 		t.Helper()
 		waitFor(t, fmt.Sprintf("deployment web %d/%d available", n, n), func() (bool, error) {
@@ -156,24 +145,57 @@ func TestSeed003Deployment(t *testing.T) {
 	scale(3)
 
 	// Rolling update: the default strategy (25% surge and unavailable) never has fewer
-	// than 3 - 0 (rounded down 25% of 3) ready pods.
+	// than 3 - 0 (25% of 3 rounded down) ready pods. Every pod change the watch shows
+	// is counted.
 	var minReady atomic.Int32
 	minReady.Store(3)
-	stop := make(chan struct{})
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			if n, err := readyPods(); err == nil && int32(n) < minReady.Load() {
-				minReady.Store(int32(n))
-			}
+	var mu sync.Mutex
+	var tracking atomic.Bool // set once the informer has listed the pods
+	ready := map[string]bool{}
+	count := func(obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
 		}
-	}()
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if p.DeletionTimestamp == nil && podRunning(p) {
+			ready[p.Name] = true
+		} else {
+			delete(ready, p.Name)
+		}
+		if n := int32(len(ready)); tracking.Load() && n < minReady.Load() {
+			minReady.Store(n)
+		}
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(tc.client, 0, informers.WithNamespace(ns))
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: count, UpdateFunc: func(_, o any) { count(o) }, DeleteFunc: func(o any) {
+			if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = t.Obj
+			}
+			if p, ok := o.(*corev1.Pod); ok {
+				p = p.DeepCopy()
+				p.DeletionTimestamp = &metav1.Time{}
+				count(p)
+			}
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+	// The informer's first list may be served from the watch cache a little behind what
+	// waitReady saw: start counting once it shows the 3 ready pods.
+	waitFor(t, "the pod watch shows 3 ready pods", func() (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ready) == 3, nil
+	})
+	tracking.Store(true)
 	d, err = tc.client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +218,7 @@ func TestSeed003Deployment(t *testing.T) {
 		return len(pods.Items) == 3, nil
 	})
 	close(stop)
-	<-watched
+	factory.Shutdown()
 	if m := minReady.Load(); m < 3 {
 		t.Errorf("during the rollout only %d pods were ready; maxUnavailable 25%% of 3 rounds down to 0", m)
 	}

@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"encoding/json"
 	"net/netip"
 	"strings"
 	"testing"
@@ -8,9 +9,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -209,5 +212,57 @@ func TestVolumeNamesAndPaths(t *testing.T) {
 	}
 	if got := targetPath("/r", "uid-1", "pvc-1"); got != "/r/pods/uid-1/volumes/kubernetes.io~csi/pvc-1/mount" {
 		t.Errorf("target %q", got)
+	}
+}
+
+// The status patch takes the base status to the new one exactly (conditions merged by
+// type, container states replaced, fields dropped), and carries the pod's UID.
+func TestStatusPatch(t *testing.T) {
+	now := metav1.NewTime(time.Now().Truncate(time.Second)) // as JSON carries it
+	base := corev1.PodStatus{Phase: corev1.PodPending,
+		Conditions: []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+			{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady"},
+		},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{
+			Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}},
+	}
+	running := corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.244.0.5",
+		Conditions: []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+		},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "c", Ready: true, State: corev1.ContainerState{
+			Running: &corev1.ContainerStateRunning{StartedAt: now}}}},
+	}
+	for name, tc := range map[string]struct{ from, to corev1.PodStatus }{
+		"pending to running": {base, running},
+		"running to pending": {running, base},
+	} {
+		t.Run(name, func(t *testing.T) {
+			patch, err := statusPatch("uid-1", tc.from, tc.to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(patch, &m); err != nil {
+				t.Fatal(err)
+			}
+			if md, _ := m["metadata"].(map[string]any); md["uid"] != "uid-1" {
+				t.Errorf("patch %s lacks metadata.uid", patch)
+			}
+			from, _ := json.Marshal(corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "uid-1"}, Status: tc.from})
+			merged, err := strategicpatch.StrategicMergePatch(from, patch, corev1.Pod{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got corev1.Pod
+			if err := json.Unmarshal(merged, &got); err != nil {
+				t.Fatal(err)
+			}
+			if !apiequality.Semantic.DeepEqual(got.Status, tc.to) {
+				t.Errorf("patched status:\n%+v\nwant\n%+v", got.Status, tc.to)
+			}
+		})
 	}
 }

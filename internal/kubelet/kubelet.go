@@ -67,6 +67,9 @@ type podState struct {
 	started bool
 	states  []ContainerState
 	ip      string
+	// written is the status the API server returned for this kubelet's last status
+	// write: the base of the next patch, as the pod cache may not have caught up yet.
+	written *corev1.PodStatus
 }
 
 // New builds the kubelet of one node. factory is shared for the cluster-wide objects it

@@ -204,31 +204,47 @@ func (k *Kubelet) cleanup(ctx context.Context, key string, _ *corev1.Pod) error 
 // not make it fail, with the pod's UID in the patch so that it cannot land on a new pod
 // of the same name.
 func (k *Kubelet) writeStatus(ctx context.Context, pod *corev1.Pod, status corev1.PodStatus) error {
-	if statusEqual(&pod.Status, &status) {
+	key := pod.Namespace + "/" + pod.Name
+	k.mu.Lock()
+	st := k.pods[key]
+	if st != nil && st.uid != pod.UID {
+		st = nil
+	}
+	base := pod.Status
+	if st != nil && st.written != nil {
+		base = *st.written
+	}
+	k.mu.Unlock()
+	if statusEqual(&base, &status) {
 		return nil
 	}
-	patch, err := statusPatch(pod, status)
+	patch, err := statusPatch(pod.UID, base, status)
 	if err != nil {
-		return fmt.Errorf("status patch of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		return fmt.Errorf("status patch of pod %s: %w", key, err)
 	}
-	_, err = k.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	out, err := k.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("patch status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		return fmt.Errorf("patch status of pod %s: %w", key, err)
+	}
+	if st != nil {
+		k.mu.Lock()
+		st.written = &out.Status
+		k.mu.Unlock()
 	}
 	return nil
 }
 
-// statusPatch is the strategic merge patch that takes pod's status to status, with the
+// statusPatch is the strategic merge patch that takes status base to status, with the
 // pod's UID as a precondition.
-func statusPatch(pod *corev1.Pod, status corev1.PodStatus) ([]byte, error) {
-	before, err := json.Marshal(corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: pod.UID}, Status: pod.Status})
+func statusPatch(uid types.UID, base, status corev1.PodStatus) ([]byte, error) {
+	before, err := json.Marshal(corev1.Pod{Status: base})
 	if err != nil {
 		return nil, err
 	}
-	after, err := json.Marshal(corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: pod.UID}, Status: status})
+	after, err := json.Marshal(corev1.Pod{Status: status})
 	if err != nil {
 		return nil, err
 	}
@@ -236,12 +252,11 @@ func statusPatch(pod *corev1.Pod, status corev1.PodStatus) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The UID is the same on both sides, so the diff leaves it out: put it in.
 	var m map[string]any
 	if err := json.Unmarshal(patch, &m); err != nil {
 		return nil, err
 	}
-	m["metadata"] = map[string]any{"uid": pod.UID}
+	m["metadata"] = map[string]any{"uid": uid}
 	return json.Marshal(m)
 }
 

@@ -1,8 +1,9 @@
-package cluster
+package controllermanager
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
@@ -30,38 +31,60 @@ import (
 	"github.com/kubelab/kubelab/internal/csi/sidecar/snapshotter"
 )
 
-// runner is a component that blocks in Run until ctx ends.
+// Config configures the controller-manager.
+type Config struct {
+	// Logger receives the controllers' structured logs (default slog.Default()).
+	Logger *slog.Logger
+	// UserAgent is the client's user agent and so the field manager of its writes
+	// (default kube-controller-manager, as upstream).
+	UserAgent string
+}
+
+// runner is a controller: it blocks in Run until ctx ends.
 type runner interface {
 	Run(ctx context.Context) error
 }
 
-// RunControllerManager runs every controller against the API server of restConfig until
-// ctx ends: all are built on one shared informer factory, which starts once they have
-// registered their informers.
-func RunControllerManager(ctx context.Context, restConfig *rest.Config) error {
+// ControllerManager is every controller of the cluster on one shared informer factory.
+type ControllerManager struct {
+	factory     informers.SharedInformerFactory
+	snapFactory snapinformers.SharedInformerFactory
+	runners     []runner
+}
+
+// New builds every controller against the API server of restConfig; they register
+// their informers on the shared factories, which Run starts.
+func New(cfg Config, restConfig *rest.Config) (*ControllerManager, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "kube-controller-manager"
+	}
 	restConfig = rest.CopyConfig(restConfig)
-	restConfig.UserAgent = "kubelab-controller-manager"
+	restConfig.UserAgent = cfg.UserAgent
 	client, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("controller-manager: %w", err)
 	}
 	md, err := metadata.NewForConfig(restConfig)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("controller-manager: %w", err)
 	}
-	snaps, err := snapshotClient(restConfig)
+	snaps, err := SnapshotClient(restConfig)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("controller-manager: %w", err)
 	}
-	factory := informers.NewSharedInformerFactory(client, 10*time.Minute)
-	snapFactory := snapinformers.NewSharedInformerFactory(snaps, 10*time.Minute)
-
-	var runners []runner
+	cm := &ControllerManager{
+		factory:     informers.NewSharedInformerFactory(client, 10*time.Minute),
+		snapFactory: snapinformers.NewSharedInformerFactory(snaps, 10*time.Minute),
+	}
+	factory, log := cm.factory, cfg.Logger
 	add := func(name string, r runner, err error) error {
 		if err != nil {
-			return fmt.Errorf("%s controller: %w", name, err)
+			return fmt.Errorf("controller-manager: %s controller: %w", name, err)
 		}
-		runners = append(runners, r)
+		cm.runners = append(cm.runners, r)
 		return nil
 	}
 	steps := []func() error{
@@ -74,15 +97,15 @@ func RunControllerManager(ctx context.Context, restConfig *rest.Config) error {
 			return add("garbagecollector", c, err)
 		},
 		func() error {
-			c, err := pvbinder.New(pvbinder.Config{}, client, factory)
+			c, err := pvbinder.New(pvbinder.Config{Logger: log}, client, factory)
 			return add("persistentvolume-binder", c, err)
 		},
 		func() error {
-			c, err := protection.New(protection.Config{}, client, factory)
+			c, err := protection.New(protection.Config{Logger: log}, client, factory)
 			return add("protection", c, err)
 		},
 		func() error {
-			c, err := attachdetach.New(attachdetach.Config{}, client, factory)
+			c, err := attachdetach.New(attachdetach.Config{Logger: log}, client, factory)
 			return add("attachdetach", c, err)
 		},
 		func() error {
@@ -118,29 +141,34 @@ func RunControllerManager(ctx context.Context, restConfig *rest.Config) error {
 			return add("nodelifecycle", c, err)
 		},
 		func() error {
-			c, err := snapshotter.NewSnapshotController(snapshotter.Config{}, client, snaps, factory, snapFactory)
+			c, err := snapshotter.NewSnapshotController(snapshotter.Config{Logger: log}, client, snaps, factory, cm.snapFactory)
 			return add("snapshot", c, err)
 		},
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	return cm, nil
+}
+
+// Run starts the informers and runs every controller until ctx ends.
+func (cm *ControllerManager) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
-	factory.Start(ctx.Done())
-	snapFactory.Start(ctx.Done())
-	defer factory.Shutdown()
-	defer snapFactory.Shutdown()
-	for _, r := range runners {
+	cm.factory.Start(ctx.Done())
+	cm.snapFactory.Start(ctx.Done())
+	defer cm.factory.Shutdown()
+	defer cm.snapFactory.Shutdown()
+	for _, r := range cm.runners {
 		g.Go(func() error { return r.Run(ctx) })
 	}
 	return g.Wait()
 }
 
-// snapshotClient is a client of the snapshot.storage.k8s.io kinds, which are served as
+// SnapshotClient is a client of the snapshot.storage.k8s.io kinds, which are served as
 // JSON only (they are CRDs upstream, with no protobuf form).
-func snapshotClient(cfg *rest.Config) (snapclient.Interface, error) {
+func SnapshotClient(cfg *rest.Config) (snapclient.Interface, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.ContentType = runtime.ContentTypeJSON
 	return snapclient.NewForConfig(cfg)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"math/big"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,9 +23,12 @@ import (
 type fakeCertAuthn struct {
 	calls int
 	err   error
+	mu    sync.Mutex
 }
 
 func (f *fakeCertAuthn) AuthenticateRequest(req *http.Request) (*authenticator.Response, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.calls++
 	if f.err != nil {
 		return nil, false, f.err
@@ -193,5 +197,36 @@ func TestChainKeyTellsChainsApart(t *testing.T) {
 			t.Fatalf("chains %s and %s share a key", name, other)
 		}
 		keys[k] = name
+	}
+}
+
+func TestCertCacheIsBoundedAndSafeForConcurrentUse(t *testing.T) {
+	base := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	ca := newTestCA(t, base.Add(-time.Hour), base.Add(24*time.Hour))
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.cert)
+	inner := &fakeCertAuthn{}
+	c := newCertCache(inner, x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, func() time.Time { return base })
+	certs := make([]*x509.Certificate, certCacheSize+16)
+	for i := range certs {
+		certs[i] = ca.issue(t, "user", base.Add(-time.Minute), base.Add(time.Hour))
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range certs {
+				cert := certs[(i+g*37)%len(certs)]
+				if resp, ok, err := c.AuthenticateRequest(requestWith(cert)); err != nil || !ok || resp.User.GetName() != "user" {
+					t.Errorf("goroutine %d, certificate %d: %v, %v, %v", g, i, resp, ok, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := len(c.entries); n > certCacheSize {
+		t.Fatalf("%d cached chains, more than the bound %d", n, certCacheSize)
 	}
 }

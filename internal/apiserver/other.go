@@ -20,7 +20,7 @@ import (
 func otherResources() []resource {
 	rbac := func(r resource) resource { r.group, r.version = "rbac.authorization.k8s.io", "v1"; return r }
 	snap := func(r resource) resource {
-		r.group, r.version, r.status, r.generation = "snapshot.storage.k8s.io", "v1", true, true
+		r.group, r.version, r.status, r.generation = snapshotGroup, "v1", true, true
 		return r
 	}
 	return []resource{
@@ -157,7 +157,7 @@ func otherResources() []resource {
 					strOr(c.Spec.VolumeSnapshotClassName), c.Spec.VolumeSnapshotRef.Name, c.Spec.VolumeSnapshotRef.Namespace, age(c.CreationTimestamp)}
 			}}),
 		{
-			group: "snapshot.storage.k8s.io", version: "v1", kind: "VolumeSnapshotClass", plural: "volumesnapshotclasses", singular: "volumesnapshotclass", shortNames: []string{"vsclass", "vsclasses"},
+			group: snapshotGroup, version: "v1", kind: "VolumeSnapshotClass", plural: "volumesnapshotclasses", singular: "volumesnapshotclass", shortNames: []string{"vsclass", "vsclasses"},
 			newObj: func() runtime.Object { return &snapshotv1.VolumeSnapshotClass{} }, newList: func() runtime.Object { return &snapshotv1.VolumeSnapshotClassList{} },
 			columns: []metav1.TableColumnDefinition{nameCol(), col("Driver", "string", "The CSI driver"), col("DeletionPolicy", "string", "What happens to snapshots of this class"), ageCol()},
 			row: func(o runtime.Object) []interface{} {

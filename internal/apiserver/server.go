@@ -272,7 +272,7 @@ func (s *Server) applyStorage(cfg *genericapiserver.Config, scheme *runtime.Sche
 		serverstorage.NewDefaultResourceEncodingConfig(scheme), resourceConfig, nil)
 	factory.AddCohabitatingResources(corev1.Resource("events"), eventsv1.Resource("events"))
 	for _, r := range resources {
-		if r.group == "snapshot.storage.k8s.io" {
+		if r.group == snapshotGroup {
 			factory.SetSerializer(r.groupResource(), runtime.ContentTypeJSON, codecs)
 		}
 	}
@@ -280,6 +280,24 @@ func (s *Server) applyStorage(cfg *genericapiserver.Config, scheme *runtime.Sche
 		return fmt.Errorf("apiserver storage: %w", err)
 	}
 	return nil
+}
+
+// snapshotGroup's kinds are custom resources upstream: they have no protobuf form.
+const snapshotGroup = "snapshot.storage.k8s.io"
+
+// withoutProtobuf offers every media type of its serializer but protobuf, as the
+// upstream API server offers custom resources: a client that accepts protobuf or JSON
+// gets JSON, one that accepts only protobuf gets 406 Not Acceptable.
+type withoutProtobuf struct{ runtime.NegotiatedSerializer }
+
+func (w withoutProtobuf) SupportedMediaTypes() []runtime.SerializerInfo {
+	var out []runtime.SerializerInfo
+	for _, info := range w.NegotiatedSerializer.SupportedMediaTypes() {
+		if info.MediaType != runtime.ContentTypeProtobuf {
+			out = append(out, info)
+		}
+	}
+	return out
 }
 
 // installAPIs builds a store per row and installs each group.
@@ -291,6 +309,9 @@ func installAPIs(server *genericapiserver.GenericAPIServer, scheme *runtime.Sche
 		info, ok := groups[r.group]
 		if !ok {
 			g := genericapiserver.NewDefaultAPIGroupInfo(r.group, scheme, runtime.NewParameterCodec(scheme), codecs)
+			if r.group == snapshotGroup {
+				g.NegotiatedSerializer = withoutProtobuf{codecs}
+			}
 			info = &g
 			groups[r.group] = info
 			order = append(order, r.group)

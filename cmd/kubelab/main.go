@@ -15,6 +15,12 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first Ctrl-C the components stop in order; a second one ends the
+		// process at once.
+		<-ctx.Done()
+		stop()
+	}()
 	err := app.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {

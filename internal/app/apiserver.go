@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubelab/kubelab/internal/cluster"
 )
@@ -21,6 +22,8 @@ type controlPlaneFlags struct {
 	etcdPrefix     string
 	etcdClientPort int
 	serviceCIDR    string
+	gcPercent      int
+	memoryLimit    string
 }
 
 func (f *controlPlaneFlags) register(cmd *cobra.Command) {
@@ -32,15 +35,25 @@ func (f *controlPlaneFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.etcdPrefix, "etcd-prefix", "/registry", "prefix of every key the API server writes")
 	fs.IntVar(&f.etcdClientPort, "etcd-client-port", 2379, "client port of the embedded etcd on 127.0.0.1 (the peer port is the next one)")
 	fs.StringVar(&f.serviceCIDR, "service-cluster-ip-range", "10.96.0.0/12", "range Service ClusterIPs come from")
+	fs.IntVar(&f.gcPercent, "gc-percent", 0, "garbage collector target of the process (0: the API server's default 400, or $GOGC; -1: Go's own)")
+	fs.StringVar(&f.memoryLimit, "memory-limit", "", "soft memory limit of the process, a quantity such as 4Gi (default $GOMEMLIMIT, or none)")
 }
 
 // config is the control plane these flags describe.
-func (f *controlPlaneFlags) config() cluster.ControlPlaneConfig {
-	return cluster.ControlPlaneConfig{
+func (f *controlPlaneFlags) config() (cluster.ControlPlaneConfig, error) {
+	cfg := cluster.ControlPlaneConfig{
 		DataDir: f.dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort,
 		EtcdServers: f.etcdServers, EtcdPrefix: f.etcdPrefix, EtcdClientPort: f.etcdClientPort,
-		ServiceCIDR: f.serviceCIDR,
+		ServiceCIDR: f.serviceCIDR, GCPercent: f.gcPercent,
 	}
+	if f.memoryLimit != "" {
+		q, err := resource.ParseQuantity(f.memoryLimit)
+		if err != nil || q.Sign() <= 0 {
+			return cfg, fmt.Errorf("--memory-limit %q: want a positive quantity such as 4Gi", f.memoryLimit)
+		}
+		cfg.MemoryLimit = q.Value()
+	}
+	return cfg, nil
 }
 
 func newAPIServerCommand() *cobra.Command {
@@ -49,7 +62,11 @@ func newAPIServerCommand() *cobra.Command {
 		Use:   "apiserver",
 		Short: "Run the Kubernetes-compatible API server (with an embedded etcd unless --etcd-servers is given)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cp, err := cluster.NewControlPlane(f.config())
+			cfg, err := f.config()
+			if err != nil {
+				return err
+			}
+			cp, err := cluster.NewControlPlane(cfg)
 			if err != nil {
 				return err
 			}

@@ -43,7 +43,11 @@ are not built yet: without --hollow the cluster has no nodes and pods stay Pendi
 			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			// Components that log through the default logger follow --log-level too.
 			slog.SetDefault(cfg.Logger)
-			cfg.ControlPlaneConfig = f.config()
+			cp, err := f.config()
+			if err != nil {
+				return err
+			}
+			cfg.ControlPlaneConfig = cp
 			if zones != "" {
 				cfg.Zones = strings.Split(zones, ",")
 			}

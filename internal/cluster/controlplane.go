@@ -27,6 +27,10 @@ type ControlPlaneConfig struct {
 	EtcdClientPort, EtcdPeerPort int
 	// ServiceCIDR is the range Service ClusterIPs come from.
 	ServiceCIDR string
+	// GCPercent and MemoryLimit tune the process's garbage collector (see
+	// apiserver.Config; 0 takes the API server's defaults).
+	GCPercent   int
+	MemoryLimit int64
 }
 
 // ControlPlane is etcd (when embedded) and the API server, ready to run.
@@ -68,6 +72,7 @@ func NewControlPlane(cfg ControlPlaneConfig) (*ControlPlane, error) {
 	cp.APIServer, err = apiserver.New(apiserver.Config{
 		DataDir: dataDir, BindAddress: cfg.BindAddress, Port: cfg.SecurePort,
 		EtcdServers: servers, EtcdPrefix: cfg.EtcdPrefix, ServiceCIDR: cfg.ServiceCIDR,
+		GCPercent: cfg.GCPercent, MemoryLimit: cfg.MemoryLimit,
 	})
 	if err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/kubectl/pkg/util/podutils"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/cloud/cloudtest"
@@ -129,17 +130,10 @@ func seedObject[T runtime.Object](t testing.TB, file string) T {
 	return out
 }
 
-// cloudVolumes lists the cloud's volumes made for the PV named pv (the CSIVolumeName tag
-// the driver puts on them).
+// cloudVolumes lists the cloud's volumes made for the PV named pv.
 func (tc *testCluster) cloudVolumes(pv string) []ec2types.Volume {
 	tc.t.Helper()
-	out, err := tc.ec2.DescribeVolumes(context.Background(), &ec2.DescribeVolumesInput{
-		Filters: []ec2types.Filter{{Name: aws.String("tag:CSIVolumeName"), Values: []string{pv}}},
-	})
-	if err != nil {
-		tc.t.Fatal(err)
-	}
-	return out.Volumes
+	return cloudtest.VolumesOfPV(tc.t, tc.ec2, pv)
 }
 
 // attachedVolumes counts the cloud's volume attachments in any state but detached.
@@ -174,15 +168,7 @@ func (tc *testCluster) hasEvent(ns, name, reason string) bool {
 }
 
 func podRunning(p *corev1.Pod) bool {
-	if p.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return p.Status.Phase == corev1.PodRunning && podutils.IsPodReady(p)
 }
 
 // waitPodRunning waits until the pod runs and is Ready, and returns it.

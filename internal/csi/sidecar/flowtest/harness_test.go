@@ -318,16 +318,10 @@ func waitFor(t testing.TB, what string, cond func() (bool, error)) {
 	t.Fatalf("timed out waiting for %s (last error: %v)", what, last)
 }
 
-// cloudVolumes lists the cloud's volumes tagged CSIVolumeName=name.
+// cloudVolumes lists the cloud's volumes made for the PV named name.
 func (e *env) cloudVolumes(name string) []ec2types.Volume {
 	e.t.Helper()
-	out, err := e.ec2.DescribeVolumes(context.Background(), &ec2.DescribeVolumesInput{
-		Filters: []ec2types.Filter{{Name: aws.String("tag:CSIVolumeName"), Values: []string{name}}},
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return out.Volumes
+	return cloudtest.VolumesOfPV(e.t, e.ec2, name)
 }
 
 // events lists the Events about an object.

@@ -51,6 +51,13 @@ func (c *Cluster) ensureInstances(ctx context.Context) ([]Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	for slot, inst := range existing {
+		if slot >= c.cfg.Nodes {
+			c.cfg.Logger.Warn("an instance of an earlier, larger cluster is left running without a kubelet; its node stays NotReady",
+				"slot", slot, "instance", aws.ToString(inst.InstanceId), "node", aws.ToString(inst.PrivateDnsName),
+				"remove", "aws ec2 terminate-instances --instance-ids "+aws.ToString(inst.InstanceId)+" and kubectl delete node "+aws.ToString(inst.PrivateDnsName))
+		}
+	}
 	nodes := make([]Node, c.cfg.Nodes)
 	for i := range nodes {
 		inst, ok := existing[i]

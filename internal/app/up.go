@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -92,7 +93,11 @@ func printUp(cmd *cobra.Command, c *cluster.Cluster) {
 	for _, n := range nodes {
 		fmt.Fprintf(out, "  node:        %s  %s  %s\n", n.Name, n.Zone, n.InstanceID)
 	}
-	fmt.Fprintf(out, "\nUse it with the real kubectl:\n  export KUBECONFIG=%s\n  kubectl get nodes\nor with the embedded one:\n  kubelab kubectl get nodes\n", c.Kubeconfig())
+	embedded := "kubelab kubectl get nodes"
+	if c.Kubeconfig() != filepath.Join(DefaultDataDir, "kubeconfig") {
+		embedded = "kubelab kubectl --kubeconfig " + c.Kubeconfig() + " get nodes"
+	}
+	fmt.Fprintf(out, "\nUse it with the real kubectl:\n  export KUBECONFIG=%s\n  kubectl get nodes\nor with the embedded one:\n  %s\n", c.Kubeconfig(), embedded)
 	fmt.Fprintf(out, "and the cloud with the AWS CLI:\n  AWS_CONFIG_FILE=%s AWS_SHARED_CREDENTIALS_FILE=%s aws ec2 describe-volumes --endpoint-url %s\n",
 		c.CloudConfigFile(), c.CloudCredentialsFile(), c.CloudEndpoint())
 }

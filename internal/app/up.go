@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
+	"k8s.io/klog/v2"
 
 	"github.com/kubelab/kubelab/internal/cluster"
 )
@@ -42,8 +43,10 @@ are not built yet: without --hollow the cluster has no nodes and pods stay Pendi
 				return fmt.Errorf("--log-level: %w", err)
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			// Components that log through the default logger follow --log-level too.
+			// Components that log through the default logger, and the Kubernetes libraries
+			// that log through klog, follow --log-level too.
 			slog.SetDefault(cfg.Logger)
+			klog.SetSlogLogger(cfg.Logger)
 			cp, err := f.config()
 			if err != nil {
 				return err

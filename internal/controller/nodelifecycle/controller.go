@@ -125,7 +125,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		if err := c.monitor(ctx); err != nil {
-			slog.WarnContext(ctx, "nodelifecycle: monitor pass incomplete", "err", err)
+			// A lost write race is retried at the next pass; anything else is worth a warning.
+			level := slog.LevelWarn
+			if apierrors.IsConflict(err) {
+				level = slog.LevelInfo
+			}
+			slog.Log(ctx, level, "nodelifecycle: monitor pass incomplete", "err", err)
 		}
 	}, c.cfg.NodeMonitorPeriod)
 	return nil

@@ -199,10 +199,11 @@ func (k *Kubelet) cleanup(ctx context.Context, key string, _ *corev1.Pod) error 
 }
 
 // writeStatus writes status through pods/status when it differs from the pod's, as
-// upstream's status manager does: a strategic merge patch from the status it saw to the
-// new one, so that writes of others to the pod (labels, the scheduler's conditions) do
-// not make it fail, with the pod's UID in the patch so that it cannot land on a new pod
-// of the same name.
+// upstream's status manager does: a strategic merge patch to the new status from the
+// one this kubelet last wrote (the cached pod's before its first write, as the cache may
+// lag its own writes), so that writes of others to the pod (labels, the scheduler's
+// conditions) do not make it fail, with the pod's UID in the patch so that it cannot land
+// on a new pod of the same name.
 func (k *Kubelet) writeStatus(ctx context.Context, pod *corev1.Pod, status corev1.PodStatus) error {
 	key := pod.Namespace + "/" + pod.Name
 	k.mu.Lock()

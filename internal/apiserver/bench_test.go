@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -28,6 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/benchtest"
 )
 
 const (
@@ -458,11 +458,11 @@ func benchWatch(b *testing.B, client kubernetes.Interface, watcherClient func(*t
 	}
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(float64(events)/writing.Seconds(), "events/s")
-	b.ReportMetric(ms(percentile(lat, 50)), "p50-ms")
-	b.ReportMetric(ms(percentile(lat, 99)), "p99-ms")
-	b.ReportMetric(ms(percentile(lat, 100)), "max-ms")
-	b.ReportMetric(ms(percentile(sinceIssue, 99)), "issue-p99-ms")
-	b.ReportMetric(ms(percentile(createLat, 99)), "create-p99-ms")
+	b.ReportMetric(ms(benchtest.Percentile(lat, 50)), "p50-ms")
+	b.ReportMetric(ms(benchtest.Percentile(lat, 99)), "p99-ms")
+	b.ReportMetric(ms(benchtest.Percentile(lat, 100)), "max-ms")
+	b.ReportMetric(ms(benchtest.Percentile(sinceIssue, 99)), "issue-p99-ms")
+	b.ReportMetric(ms(benchtest.Percentile(createLat, 99)), "create-p99-ms")
 	b.ReportMetric(100*float64(early)/float64(len(lat)), "early-%")
 	b.ReportMetric(float64(rewatches.Load())/float64(b.N), "rewatches/op")
 }
@@ -593,15 +593,6 @@ func perSecond(b *testing.B) float64 { return float64(b.N) / b.Elapsed().Seconds
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // percentile is the nearest-rank p-th percentile of ds (which it sorts).
-func percentile(ds []time.Duration, p int) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	slices.Sort(ds)
-	rank := (p*len(ds) + 99) / 100
-	return ds[max(rank, 1)-1]
-}
-
 func listPodName(i int) string { return fmt.Sprintf("l-%05d", i) }
 
 // benchPod is a plain one-container pod, as a Deployment would stamp out.

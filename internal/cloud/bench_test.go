@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,20 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
-)
 
-// reportPercentiles reports the p50 and p99 of ds in milliseconds as name-p50-ms and name-p99-ms.
-func reportPercentiles(b *testing.B, name string, ds []time.Duration) {
-	if len(ds) == 0 {
-		return
-	}
-	slices.Sort(ds)
-	pct := func(p float64) float64 {
-		return float64(ds[min(len(ds)-1, int(p*float64(len(ds))))].Microseconds()) / 1000
-	}
-	b.ReportMetric(pct(0.50), name+"-p50-ms")
-	b.ReportMetric(pct(0.99), name+"-p99-ms")
-}
+	"github.com/kubelab/kubelab/internal/benchtest"
+)
 
 // BenchmarkCycle measures create → attach → detach → delete through the SDK, on real loop
 // devices (root) or hollow, with the default (fast) profile. "attach" is from the
@@ -69,8 +57,8 @@ func BenchmarkCycle(b *testing.B) {
 				cycles = append(cycles, time.Since(start))
 			}
 			b.StopTimer()
-			reportPercentiles(b, "cycle", cycles)
-			reportPercentiles(b, "attach", attaches)
+			benchtest.ReportLatencies(b, "cycle", cycles)
+			benchtest.ReportLatencies(b, "attach", attaches)
 			var total time.Duration
 			for _, d := range cycles {
 				total += d
@@ -114,6 +102,6 @@ func BenchmarkLosetupReference(b *testing.B) {
 		cycles = append(cycles, time.Since(t0))
 	}
 	b.StopTimer()
-	reportPercentiles(b, "attach", attaches)
-	reportPercentiles(b, "cycle", cycles)
+	benchtest.ReportLatencies(b, "attach", attaches)
+	benchtest.ReportLatencies(b, "cycle", cycles)
 }

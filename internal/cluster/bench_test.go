@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubelab/kubelab/internal/benchtest"
 	"github.com/kubelab/kubelab/internal/cloud/cloudtest"
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
 )
@@ -212,8 +212,7 @@ func (tc *testCluster) createToRunning(b *testing.B, ns string, n int, withClaim
 		for _, x := range m {
 			d = append(d, x)
 		}
-		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-		b.ReportMetric(float64(d[len(d)/2].Milliseconds()), stage+"-p50-ms")
+		b.ReportMetric(benchtest.Millis(benchtest.Percentile(d, 50)), stage+"-p50-ms")
 	}
 	// Tear down untimed, and wait for it, so that the next measurement does not share
 	// the machine with it: the pods go, then the claims and their volumes.
@@ -228,9 +227,6 @@ func (tc *testCluster) createToRunning(b *testing.B, ns string, n int, withClaim
 }
 
 func reportPercentiles(b *testing.B, d []time.Duration) {
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	p := func(q float64) float64 { return float64(d[int(q*float64(len(d)-1))].Microseconds()) / 1000 }
-	b.ReportMetric(p(0.5), "p50-ms")
-	b.ReportMetric(p(0.99), "p99-ms")
+	benchtest.ReportLatencies(b, "", d)
 	b.ReportMetric(0, "ns/op")
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
+
+	"github.com/kubelab/kubelab/internal/benchtest"
 )
 
 // latencies collects one duration per iteration and reports percentiles.
@@ -27,25 +29,9 @@ func (l latencies) report(b *testing.B) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		ds := append([]time.Duration(nil), l[n]...)
-		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-		b.ReportMetric(ms(percentile(ds, 50)), n+"-p50-ms")
-		b.ReportMetric(ms(percentile(ds, 99)), n+"-p99-ms")
+		benchtest.ReportLatencies(b, n, append([]time.Duration(nil), l[n]...))
 	}
 }
-
-func percentile(sorted []time.Duration, p int) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := (len(sorted)*p + 99) / 100
-	if i < 1 {
-		i = 1
-	}
-	return sorted[i-1]
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // BenchmarkRealVolumePath times, per volume, the CSI calls that bring a 1 GiB ext4
 // volume to a pod: CreateVolume, ControllerPublishVolume, NodeStageVolume (mkfs and

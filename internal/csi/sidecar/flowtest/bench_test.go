@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sort"
 	"testing"
 	"time"
 
@@ -16,16 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubelab/kubelab/internal/benchtest"
 	"github.com/kubelab/kubelab/internal/cloud/cloudtest"
 	"github.com/kubelab/kubelab/internal/controller/attachdetach"
 )
-
-func percentiles(b *testing.B, d []time.Duration) {
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	p := func(q float64) float64 { return float64(d[int(q*float64(len(d)-1))].Microseconds()) / 1000 }
-	b.ReportMetric(p(0.5), "p50-ms")
-	b.ReportMetric(p(0.99), "p99-ms")
-}
 
 // BenchmarkClaimToAttached measures, per claim, the control plane of seed 001
 // from "PVC and Pod created" (the scheduler's choices made up front:
@@ -101,7 +94,7 @@ func BenchmarkClaimToAttached(b *testing.B) {
 		b.StartTimer()
 	}
 	b.StopTimer()
-	percentiles(b, lat)
+	benchtest.ReportLatencies(b, "", lat)
 }
 
 // BenchmarkClaimToAttachedBareCSI is the reference: CreateVolume and
@@ -140,5 +133,5 @@ func BenchmarkClaimToAttachedBareCSI(b *testing.B) {
 		b.StartTimer()
 	}
 	b.StopTimer()
-	percentiles(b, lat)
+	benchtest.ReportLatencies(b, "", lat)
 }

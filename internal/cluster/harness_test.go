@@ -155,16 +155,7 @@ func (tc *testCluster) attachedVolumes() []string {
 }
 
 func (tc *testCluster) hasEvent(ns, name, reason string) bool {
-	list, err := tc.client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		tc.t.Fatal(err)
-	}
-	for _, ev := range list.Items {
-		if ev.InvolvedObject.Name == name && ev.Reason == reason {
-			return true
-		}
-	}
-	return false
+	return controllertest.HasEvent(tc.t, tc.client, ns, name, reason)
 }
 
 func podRunning(p *corev1.Pod) bool {

@@ -1,7 +1,8 @@
 // Package controllertest holds test helpers shared by the controller packages of the
 // controller-manager. It is imported only from _test.go files.
 //
-// WaitFor and WaitWithin (wait.go) poll a condition until it holds or fail the test.
+// WaitFor and WaitWithin (wait.go) poll a condition until it holds or fail the test;
+// EventsAbout and HasEvent (events.go) read the Events about an object.
 // Kubelet (kubelet.go) plays the scheduler and the kubelet for the pods of one
 // namespace against a real API server through client-go, so workload controller tests
 // (seed 003 §2: Deployment, ReplicaSet, StatefulSet, DaemonSet) can watch pods become

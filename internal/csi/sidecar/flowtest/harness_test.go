@@ -29,6 +29,7 @@ import (
 	"github.com/kubelab/kubelab/internal/cloud"
 	"github.com/kubelab/kubelab/internal/cloud/cloudtest"
 	"github.com/kubelab/kubelab/internal/controller/attachdetach"
+	"github.com/kubelab/kubelab/internal/controller/controllertest"
 	"github.com/kubelab/kubelab/internal/controller/protection"
 	"github.com/kubelab/kubelab/internal/controller/pvbinder"
 	"github.com/kubelab/kubelab/internal/csi/driver"
@@ -326,24 +327,16 @@ func (e *env) cloudVolumes(name string) []ec2types.Volume {
 
 // events lists the Events about an object.
 func (e *env) events(ns, name string) []corev1.Event {
-	list, err := e.client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var out []corev1.Event
-	for _, ev := range list.Items {
-		if ev.InvolvedObject.Name == name {
-			out = append(out, ev)
-		}
-	}
-	return out
+	return controllertest.EventsAbout(e.t, e.client, ns, name)
 }
 
 func (e *env) hasEvent(ns, name, reason string) bool {
-	for _, ev := range e.events(ns, name) {
-		if ev.Reason == reason {
-			return true
-		}
-	}
-	return false
+	return controllertest.HasEvent(e.t, e.client, ns, name, reason)
+}
+
+// waitEvent waits for an Event with reason about name: events are recorded
+// asynchronously, after the change they describe.
+func (e *env) waitEvent(ns, name, reason string) {
+	e.t.Helper()
+	waitFor(e.t, reason+" event on "+name, func() (bool, error) { return e.hasEvent(ns, name, reason), nil })
 }

@@ -84,9 +84,7 @@ func TestResize(t *testing.T) {
 		t.Fatalf("cloud volume size %d, want 3", aws.ToInt32(v[0].Size))
 	}
 	for _, r := range []string{resizer.ReasonResizing, resizer.ReasonFileSystemResizeRequired} {
-		if !e.hasEvent(ns, "data", r) {
-			t.Errorf("claim has no %s event", r)
-		}
+		e.waitEvent(ns, "data", r)
 	}
 
 	// 100 TiB is beyond any EBS volume: refused, and not retried.
@@ -95,9 +93,7 @@ func TestResize(t *testing.T) {
 		c = e.getClaim(ns, "data")
 		return c.Status.AllocatedResourceStatuses[corev1.ResourceStorage] == corev1.PersistentVolumeClaimControllerResizeInfeasible, nil
 	})
-	if !e.hasEvent(ns, "data", resizer.ReasonVolumeResizeFailed) {
-		t.Error("claim has no VolumeResizeFailed event")
-	}
+	e.waitEvent(ns, "data", resizer.ReasonVolumeResizeFailed)
 	if v := e.cloudVolumes(pvName); aws.ToInt32(v[0].Size) != 3 {
 		t.Errorf("cloud volume size %d after a refused resize, want 3", aws.ToInt32(v[0].Size))
 	}

@@ -21,6 +21,7 @@ type controlPlaneFlags struct {
 	etcdServers    []string
 	etcdPrefix     string
 	etcdClientPort int
+	etcdPeerPort   int
 	serviceCIDR    string
 	gcPercent      int
 	memoryLimit    string
@@ -33,7 +34,8 @@ func (f *controlPlaneFlags) register(cmd *cobra.Command) {
 	fs.IntVar(&f.securePort, "secure-port", 6443, "HTTPS port of the API server (0 picks a free one)")
 	fs.StringSliceVar(&f.etcdServers, "etcd-servers", nil, "external etcd client URLs; when empty an embedded etcd runs in the data dir")
 	fs.StringVar(&f.etcdPrefix, "etcd-prefix", "/registry", "prefix of every key the API server writes")
-	fs.IntVar(&f.etcdClientPort, "etcd-client-port", 2379, "client port of the embedded etcd on 127.0.0.1 (the peer port is the next one)")
+	fs.IntVar(&f.etcdClientPort, "etcd-client-port", 2379, "client port of the embedded etcd on 127.0.0.1")
+	fs.IntVar(&f.etcdPeerPort, "etcd-peer-port", 0, "peer port of the embedded etcd on 127.0.0.1 (default: the client port + 1)")
 	fs.StringVar(&f.serviceCIDR, "service-cluster-ip-range", "10.96.0.0/12", "range Service ClusterIPs come from")
 	fs.IntVar(&f.gcPercent, "gc-percent", 0, "garbage collector target of the process (0: the API server's default 400, or $GOGC; -1: Go's own)")
 	fs.StringVar(&f.memoryLimit, "memory-limit", "", "soft memory limit of the process, a quantity such as 4Gi (default $GOMEMLIMIT, or none)")
@@ -44,7 +46,8 @@ func (f *controlPlaneFlags) config() (cluster.ControlPlaneConfig, error) {
 	cfg := cluster.ControlPlaneConfig{
 		DataDir: f.dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort,
 		EtcdServers: f.etcdServers, EtcdPrefix: f.etcdPrefix, EtcdClientPort: f.etcdClientPort,
-		ServiceCIDR: f.serviceCIDR, GCPercent: f.gcPercent,
+		EtcdPeerPort: f.etcdPeerPort,
+		ServiceCIDR:  f.serviceCIDR, GCPercent: f.gcPercent,
 	}
 	if f.memoryLimit != "" {
 		q, err := resource.ParseQuantity(f.memoryLimit)

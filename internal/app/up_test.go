@@ -3,34 +3,14 @@ package app
 import (
 	"context"
 	"fmt"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-// freePortPair finds a loopback port p such that p and p+1 were free a moment ago (the
-// embedded etcd's client and peer ports).
-func freePortPair(t *testing.T) int {
-	t.Helper()
-	for i := 0; i < 50; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		l2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+1))
-		l.Close()
-		if err == nil {
-			l2.Close()
-			return p
-		}
-	}
-	t.Fatal("no two consecutive free ports")
-	return 0
-}
+	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+)
 
 // runUp runs `kubelab up` with args until the test ends it; it returns once the
 // cluster printed that it is up, with its output so far and a stop function.
@@ -82,7 +62,7 @@ func TestUpHollow(t *testing.T) {
 	}
 	dir := t.TempDir()
 	args := []string{"--hollow", "--nodes", "4", "--data-dir", dir, "--secure-port", "0",
-		"--etcd-client-port", fmt.Sprint(freePortPair(t))}
+		"--etcd-client-port", fmt.Sprint(apiservertest.FreePort(t)), "--etcd-peer-port", fmt.Sprint(apiservertest.FreePort(t))}
 	out, stop := runUp(t, args...)
 	kc := filepath.Join(dir, "kubeconfig")
 	if !strings.Contains(out.String(), kc) {
@@ -122,7 +102,7 @@ func TestUpHollow(t *testing.T) {
 
 	// The same data dir again: same nodes, renewed by the new kubelets, the pod and its
 	// claim are still there.
-	args[len(args)-1] = fmt.Sprint(freePortPair(t))
+	args[len(args)-3], args[len(args)-1] = fmt.Sprint(apiservertest.FreePort(t)), fmt.Sprint(apiservertest.FreePort(t))
 	restarted := time.Now().Add(-time.Second)
 	runUp(t, args...)
 	renewed := run("get", "leases", "-n", "kube-node-lease", "-o", "jsonpath={range .items[*]}{.spec.renewTime}{\"\\n\"}{end}")

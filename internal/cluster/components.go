@@ -154,13 +154,12 @@ func (c *Cluster) runResizer(ctx context.Context) error {
 }
 
 func (c *Cluster) runSnapshotter(ctx context.Context) error {
-	var snapFactory snapinformers.SharedInformerFactory
-	err := c.sidecar(ctx, "csi-snapshotter", func(cfg *rest.Config, client kubernetes.Interface, _ informers.SharedInformerFactory, conn *grpc.ClientConn) (runner, error) {
+	return c.sidecar(ctx, "csi-snapshotter", func(cfg *rest.Config, client kubernetes.Interface, _ informers.SharedInformerFactory, conn *grpc.ClientConn) (runner, error) {
 		snaps, err := controllermanager.SnapshotClient(cfg)
 		if err != nil {
 			return nil, err
 		}
-		snapFactory = snapinformers.NewSharedInformerFactory(snaps, 0)
+		snapFactory := snapinformers.NewSharedInformerFactory(snaps, 0)
 		s, err := snapshotter.New(snapshotter.Config{DriverName: DriverName, Logger: c.cfg.Logger.With("component", "csi-snapshotter")},
 			client, snaps, snapFactory, conn)
 		if err != nil {
@@ -168,7 +167,6 @@ func (c *Cluster) runSnapshotter(ctx context.Context) error {
 		}
 		return runWith{s, func(ctx context.Context) { snapFactory.Start(ctx.Done()) }, snapFactory.Shutdown}, nil
 	})
-	return err
 }
 
 // runner is a component: it blocks in Run until ctx ends.

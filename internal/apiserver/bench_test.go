@@ -555,14 +555,20 @@ func frameResourceVersion(frame []byte) (string, error) {
 }
 
 // inParallel runs fn for i in [0, b.N) on benchConcurrency goroutines and fails b on
-// the first error.
+// the first error; it reports this process's CPU time per operation.
 func inParallel(b *testing.B, fn func(i int) error) {
+	b.Helper()
+	inParallelCPU(b, func() time.Duration { return processCPU(b) }, fn)
+}
+
+// inParallelCPU is inParallel reporting the CPU time cpu counts per operation.
+func inParallelCPU(b *testing.B, cpu func() time.Duration, fn func(i int) error) {
 	b.Helper()
 	var next atomic.Int64
 	errs := make(chan error, benchConcurrency)
 	var wg sync.WaitGroup
 	b.ResetTimer()
-	cpu := processCPU(b)
+	since := cpu()
 	for range benchConcurrency {
 		wg.Add(1)
 		go func() {
@@ -577,7 +583,7 @@ func inParallel(b *testing.B, fn func(i int) error) {
 	}
 	wg.Wait()
 	b.StopTimer()
-	reportCPU(b, cpu)
+	b.ReportMetric(float64(cpu()-since)/float64(time.Microsecond)/float64(b.N), "cpu-us/op")
 	close(errs)
 	if err := <-errs; err != nil {
 		b.Fatal(err)

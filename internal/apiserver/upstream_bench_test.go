@@ -1,0 +1,246 @@
+package apiserver_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+)
+
+// kubeAPIServerEnv names the upstream kube-apiserver binary the comparison runs;
+// hack/kube-apiserver.sh builds one.
+const kubeAPIServerEnv = "KUBELAB_KUBE_APISERVER"
+
+// BenchmarkAgainstKubeAPIServer runs the create benchmark against kubelab's API server
+// and, in the same run, on the same etcd, with the same client and certificates, against
+// the upstream kube-apiserver (its default admission plugins and priority and fairness,
+// authorization AlwaysAllow as kubelab's), next to raw etcd puts of the bytes
+// kube-apiserver stored for the pod. CPU per operation counts this process (client,
+// kubelab's server, etcd) and the kube-apiserver process. It answers whether the
+// creates ≥ 50% of puts goal is within reach of upstream's own server on this machine.
+func BenchmarkAgainstKubeAPIServer(b *testing.B) {
+	bin := os.Getenv(kubeAPIServerEnv)
+	if bin == "" {
+		b.Skipf("set %s to a kube-apiserver binary (hack/kube-apiserver.sh builds one) to compare with it", kubeAPIServerEnv)
+	}
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.DiscardHandler))
+	b.Cleanup(func() { slog.SetDefault(prev) })
+
+	s := apiservertest.Start(b, apiservertest.Options{})
+	kas := startKubeAPIServer(b, bin, s)
+	ctx := context.Background()
+	protobuf := func(c rest.Config) kubernetes.Interface {
+		c.ContentType = runtime.ContentTypeProtobuf
+		c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+		c.QPS, c.Burst = -1, 0
+		return kubernetes.NewForConfigOrDie(&c)
+	}
+	servers := []struct {
+		name   string
+		client kubernetes.Interface
+		prefix string
+	}{
+		{"kubelab", protobuf(*s.Config), "/registry"},
+		{"kube-apiserver", protobuf(*kas.config), kas.prefix},
+	}
+	for _, srv := range servers {
+		if _, err := srv.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench-create"}}, metav1.CreateOptions{}); err != nil {
+			b.Fatalf("%s: %v", srv.name, err)
+		}
+		// No controller-manager runs: the ServiceAccount admission plugin of
+		// kube-apiserver wants the namespace's default account to exist.
+		if _, err := srv.client.CoreV1().ServiceAccounts("bench-create").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+			b.Fatalf("%s: %v", srv.name, err)
+		}
+	}
+	etcd, err := clientv3.New(clientv3.Config{
+		Endpoints:   []string{fmt.Sprintf("http://127.0.0.1:%d", s.EtcdClientPort)},
+		DialTimeout: 10 * time.Second,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = etcd.Close() })
+
+	var stored string
+	for _, srv := range servers {
+		if _, err := srv.client.CoreV1().Pods("bench-create").Create(ctx, benchPod("sample"), metav1.CreateOptions{}); err != nil {
+			b.Fatalf("%s: %v", srv.name, err)
+		}
+		got, err := etcd.Get(ctx, srv.prefix+"/pods/bench-create/sample")
+		if err != nil || len(got.Kvs) != 1 {
+			b.Fatalf("%s's pod is not at %s/pods/bench-create/sample in etcd: %v", srv.name, srv.prefix, err)
+		}
+		b.Logf("%s stores the pod in %d bytes", srv.name, len(got.Kvs[0].Value))
+		stored = string(got.Kvs[0].Value)
+	}
+
+	cpu := func() time.Duration { return processCPU(b) + childCPU(b, kas.cmd.Process.Pid) }
+	rates := map[string]float64{}
+	for _, srv := range servers {
+		b.Run(srv.name+"-create", func(b *testing.B) {
+			run := nextRun()
+			inParallelCPU(b, cpu, func(i int) error {
+				_, err := srv.client.CoreV1().Pods("bench-create").Create(ctx, benchPod(fmt.Sprintf("c%d-%07d", run, i)), metav1.CreateOptions{})
+				return err
+			})
+			rates[srv.name] = perSecond(b)
+			b.ReportMetric(rates[srv.name], "creates/s")
+		})
+	}
+	b.Run("etcd-put", func(b *testing.B) {
+		run := nextRun()
+		inParallelCPU(b, cpu, func(i int) error {
+			_, err := etcd.Put(ctx, fmt.Sprintf("%spods/bench-create/u%d-%07d", benchRawPrefix, run, i), stored)
+			return err
+		})
+		rates["etcd"] = perSecond(b)
+		b.ReportMetric(rates["etcd"], "puts/s")
+	})
+	if rates["etcd"] > 0 {
+		for _, srv := range servers {
+			b.Logf("%s creates/s ÷ etcd puts/s at %d in flight: %.2f", srv.name, benchConcurrency, rates[srv.name]/rates["etcd"])
+		}
+	}
+}
+
+// kubeAPIServer is an upstream kube-apiserver started by a benchmark.
+type kubeAPIServer struct {
+	cmd    *exec.Cmd
+	config *rest.Config
+	prefix string
+}
+
+// startKubeAPIServer starts bin on s's etcd under its own prefix, serving with s's
+// certificate and trusting s's CA, so s's admin credentials work against it; it is
+// ended (by its PID) when the benchmark ends.
+func startKubeAPIServer(b *testing.B, bin string, s *apiservertest.Server) *kubeAPIServer {
+	b.Helper()
+	dir := b.TempDir()
+	saKey := filepath.Join(dir, "sa.key")
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		b.Fatal(err)
+	}
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(saKey, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	pki := filepath.Join(s.DataDir, "pki")
+	port := apiservertest.FreePort(b)
+	prefix := "/kube-apiserver-bench"
+	cmd := exec.Command(bin,
+		"--etcd-servers="+fmt.Sprintf("http://127.0.0.1:%d", s.EtcdClientPort),
+		"--etcd-prefix="+prefix,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(port),
+		"--endpoint-reconciler-type=none",
+		"--cert-dir="+filepath.Join(dir, "certs"),
+		"--tls-cert-file="+filepath.Join(pki, "apiserver.crt"), "--tls-private-key-file="+filepath.Join(pki, "apiserver.key"),
+		"--client-ca-file="+filepath.Join(pki, "ca.crt"),
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+saKey, "--service-account-signing-key-file="+saKey,
+		"--service-cluster-ip-range=10.96.0.0/12",
+		"--authorization-mode=AlwaysAllow",
+	)
+	logPath := filepath.Join(dir, "kube-apiserver.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		b.Fatalf("start %s: %v", bin, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait(); logFile.Close() }()
+	b.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+
+	cfg := rest.CopyConfig(s.Config)
+	cfg.Host = fmt.Sprintf("https://127.0.0.1:%d", port)
+	client := kubernetes.NewForConfigOrDie(cfg)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background())
+		if err == nil && strings.TrimSpace(string(body)) == "ok" {
+			break
+		}
+		select {
+		case err := <-exited:
+			out, _ := os.ReadFile(logPath)
+			b.Fatalf("kube-apiserver exited (%v):\n%s", err, tail(out, 4000))
+		default:
+		}
+		if time.Now().After(deadline) {
+			out, _ := os.ReadFile(logPath)
+			b.Fatalf("kube-apiserver not ready within 2m (last: %v):\n%s", err, tail(out, 4000))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return &kubeAPIServer{cmd: cmd, config: cfg, prefix: prefix}
+}
+
+// childCPU is the CPU time (user and system) process pid has used so far, from
+// /proc/<pid>/stat (fields 14 and 15, in clock ticks of 10 ms).
+func childCPU(b *testing.B, pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The command name (field 2) may hold spaces; the fields after it are plain.
+	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+	if len(fields) < 13 {
+		b.Fatalf("/proc/%d/stat has %d fields after the name", pid, len(fields))
+	}
+	var ticks int64
+	for _, f := range fields[11:13] { // utime, stime: fields 14 and 15 of the line
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			b.Fatalf("/proc/%d/stat: %v", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}

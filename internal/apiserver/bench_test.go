@@ -258,32 +258,20 @@ func BenchmarkAPIServer(b *testing.B) {
 	// Watchers on connections of their own, as 100 kubelets or controllers would be, and
 	// all on one HTTP/2 connection, as the informers of one process are; at the goal's
 	// 500 events/s and at 100/s.
-	ownConnection := func(b *testing.B) kubernetes.Interface {
-		own := cfg
-		own.Dial = (&net.Dialer{}).DialContext // client-go shares no transport that has its own Dial
-		hc, err := rest.HTTPClientFor(&own)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(hc.CloseIdleConnections)
-		c, err := kubernetes.NewForConfigAndClient(&own, hc)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return c
-	}
+	ownConnection := ownConnections(cfg)
 	sharedConnection := func(*testing.B) kubernetes.Interface { return client }
+	cpu := func() time.Duration { return processCPU(b) }
 	for _, r := range []int{benchWatchRate, benchWatchRate / 5} {
-		b.Run(fmt.Sprintf("watch-100/%d-per-s", r), func(b *testing.B) { benchWatch(b, client, ownConnection, r, decodeEvents) })
-		b.Run(fmt.Sprintf("watch-100-shared/%d-per-s", r), func(b *testing.B) { benchWatch(b, client, sharedConnection, r, decodeEvents) })
+		b.Run(fmt.Sprintf("watch-100/%d-per-s", r), func(b *testing.B) { benchWatch(b, client, ownConnection, cpu, r, decodeEvents) })
+		b.Run(fmt.Sprintf("watch-100-shared/%d-per-s", r), func(b *testing.B) { benchWatch(b, client, sharedConnection, cpu, r, decodeEvents) })
 	}
 	// The server's delivery alone: watchers that read and frame the stream without
 	// decoding the pods, so that the two cores are not also spent on 100 clients' decoding.
 	b.Run(fmt.Sprintf("watch-100-frames/%d-per-s", benchWatchRate), func(b *testing.B) {
-		benchWatch(b, client, ownConnection, benchWatchRate, readFrames)
+		benchWatch(b, client, ownConnection, cpu, benchWatchRate, readFrames)
 	})
 	b.Run(fmt.Sprintf("watch-100-shared-frames/%d-per-s", benchWatchRate), func(b *testing.B) {
-		benchWatch(b, client, sharedConnection, benchWatchRate, readFrames)
+		benchWatch(b, client, sharedConnection, cpu, benchWatchRate, readFrames)
 	})
 
 	if putRate > 0 && createRate > 0 {
@@ -299,7 +287,7 @@ func BenchmarkAPIServer(b *testing.B) {
 // there at that rate (up to 16 in flight), and every watcher must see every pod. A
 // watch the server ends (the watch cache closes watchers that fall behind) is resumed
 // from the last pod's resourceVersion, as client-go's reflector does, and counted.
-func benchWatch(b *testing.B, client kubernetes.Interface, watcherClient func(*testing.B) kubernetes.Interface, eventsPerSecond int, mode watchMode) {
+func benchWatch(b *testing.B, client kubernetes.Interface, watcherClient func(*testing.B) kubernetes.Interface, cpu func() time.Duration, eventsPerSecond int, mode watchMode) {
 	ctx := context.Background()
 	pods := client.CoreV1().Pods("bench-watch")
 	run := nextRun()
@@ -411,7 +399,7 @@ func benchWatch(b *testing.B, client kubernetes.Interface, watcherClient func(*t
 	errs := make(chan error, events)
 	var writing time.Duration
 	b.ResetTimer()
-	cpu := processCPU(b)
+	since := cpu()
 	for n := range b.N {
 		start := time.Now()
 		for i := n * burst; i < (n+1)*burst; i++ {
@@ -444,7 +432,7 @@ func benchWatch(b *testing.B, client kubernetes.Interface, watcherClient func(*t
 		waitSeen(int64((n+1)*burst) + 1)
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(processCPU(b)-cpu)/float64(time.Microsecond)/float64(events), "cpu-us/event")
+	b.ReportMetric(float64(cpu()-since)/float64(time.Microsecond)/float64(events), "cpu-us/event")
 	cancel()
 	watchers.Wait()
 
@@ -482,6 +470,25 @@ func benchWatch(b *testing.B, client kubernetes.Interface, watcherClient func(*t
 	b.ReportMetric(ms(benchtest.Percentile(createLat, 99)), "create-p99-ms")
 	b.ReportMetric(100*float64(early)/float64(len(lat)), "early-%")
 	b.ReportMetric(float64(rewatches.Load())/float64(b.N), "rewatches/op")
+}
+
+// ownConnections makes clients of cfg that each have a connection of their own, as
+// 100 kubelets or controllers would.
+func ownConnections(cfg rest.Config) func(*testing.B) kubernetes.Interface {
+	return func(b *testing.B) kubernetes.Interface {
+		own := cfg
+		own.Dial = (&net.Dialer{}).DialContext // client-go shares no transport that has its own Dial
+		hc, err := rest.HTTPClientFor(&own)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(hc.CloseIdleConnections)
+		c, err := kubernetes.NewForConfigAndClient(&own, hc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c
+	}
 }
 
 // watchMode is what a benchmark watcher does with the events it receives.

@@ -38,8 +38,9 @@ const kubeAPIServerEnv = "KUBELAB_KUBE_APISERVER"
 // the upstream kube-apiserver (its default admission plugins and priority and fairness,
 // authorization AlwaysAllow as kubelab's), next to raw etcd puts of the bytes
 // kube-apiserver stored for the pod. CPU per operation counts this process (client,
-// kubelab's server, etcd) and the kube-apiserver process. It answers whether the
-// creates ≥ 50% of puts goal is within reach of upstream's own server on this machine.
+// kubelab's server, etcd) and the kube-apiserver process. Then the watch goal's load
+// on each. It answers whether the goals are within reach of upstream's own server on
+// this machine.
 func BenchmarkAgainstKubeAPIServer(b *testing.B) {
 	bin := os.Getenv(kubeAPIServerEnv)
 	if bin == "" {
@@ -52,28 +53,34 @@ func BenchmarkAgainstKubeAPIServer(b *testing.B) {
 	s := apiservertest.Start(b, apiservertest.Options{})
 	kas := startKubeAPIServer(b, bin, s)
 	ctx := context.Background()
-	protobuf := func(c rest.Config) kubernetes.Interface {
+	// Protobuf and no client-side rate limit, as in BenchmarkAPIServer.
+	protobuf := func(c rest.Config) rest.Config {
 		c.ContentType = runtime.ContentTypeProtobuf
 		c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 		c.QPS, c.Burst = -1, 0
-		return kubernetes.NewForConfigOrDie(&c)
+		return c
 	}
-	servers := []struct {
+	type server struct {
 		name   string
+		config rest.Config
 		client kubernetes.Interface
 		prefix string
-	}{
-		{"kubelab", protobuf(*s.Config), "/registry"},
-		{"kube-apiserver", protobuf(*kas.config), kas.prefix},
 	}
+	newServer := func(name string, c *rest.Config, prefix string) server {
+		pc := protobuf(*c)
+		return server{name, pc, kubernetes.NewForConfigOrDie(&pc), prefix}
+	}
+	servers := []server{newServer("kubelab", s.Config, "/registry"), newServer("kube-apiserver", kas.config, kas.prefix)}
 	for _, srv := range servers {
-		if _, err := srv.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench-create"}}, metav1.CreateOptions{}); err != nil {
-			b.Fatalf("%s: %v", srv.name, err)
-		}
-		// No controller-manager runs: the ServiceAccount admission plugin of
-		// kube-apiserver wants the namespace's default account to exist.
-		if _, err := srv.client.CoreV1().ServiceAccounts("bench-create").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
-			b.Fatalf("%s: %v", srv.name, err)
+		for _, ns := range []string{"bench-create", "bench-watch"} {
+			if _, err := srv.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+				b.Fatalf("%s: %v", srv.name, err)
+			}
+			// No controller-manager runs: the ServiceAccount admission plugin of
+			// kube-apiserver wants the namespace's default account to exist.
+			if _, err := srv.client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+				b.Fatalf("%s: %v", srv.name, err)
+			}
 		}
 	}
 	etcd, err := clientv3.New(clientv3.Config{
@@ -121,6 +128,18 @@ func BenchmarkAgainstKubeAPIServer(b *testing.B) {
 		rates["etcd"] = perSecond(b)
 		b.ReportMetric(rates["etcd"], "puts/s")
 	})
+	// The watch goal's load on each: 100 watchers on connections of their own, decoding
+	// every event, and reading only the frames.
+	for _, srv := range servers {
+		for _, mode := range []struct {
+			name string
+			mode watchMode
+		}{{"", decodeEvents}, {"-frames", readFrames}} {
+			b.Run(fmt.Sprintf("%s-watch-100%s/%d-per-s", srv.name, mode.name, benchWatchRate), func(b *testing.B) {
+				benchWatch(b, srv.client, ownConnections(srv.config), cpu, benchWatchRate, mode.mode)
+			})
+		}
+	}
 	if rates["etcd"] > 0 {
 		for _, srv := range servers {
 			b.Logf("%s creates/s ÷ etcd puts/s at %d in flight: %.2f", srv.name, benchConcurrency, rates[srv.name]/rates["etcd"])

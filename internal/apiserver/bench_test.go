@@ -64,28 +64,12 @@ const (
 //     only read the stream's frames and find the pod's name in them, so that the
 //     figures are the server's delivery without 100 clients' decoding on the same cores.
 func BenchmarkAPIServer(b *testing.B) {
-	// The server's logs would interleave with the figures.
-	prev := slog.Default()
-	slog.SetDefault(slog.New(slog.DiscardHandler))
-	b.Cleanup(func() { slog.SetDefault(prev) })
-
+	quietLogs(b)
 	s := apiservertest.Start(b, apiservertest.Options{})
 	ctx := context.Background()
-	cfg := *s.Config
-	cfg.ContentType = runtime.ContentTypeProtobuf
-	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	// No client-side rate limit: the server is what is measured.
-	cfg.QPS, cfg.Burst = -1, 0
+	cfg := benchClientConfig(*s.Config)
 	client := kubernetes.NewForConfigOrDie(&cfg)
-	etcd, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{fmt.Sprintf("http://127.0.0.1:%d", s.EtcdClientPort)},
-		DialTimeout: 10 * time.Second,
-		Logger:      zap.NewNop(),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = etcd.Close() })
+	etcd := benchEtcdClient(b, s)
 	for _, ns := range []string{"bench-create", "bench-list", "bench-watch"} {
 		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
@@ -280,6 +264,37 @@ func BenchmarkAPIServer(b *testing.B) {
 	if etcdGetRate > 0 && getRate > 0 {
 		b.Logf("gets/s ÷ etcd gets/s at %d in flight: %.2f", benchConcurrency, getRate/etcdGetRate)
 	}
+}
+
+// quietLogs silences the server's logs for the benchmark: they would interleave with
+// the figures.
+func quietLogs(b *testing.B) {
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.DiscardHandler))
+	b.Cleanup(func() { slog.SetDefault(prev) })
+}
+
+// benchClientConfig is c as typed clients talk: protobuf, and no client-side rate
+// limit, since the server is what is measured.
+func benchClientConfig(c rest.Config) rest.Config {
+	c.ContentType = runtime.ContentTypeProtobuf
+	c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	c.QPS, c.Burst = -1, 0
+	return c
+}
+
+// benchEtcdClient is a bare clientv3 client of s's embedded etcd, closed when b ends.
+func benchEtcdClient(b *testing.B, s *apiservertest.Server) *clientv3.Client {
+	etcd, err := clientv3.New(clientv3.Config{
+		Endpoints:   []string{fmt.Sprintf("http://127.0.0.1:%d", s.EtcdClientPort)},
+		DialTimeout: 10 * time.Second,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = etcd.Close() })
+	return etcd
 }
 
 // benchWatch opens 100 watches of bench-watch, each through a client from

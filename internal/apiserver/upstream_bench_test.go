@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,11 +17,8 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -46,20 +42,10 @@ func BenchmarkAgainstKubeAPIServer(b *testing.B) {
 	if bin == "" {
 		b.Skipf("set %s to a kube-apiserver binary (hack/kube-apiserver.sh builds one) to compare with it", kubeAPIServerEnv)
 	}
-	prev := slog.Default()
-	slog.SetDefault(slog.New(slog.DiscardHandler))
-	b.Cleanup(func() { slog.SetDefault(prev) })
-
+	quietLogs(b)
 	s := apiservertest.Start(b, apiservertest.Options{})
 	kas := startKubeAPIServer(b, bin, s)
 	ctx := context.Background()
-	// Protobuf and no client-side rate limit, as in BenchmarkAPIServer.
-	protobuf := func(c rest.Config) rest.Config {
-		c.ContentType = runtime.ContentTypeProtobuf
-		c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-		c.QPS, c.Burst = -1, 0
-		return c
-	}
 	type server struct {
 		name   string
 		config rest.Config
@@ -67,7 +53,7 @@ func BenchmarkAgainstKubeAPIServer(b *testing.B) {
 		prefix string
 	}
 	newServer := func(name string, c *rest.Config, prefix string) server {
-		pc := protobuf(*c)
+		pc := benchClientConfig(*c)
 		return server{name, pc, kubernetes.NewForConfigOrDie(&pc), prefix}
 	}
 	servers := []server{newServer("kubelab", s.Config, "/registry"), newServer("kube-apiserver", kas.config, kas.prefix)}
@@ -83,15 +69,7 @@ func BenchmarkAgainstKubeAPIServer(b *testing.B) {
 			}
 		}
 	}
-	etcd, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{fmt.Sprintf("http://127.0.0.1:%d", s.EtcdClientPort)},
-		DialTimeout: 10 * time.Second,
-		Logger:      zap.NewNop(),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = etcd.Close() })
+	etcd := benchEtcdClient(b, s)
 
 	var stored string
 	for _, srv := range servers {

@@ -22,6 +22,8 @@ type Config struct {
 	PeerURL string
 	// Name of the member; "kubelab" when empty.
 	Name string
+	// Logger receives etcd's logs (log.go); slog.Default() when nil.
+	Logger *slog.Logger
 }
 
 func (c *Config) validate() error {
@@ -48,6 +50,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Name == "" {
 		cfg.Name = "kubelab"
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -73,7 +78,7 @@ func (s *Server) Run(ctx context.Context) error {
 	ec.ListenPeerUrls = []url.URL{*peer}
 	ec.AdvertisePeerUrls = []url.URL{*peer}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
-	ec.LogLevel = "error"
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newLogger(s.cfg.Logger, func() bool { return ctx.Err() != nil }))
 	// The API server's watch cache asks for progress notifications to serve consistent
 	// reads from memory; keep revisions for an hour, as kube-apiserver's compactor would.
 	ec.WatchProgressNotifyInterval = 5 * time.Second

@@ -5,6 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hack/setup.sh
-mkdir -p bin
-go build -o bin/kubelab ./cmd/kubelab
+hack/build.sh bin/kubelab
 exec bin/kubelab up --hollow "$@"

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/version"
 )
 
 var (
@@ -37,7 +38,9 @@ func kubelabBinary(t *testing.T) string {
 			return
 		}
 		kubelabBin = filepath.Join(dir, "kubelab")
-		out, err := exec.Command("go", "build", "-o", kubelabBin, "github.com/kubelab/kubelab/cmd/kubelab").CombinedOutput()
+		// As hack/up.sh builds it: with the embedded kubectl's version set.
+		_, file, _, _ := runtime.Caller(0)
+		out, err := exec.Command("bash", filepath.Join(filepath.Dir(file), "..", "..", "hack", "build.sh"), kubelabBin).CombinedOutput()
 		if err != nil {
 			buildErr = err
 			kubelabBin = string(out)
@@ -245,4 +248,6 @@ func testKubectl(t *testing.T, s *apiservertest.Server, k kubectl) {
 	expectLines(t, k.run("wait", "--for=delete", "pod/watched", "--timeout=30s"))
 
 	expectLines(t, k.run("api-resources"), "persistentvolumeclaims", "pvc", "volumeattachments", "volumesnapshots", "storageclasses")
+	// kubectl parses both versions as semantic versions (and exits 1 if it cannot).
+	expectLines(t, k.run("version"), "Client Version: v1.", "Server Version: v"+version.Major+"."+version.Minor+".")
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/sets"
+	apimachineryversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
@@ -110,7 +111,7 @@ func (s *Server) Run(ctx context.Context) error {
 
 	cfg := genericapiserver.NewConfig(codecs)
 	info := version.Info()
-	cfg.EffectiveVersion = basecompatibility.NewEffectiveVersionFromString(info.Major+"."+info.Minor, "", "")
+	cfg.EffectiveVersion = kubelabVersion{basecompatibility.NewEffectiveVersionFromString(info.Major+"."+info.Minor, "", ""), info}
 	if err := s.applyServing(cfg, listener); err != nil {
 		listener.Close()
 		return err
@@ -190,6 +191,24 @@ func (s *Server) Run(ctx context.Context) error {
 		return nil
 	})
 	return server.PrepareRun().RunWithContext(ctx)
+}
+
+// kubelabVersion is the API level kubelab serves, answering /version with kubelab's
+// build (version.Info) where upstream's would give the k8s.io/component-base build
+// variables, which only upstream's release builds set ("v0.0.0-master+$Format:%H$",
+// which kubectl version cannot parse).
+type kubelabVersion struct {
+	basecompatibility.EffectiveVersion
+	info apimachineryversion.Info
+}
+
+func (v kubelabVersion) Info() *apimachineryversion.Info {
+	info := v.info
+	if up := v.EffectiveVersion.Info(); up != nil {
+		info.EmulationMajor, info.EmulationMinor = up.EmulationMajor, up.EmulationMinor
+		info.MinCompatibilityMajor, info.MinCompatibilityMinor = up.MinCompatibilityMajor, up.MinCompatibilityMinor
+	}
+	return &info
 }
 
 // definitionName names OpenAPI definitions and marks the kinds with their group, version

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds kubelab into ${1:-bin/kubelab}. The embedded kubectl reports the Kubernetes
+# release of the k8s.io libraries kubelab is built on (k8s.io/client-go v0.X.Y belongs to
+# Kubernetes v1.X.Y), as `kubelab kubectl version` shows; Go sets those build variables
+# only through -ldflags, so builds without this script report v0.0.0-master, which
+# kubectl version refuses to parse.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="${1:-bin/kubelab}"
+lib="$(go list -m -f '{{.Version}}' k8s.io/client-go)"
+kube="v1.${lib#v0.}"
+minor="${kube#v1.}"
+minor="${minor%%.*}"
+# kubectl reads k8s.io/component-base/version, client-go's user agent its own copy.
+ldflags=()
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+	ldflags+=("-X $pkg.gitVersion=$kube-kubelab" "-X $pkg.gitMajor=1" "-X $pkg.gitMinor=$minor" "-X $pkg.gitTreeState=clean")
+done
+mkdir -p "$(dirname "$out")"
+go build -ldflags "${ldflags[*]}" -o "$out" ./cmd/kubelab

@@ -158,6 +158,17 @@ func (tc *testCluster) hasEvent(ns, name, reason string) bool {
 	return controllertest.HasEvent(tc.t, tc.client, ns, name, reason)
 }
 
+// warnings are the Warning events about an object, as "Reason: message".
+func (tc *testCluster) warnings(ns, name string) []string {
+	var out []string
+	for _, ev := range controllertest.EventsAbout(tc.t, tc.client, ns, name) {
+		if ev.Type == corev1.EventTypeWarning {
+			out = append(out, ev.Reason+": "+ev.Message)
+		}
+	}
+	return out
+}
+
 func podRunning(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodRunning && podutils.IsPodReady(p)
 }

@@ -116,6 +116,11 @@ func TestSeed001KeyStateTransitions(t *testing.T) {
 		waitFor(t, "WaitForFirstConsumer and ProvisioningSucceeded events on the claim", func() (bool, error) {
 			return tc.hasEvent(ns, "my-app-pvc", "WaitForFirstConsumer") && tc.hasEvent(ns, "my-app-pvc", "ProvisioningSucceeded"), nil
 		})
+		// One scheduling cycle waits out the provisioning: no FailedScheduling on the way
+		// (the scheduler once read its own selected-node write back from a stale cache).
+		if w := tc.warnings(ns, "my-app-pod"); len(w) > 0 {
+			t.Errorf("warning events on the seed's pod: %q", w)
+		}
 		if !slices.Contains(pvc.Finalizers, finPVC) {
 			t.Errorf("claim finalizers %v lack %s", pvc.Finalizers, finPVC)
 		}

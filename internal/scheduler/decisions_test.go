@@ -2,8 +2,10 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -15,6 +17,7 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	volumehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/utils/ptr"
 )
 
@@ -581,4 +584,42 @@ func TestLabelNodeSelectorAgreesWithCheckNodeAffinity(t *testing.T) {
 func volumehelpersMatch(pv *corev1.PersistentVolume, n *corev1.Node) bool {
 	ok, err := corev1helpers.MatchNodeSelectorTerms(n, pv.Spec.NodeAffinity.Required)
 	return err == nil && ok
+}
+
+// TestCheckBoundWaitsForItsOwnWrite: right after PreBind sets selected-node on a claim,
+// the informer may still hold the claim without it; that is "not yet", not the
+// provisioner's reset, which only a newer claim without the annotation is.
+func TestCheckBoundWaitsForItsOwnWrite(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	cached := func(rv, selected string) *corev1.PersistentVolumeClaim {
+		c := claim("data", "gp2", "")
+		c.ResourceVersion = rv
+		if selected != "" {
+			c.Annotations = map[string]string{volumehelpers.AnnSelectedNode: selected}
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name      string
+		cached    *corev1.PersistentVolumeClaim
+		wantReset bool
+	}{
+		{"the cache has not seen the write", cached("5", ""), false},
+		{"the cache has the write, provisioning goes on", cached("7", "n1"), false},
+		{"a newer claim without the annotation: reset", cached("9", ""), true},
+		{"a newer claim selecting another node: reset", cached("9", "n2"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newVolumeBinding(fakeView(t, tc.cached), nil, time.Minute)
+			pv := &podVolumes{node: node, provisions: []*corev1.PersistentVolumeClaim{claim("data", "gp2", "")},
+				selected: map[string]string{"default/data": "7"}}
+			err := b.checkBound(pv)
+			if reset := err != nil && strings.Contains(err.Error(), "selectedNode annotation reset"); reset != tc.wantReset {
+				t.Fatalf("checkBound = %v, want reset %v", err, tc.wantReset)
+			}
+			if !tc.wantReset && !errors.Is(err, errNotYet) {
+				t.Fatalf("checkBound = %v, want errNotYet", err)
+			}
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -120,6 +121,9 @@ type podVolumes struct {
 	node       *corev1.Node
 	static     []staticBinding
 	provisions []*corev1.PersistentVolumeClaim
+	// selected are the resourceVersions of the provisioned claims that carry this
+	// node's selected-node annotation, as PreBind wrote or found them (claim key → rv).
+	selected map[string]string
 }
 
 type volumeBindingState struct {
@@ -522,6 +526,7 @@ func (b *volumeBinding) writeDecisions(ctx context.Context, pv *podVolumes, node
 			return fmt.Errorf("bind pv %s to claim %s: %w", sb.pv.Name, claimKey(sb.claim), err)
 		}
 	}
+	pv.selected = make(map[string]string, len(pv.provisions))
 	for _, claim := range pv.provisions {
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			cur, err := b.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Get(ctx, claim.Name, metav1.GetOptions{})
@@ -532,11 +537,15 @@ func (b *volumeBinding) writeDecisions(ctx context.Context, pv *podVolumes, node
 				return fmt.Errorf("claim %s was recreated", claimKey(claim))
 			}
 			if cur.Spec.VolumeName != "" || cur.Annotations[volumehelpers.AnnSelectedNode] == node {
+				pv.selected[claimKey(claim)] = cur.ResourceVersion
 				return nil
 			}
 			cur = cur.DeepCopy()
 			metav1.SetMetaDataAnnotation(&cur.ObjectMeta, volumehelpers.AnnSelectedNode, node)
-			_, err = b.client.CoreV1().PersistentVolumeClaims(cur.Namespace).Update(ctx, cur, metav1.UpdateOptions{})
+			updated, err := b.client.CoreV1().PersistentVolumeClaims(cur.Namespace).Update(ctx, cur, metav1.UpdateOptions{})
+			if err == nil {
+				pv.selected[claimKey(claim)] = updated.ResourceVersion
+			}
 			return err
 		})
 		if err != nil {
@@ -595,6 +604,11 @@ func (b *volumeBinding) checkBound(pv *podVolumes) error {
 			return fmt.Errorf("claim %s was recreated", claimKey(claim))
 		}
 		if provisioned && cur.Spec.VolumeName == "" && cur.Annotations[volumehelpers.AnnSelectedNode] != pv.node.Name {
+			// The informer may not have seen the write yet; only a newer claim without
+			// the annotation is the provisioner handing the claim back for rescheduling.
+			if olderThan(cur.ResourceVersion, pv.selected[claimKey(claim)]) {
+				return fmt.Errorf("%w: claim %s (selected node not seen yet)", errNotYet, claimKey(claim))
+			}
 			return fmt.Errorf("selectedNode annotation reset for PVC %q", cur.Name)
 		}
 		if cur.Spec.VolumeName == "" || !metav1.HasAnnotation(cur.ObjectMeta, volumehelpers.AnnBindCompleted) {
@@ -627,6 +641,15 @@ func (b *volumeBinding) checkBound(pv *podVolumes) error {
 		}
 	}
 	return nil
+}
+
+// olderThan reports whether resourceVersion rv comes before written. Resource versions
+// are etcd revisions: comparable as numbers within one cluster; anything that does not
+// parse is not older.
+func olderThan(rv, written string) bool {
+	a, errA := strconv.ParseUint(rv, 10, 64)
+	b, errB := strconv.ParseUint(written, 10, 64)
+	return errA == nil && errB == nil && a < b
 }
 
 // claimWaiter wakes binding cycles waiting on particular claims.

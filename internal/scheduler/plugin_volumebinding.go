@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +19,8 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/util/retry"
 	volumehelpers "k8s.io/component-helpers/storage/volume"
+
+	"github.com/kubelab/kubelab/internal/resourceversion"
 )
 
 // Reasons of the VolumeBinding plugin, worded as upstream's.
@@ -606,7 +607,7 @@ func (b *volumeBinding) checkBound(pv *podVolumes) error {
 		if provisioned && cur.Spec.VolumeName == "" && cur.Annotations[volumehelpers.AnnSelectedNode] != pv.node.Name {
 			// The informer may not have seen the write yet; only a newer claim without
 			// the annotation is the provisioner handing the claim back for rescheduling.
-			if olderThan(cur.ResourceVersion, pv.selected[claimKey(claim)]) {
+			if resourceversion.Older(cur.ResourceVersion, pv.selected[claimKey(claim)]) {
 				return fmt.Errorf("%w: claim %s (selected node not seen yet)", errNotYet, claimKey(claim))
 			}
 			return fmt.Errorf("selectedNode annotation reset for PVC %q", cur.Name)
@@ -641,15 +642,6 @@ func (b *volumeBinding) checkBound(pv *podVolumes) error {
 		}
 	}
 	return nil
-}
-
-// olderThan reports whether resourceVersion rv comes before written. Resource versions
-// are etcd revisions: comparable as numbers within one cluster; anything that does not
-// parse is not older.
-func olderThan(rv, written string) bool {
-	a, errA := strconv.ParseUint(rv, 10, 64)
-	b, errB := strconv.ParseUint(written, 10, 64)
-	return errA == nil && errB == nil && a < b
 }
 
 // claimWaiter wakes binding cycles waiting on particular claims.

@@ -2,6 +2,7 @@ package endpointslice
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,6 +51,7 @@ type Controller struct {
 	nodeLister  corelisters.NodeLister
 	sliceLister discoverylisters.EndpointSliceLister
 	epLister    corelisters.EndpointsLister
+	tracker     *sliceTracker
 	synced      []cache.InformerSynced
 	queue       workqueue.TypedRateLimitingInterface[string]
 	broadcaster record.EventBroadcaster
@@ -76,7 +78,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	c := &Controller{
 		cfg: cfg, client: client,
 		svcLister: svcInf.Lister(), podLister: podInf.Lister(), nodeLister: nodeInf.Lister(),
-		sliceLister: sliceInf.Lister(), epLister: epInf.Lister(),
+		sliceLister: sliceInf.Lister(), epLister: epInf.Lister(), tracker: newSliceTracker(),
 		synced: []cache.InformerSynced{svcInf.Informer().HasSynced, podInf.Informer().HasSynced, nodeInf.Informer().HasSynced,
 			sliceInf.Informer().HasSynced, epInf.Informer().HasSynced},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
@@ -103,8 +105,10 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		DeleteFunc: func(obj interface{}) { c.podChanged(nil, obj) },
 	}
 	sliceHandler := cache.ResourceEventHandlerFuncs{
+		// Adds too: a sync waiting for the cache to see its own create goes on then.
+		AddFunc:    c.sliceChanged,
 		UpdateFunc: func(_, obj interface{}) { c.sliceChanged(obj) },
-		DeleteFunc: c.sliceChanged,
+		DeleteFunc: c.sliceDeleted,
 	}
 	epHandler := cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, obj interface{}) { c.enqueue(obj) },
@@ -130,7 +134,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("endpointslice controller: caches did not sync: %w", ctx.Err())
 	}
-	worker.Start(ctx, c.cfg.Workers, c.queue, c.sync, worker.Failed("endpointslice", "service", func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }))
+	worker.Start(ctx, c.cfg.Workers, c.queue, c.sync, worker.Failed("endpointslice", "service", func(err error) bool {
+		return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || errors.Is(err, errStaleCache)
+	}))
 	<-ctx.Done()
 	return nil
 }
@@ -171,12 +177,28 @@ func (c *Controller) podChanged(old, obj interface{}) {
 // sliceChanged enqueues the Service of a slice this controller manages, so that edits
 // by others are put right.
 func (c *Controller) sliceChanged(obj interface{}) {
+	if s, key := managedSlice(obj); s != nil {
+		c.queue.Add(key)
+	}
+}
+
+// sliceDeleted: the cache can no longer be behind on a slice it saw deleted.
+func (c *Controller) sliceDeleted(obj interface{}) {
+	if s, key := managedSlice(obj); s != nil {
+		c.tracker.gone(key, s.Name)
+		c.queue.Add(key)
+	}
+}
+
+// managedSlice is obj (or the object of its tombstone) if it is a slice this
+// controller manages, with the key of its Service.
+func managedSlice(obj interface{}) (*discoveryv1.EndpointSlice, string) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
 	s, ok := obj.(*discoveryv1.EndpointSlice)
 	if !ok || s.Labels[discoveryv1.LabelManagedBy] != ControllerName || s.Labels[discoveryv1.LabelServiceName] == "" {
-		return
+		return nil, ""
 	}
-	c.queue.Add(s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName])
+	return s, s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName]
 }

@@ -2,6 +2,7 @@ package endpointslice
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
@@ -200,4 +203,87 @@ func TestServiceEndpointSlicesAndEndpoints(t *testing.T) {
 		_, err := c.CoreV1().Endpoints(ns).Get(ctx, "web", metav1.GetOptions{})
 		return err != nil, nil
 	})
+}
+
+// TestSyncWaitsForItsOwnWrites holds the controller's informer caches by hand (the
+// factory is never started) so that a sync runs before the cache has seen the previous
+// sync's writes, as happens when pods change back to back. Such a sync must neither
+// create the slice a second time nor update a stale copy (a conflict, reported as a
+// FailedToUpdateEndpointSlices warning on the Service); it waits for the cache.
+func TestSyncWaitsForItsOwnWrites(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Options{})
+	ctx := context.Background()
+	c := s.Client
+	ns := "stale"
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	factory := informers.NewSharedInformerFactory(c, 0)
+	ctrl, err := New(Config{SkipEndpoints: true}, c, factory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorder := record.NewFakeRecorder(10)
+	ctrl.recorder = recorder
+	cached := func(inf cache.SharedIndexInformer, obj interface{}) {
+		t.Helper()
+		if err := inf.GetIndexer().Update(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc, err := c.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached(factory.Core().V1().Services().Informer(), svc)
+	pod := func(name, ip string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": "web"}},
+			Spec: corev1.PodSpec{NodeName: "node-a"},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
+				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+	}
+	sliceCache := factory.Discovery().V1().EndpointSlices().Informer()
+	sync := func() error { return ctrl.sync(ctx, ns+"/web") }
+	stored := func() []discoveryv1.EndpointSlice { return slices(t, c, ns, "web") }
+
+	// The first sync creates the slice; the cache has not seen it.
+	cached(factory.Core().V1().Pods().Informer(), pod("a", "10.244.0.2"))
+	if err := sync(); err != nil {
+		t.Fatalf("first sync: %v", err)
+	}
+	if err := sync(); !errors.Is(err, errStaleCache) {
+		t.Errorf("sync before the cache saw the created slice = %v, want %v", err, errStaleCache)
+	}
+	if l := stored(); len(l) != 1 {
+		t.Fatalf("%d slices after two syncs, want 1", len(l))
+	}
+
+	// The cache catches up; a second pod: the slice is updated; the cache lags again.
+	first := stored()[0]
+	cached(sliceCache, &first)
+	cached(factory.Core().V1().Pods().Informer(), pod("b", "10.244.0.3"))
+	if err := sync(); err != nil {
+		t.Fatalf("sync with the cache caught up: %v", err)
+	}
+	cached(factory.Core().V1().Pods().Informer(), pod("c", "10.244.0.4"))
+	if err := sync(); !errors.Is(err, errStaleCache) {
+		t.Errorf("sync from a slice older than the controller's update = %v, want %v", err, errStaleCache)
+	}
+	select {
+	case ev := <-recorder.Events:
+		t.Errorf("event while waiting for the cache: %s", ev)
+	default:
+	}
+
+	// Caught up again: the third pod goes in.
+	second := stored()[0]
+	cached(sliceCache, &second)
+	if err := sync(); err != nil {
+		t.Fatalf("sync with the cache caught up: %v", err)
+	}
+	if l := stored(); len(l) != 1 || len(l[0].Endpoints) != 3 {
+		t.Errorf("slices %v, want one with 3 endpoints", view(l))
+	}
 }

@@ -24,6 +24,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	svc, err := c.svcLister.Services(ns).Get(name)
 	if apierrors.IsNotFound(err) {
+		c.tracker.forget(key)
 		// Slices are owned by the Service and go with it (garbage collector); the
 		// Endpoints are not, and go here.
 		if !c.cfg.SkipEndpoints {
@@ -53,7 +54,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 	}
 	errSlices := c.reconcileSlices(ctx, svc, desiredGroups(svc, pods, zones))
-	if errSlices != nil {
+	if errSlices != nil && !errors.Is(errSlices, errStaleCache) {
 		c.recorder.Eventf(svc, corev1.EventTypeWarning, "FailedToUpdateEndpointSlices", "Error updating Endpoint Slices for Service %s: %v", key, errSlices)
 	}
 	var errEndpoints error
@@ -86,6 +87,10 @@ func (c *Controller) reconcileSlices(ctx context.Context, svc *corev1.Service, g
 		discoveryv1.LabelServiceName: svc.Name, discoveryv1.LabelManagedBy: ControllerName}))
 	if err != nil {
 		return err
+	}
+	key := svc.Namespace + "/" + svc.Name
+	if c.tracker.stale(key, existing) {
+		return errStaleCache
 	}
 	byGroup := map[string][]*discoveryv1.EndpointSlice{}
 	for _, s := range existing {
@@ -128,7 +133,10 @@ func (c *Controller) reconcileSlices(ctx context.Context, svc *corev1.Service, g
 				}
 				s = s.DeepCopy()
 				s.Endpoints, s.Labels = eps, want
-				if _, err := slices.Update(ctx, s, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				updated, err := slices.Update(ctx, s, metav1.UpdateOptions{})
+				if err == nil {
+					c.tracker.wrote(key, updated, false)
+				} else if !apierrors.IsNotFound(err) {
 					errs = append(errs, fmt.Errorf("update endpointslice %s: %w", s.Name, err))
 				}
 				continue
@@ -138,24 +146,35 @@ func (c *Controller) reconcileSlices(ctx context.Context, svc *corev1.Service, g
 					OwnerReferences: []metav1.OwnerReference{owner}},
 				AddressType: g.addressType, Ports: g.ports, Endpoints: eps,
 			}
-			if _, err := slices.Create(ctx, s, metav1.CreateOptions{}); err != nil && !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			created, err := slices.Create(ctx, s, metav1.CreateOptions{})
+			if err == nil {
+				c.tracker.wrote(key, created, false)
+			} else if !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				errs = append(errs, fmt.Errorf("create endpointslice for %s: %w", svc.Name, err))
 			}
 		}
 		for _, s := range have[min(len(have), len(chunks)):] {
-			if err := slices.Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("delete endpointslice %s: %w", s.Name, err))
-			}
+			errs = append(errs, c.deleteSlice(ctx, key, s))
 		}
 	}
 	for _, stale := range byGroup {
 		for _, s := range stale {
-			if err := slices.Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("delete endpointslice %s: %w", s.Name, err))
-			}
+			errs = append(errs, c.deleteSlice(ctx, key, s))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// deleteSlice deletes one of the slices of Service key; gone already is done.
+func (c *Controller) deleteSlice(ctx context.Context, key string, s *discoveryv1.EndpointSlice) error {
+	err := c.client.DiscoveryV1().EndpointSlices(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete endpointslice %s: %w", s.Name, err)
+	}
+	if err == nil {
+		c.tracker.wrote(key, s, true)
+	}
+	return nil
 }
 
 // reconcileEndpoints keeps the core/v1 Endpoints of svc as upstream's endpoints

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
 
 // The rules below are the ones users meet first; they follow upstream's messages so that
@@ -282,9 +283,14 @@ func pvcHooks() hooks {
 			mutable.VolumeAttributesClassName = opvc.Spec.VolumeAttributesClassName
 			if opvc.Spec.VolumeName == "" {
 				mutable.VolumeName = ""
+				// A claim that names no class may be given one (the PV controller gives
+				// it the default class), once.
+				if !storagehelpers.PersistentVolumeClaimHasClass(opvc) && pvc.Spec.StorageClassName != nil && *pvc.Spec.StorageClassName != "" {
+					mutable.StorageClassName = nil
+				}
 			}
 			if !apiequality.Semantic.DeepEqual(*mutable, opvc.Spec) {
-				return field.ErrorList{field.Forbidden(field.NewPath("spec"), "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims")}
+				return field.ErrorList{field.Forbidden(field.NewPath("spec"), "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims, and storageClassName for a claim that names none")}
 			}
 			newSize, oldSize := pvc.Spec.Resources.Requests[corev1.ResourceStorage], opvc.Spec.Resources.Requests[corev1.ResourceStorage]
 			if newSize.Cmp(oldSize) != 0 && opvc.Status.Phase != corev1.ClaimBound {

@@ -288,3 +288,38 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestClaimClassSetOnceIfNone: a claim's spec is immutable, but one that names no class
+// may be given one (the PV controller gives it the default class); a class, or an
+// explicit "" (no class), stays.
+func TestClaimClassSetOnceIfNone(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Options{})
+	ctx := context.Background()
+	pvcs := s.Client.CoreV1().PersistentVolumeClaims("default")
+	setClass := func(name, class string) error {
+		c, err := pvcs.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Spec.StorageClassName = &class
+		_, err = pvcs.Update(ctx, c, metav1.UpdateOptions{})
+		return err
+	}
+	if _, err := pvcs.Create(ctx, claim("unnamed", "1Gi"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := setClass("unnamed", "gp2"); err != nil {
+		t.Fatalf("giving a class to a claim without one: %v", err)
+	}
+	if err := setClass("unnamed", "io1"); !apierrors.IsInvalid(err) {
+		t.Errorf("changing the class it was given: %v, want 422", err)
+	}
+	none := claim("none", "1Gi")
+	none.Spec.StorageClassName = new(string)
+	if _, err := pvcs.Create(ctx, none, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := setClass("none", "gp2"); !apierrors.IsInvalid(err) {
+		t.Errorf("giving a class to a claim that asked for none: %v, want 422", err)
+	}
+}

@@ -243,3 +243,42 @@ func TestSeed003Deployment(t *testing.T) {
 		t.Errorf("deployment after delete: %v", err)
 	}
 }
+
+// TestClaimWithoutClassGetsTheDefault: most charts leave storageClassName out. Such a
+// claim gets the default class gp2 and goes the seed's way; a claim that says "" asks
+// for no class and keeps none.
+func TestClaimWithoutClassGetsTheDefault(t *testing.T) {
+	tc := startCluster(t, nil)
+	ctx := context.Background()
+	ns := tc.namespace("noclass")
+	claims := tc.client.CoreV1().PersistentVolumeClaims(ns)
+	pvc := seedObject[*corev1.PersistentVolumeClaim](t, "10-pvc.yaml")
+	pvc.Namespace, pvc.Spec.StorageClassName = ns, nil
+	if _, err := claims.Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	none := seedObject[*corev1.PersistentVolumeClaim](t, "10-pvc.yaml")
+	none.Name, none.Namespace, none.Spec.StorageClassName = "no-class", ns, ptr.To("")
+	if _, err := claims.Create(ctx, none, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := seedObject[*corev1.Pod](t, "20-pod.yaml")
+	p.Namespace = ns
+	if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tc.waitPodRunning(ns, p.Name)
+	got, err := claims.Get(ctx, pvc.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.StorageClassName == nil || *got.Spec.StorageClassName != DefaultStorageClass || got.Status.Phase != corev1.ClaimBound {
+		t.Errorf("claim without a class: class %v, phase %s; want %s, Bound", got.Spec.StorageClassName, got.Status.Phase, DefaultStorageClass)
+	}
+	waitFor(t, "the claim that asks for no class reported unbindable", func() (bool, error) {
+		return tc.hasEvent(ns, "no-class", "FailedBinding"), nil
+	})
+	if got, err := claims.Get(ctx, "no-class", metav1.GetOptions{}); err != nil || got.Spec.StorageClassName == nil || *got.Spec.StorageClassName != "" {
+		t.Errorf("claim with class \"\": %v, %v; want it kept", got.Spec.StorageClassName, err)
+	}
+}

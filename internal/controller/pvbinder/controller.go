@@ -186,6 +186,9 @@ func (c *Controller) volumeChanged(obj interface{}) {
 func (c *Controller) classChanged(obj interface{}) {
 	if class, ok := obj.(*storagev1.StorageClass); ok {
 		c.enqueuePendingClaims(class.Name)
+		if defaultClass([]*storagev1.StorageClass{class}) != nil {
+			c.enqueuePendingClaims("") // claims without a class may get this one
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package pvbinder
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
+	"k8s.io/utils/ptr"
 )
 
 func claim(name, class string, mut ...func(*corev1.PersistentVolumeClaim)) *corev1.PersistentVolumeClaim {
@@ -247,5 +249,50 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if _, err := New(Config{}, nil, nil); err == nil {
 		t.Fatal("New without client accepted")
+	}
+}
+
+func TestDefaultClass(t *testing.T) {
+	at := func(name string, created time.Time, ann map[string]string) *storagev1.StorageClass {
+		return &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: ann, CreationTimestamp: metav1.NewTime(created)}}
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	def := map[string]string{AnnDefaultClass: "true"}
+	beta := map[string]string{AnnBetaDefaultClass: "true"}
+	for _, tc := range []struct {
+		name    string
+		classes []*storagev1.StorageClass
+		want    string
+	}{
+		{"no classes", nil, ""},
+		{"none marked", []*storagev1.StorageClass{at("gp2", t0, nil), at("io1", t0, map[string]string{AnnDefaultClass: "false"})}, ""},
+		{"one marked", []*storagev1.StorageClass{at("io1", t0, nil), at("gp2", t0, def)}, "gp2"},
+		{"the beta annotation", []*storagev1.StorageClass{at("gp2", t0, beta)}, "gp2"},
+		{"several: the newest", []*storagev1.StorageClass{at("gp2", t0, def), at("gp3", t0.Add(time.Hour), def), at("io2", t0.Add(time.Minute), beta)}, "gp3"},
+		{"as new: the first by name", []*storagev1.StorageClass{at("gp3", t0, def), at("gp2", t0, def)}, "gp2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ""
+			if c := defaultClass(tc.classes); c != nil {
+				got = c.Name
+			}
+			if got != tc.want {
+				t.Errorf("default class %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestWantsDefaultClass(t *testing.T) {
+	noClass := &corev1.PersistentVolumeClaim{}
+	empty := &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("")}}
+	named := &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("io1")}}
+	betaAnn := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{corev1.BetaStorageClassAnnotation: "io1"}}}
+	prebound := &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1"}}
+	for claim, want := range map[*corev1.PersistentVolumeClaim]bool{noClass: true, empty: false, named: false, betaAnn: false, prebound: false} {
+		if got := wantsDefaultClass(claim); got != want {
+			t.Errorf("wantsDefaultClass(class %v, annotations %v, volume %q) = %v, want %v",
+				claim.Spec.StorageClassName, claim.Annotations, claim.Spec.VolumeName, got, want)
+		}
 	}
 }

@@ -50,6 +50,11 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 				return err
 			}
 		}
+		if volume == nil && wantsDefaultClass(claim) {
+			if assigned, err := c.assignDefaultClass(ctx, claim); assigned || err != nil {
+				return err // the claim's update brings it back
+			}
+		}
 		d = decideUnboundClaim(claim, class, volume)
 	}
 	if d.hasEvent() {
@@ -74,6 +79,27 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	default:
 		return c.setClaimPhase(ctx, claim, corev1.ClaimPending)
 	}
+}
+
+// assignDefaultClass gives a claim that names no class the default class, if there is
+// one, as upstream's controller does for claims created before a default existed or
+// past an API server that did not set it.
+func (c *Controller) assignDefaultClass(ctx context.Context, claim *corev1.PersistentVolumeClaim) (bool, error) {
+	classes, err := c.classes.List(labels.Everything())
+	if err != nil {
+		return false, err
+	}
+	def := defaultClass(classes)
+	if def == nil {
+		return false, nil
+	}
+	claim = claim.DeepCopy()
+	claim.Spec.StorageClassName = &def.Name
+	if _, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, claim, metav1.UpdateOptions{}); err != nil {
+		return false, fmt.Errorf("assign default storage class %s to claim %s/%s: %w", def.Name, claim.Namespace, claim.Name, err)
+	}
+	c.log.InfoContext(ctx, "default storage class assigned", "claim", claim.Namespace+"/"+claim.Name, "class", def.Name)
+	return true, nil
 }
 
 // claimClass returns the claim's StorageClass, nil when it names none or it does not

@@ -6,12 +6,15 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/storageclass"
 )
 
 func claim(name, size string) *corev1.PersistentVolumeClaim {
@@ -321,5 +324,47 @@ func TestClaimClassSetOnceIfNone(t *testing.T) {
 	}
 	if err := setClass("none", "gp2"); !apierrors.IsInvalid(err) {
 		t.Errorf("giving a class to a claim that asked for none: %v, want 422", err)
+	}
+}
+
+// TestDefaultStorageClassAdmission: a claim created without a class gets the default
+// class; one that says "" keeps none; without a default class nothing is set.
+func TestDefaultStorageClassAdmission(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Options{})
+	ctx := context.Background()
+	pvcs := s.Client.CoreV1().PersistentVolumeClaims("default")
+	classOf := func(c *corev1.PersistentVolumeClaim) string {
+		if c.Spec.StorageClassName == nil {
+			return "<nil>"
+		}
+		return *c.Spec.StorageClassName
+	}
+	if got, err := pvcs.Create(ctx, claim("before", "1Gi"), metav1.CreateOptions{}); err != nil || classOf(got) != "<nil>" {
+		t.Fatalf("claim created with no default class: class %s, %v; want none", classOf(got), err)
+	}
+	for _, sc := range []*storagev1.StorageClass{
+		{ObjectMeta: metav1.ObjectMeta{Name: "standard"}, Provisioner: "ebs.csi.aws.com"},
+		{ObjectMeta: metav1.ObjectMeta{Name: "gp2", Annotations: map[string]string{storageclass.AnnDefault: "true"}}, Provisioner: "ebs.csi.aws.com"},
+	} {
+		if _, err := s.Client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The admission step reads classes from an informer: a dry run shows when it has the new one.
+	controllertest.WaitFor(t, "the default class seen by admission", func() (bool, error) {
+		got, err := pvcs.Create(ctx, claim("probe", "1Gi"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil && classOf(got) == "gp2", err
+	})
+	got, err := pvcs.Create(ctx, claim("after", "1Gi"), metav1.CreateOptions{})
+	if err != nil || classOf(got) != "gp2" {
+		t.Errorf("claim created without a class: class %s, %v; want gp2", classOf(got), err)
+	}
+	none := claim("none", "1Gi")
+	none.Spec.StorageClassName = new(string)
+	if got, err := pvcs.Create(ctx, none, metav1.CreateOptions{}); err != nil || classOf(got) != "" {
+		t.Errorf("claim created with class \"\": class %s, %v; want it kept", classOf(got), err)
+	}
+	if got, err := pvcs.Get(ctx, "before", metav1.GetOptions{}); err != nil || classOf(got) != "<nil>" {
+		t.Errorf("claim created before the default: class %s, %v; admission only acts on create", classOf(got), err)
 	}
 }

@@ -155,7 +155,7 @@ func (s *Server) Run(ctx context.Context) error {
 		listener.Close()
 		return err
 	}
-	cfg.AdmissionControl = admission.NewChainHandler(nsLifecycle)
+	cfg.AdmissionControl = admission.NewChainHandler(nsLifecycle, newDefaultStorageClass(factory))
 
 	etcdClient, err := clientv3.New(clientv3.Config{Endpoints: s.cfg.EtcdServers, DialTimeout: 10 * time.Second, Context: ctx})
 	if err != nil {

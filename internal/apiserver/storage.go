@@ -9,10 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-)
 
-// defaultClassAnnotation marks the StorageClass that claims without a class get.
-const defaultClassAnnotation = "storageclass.kubernetes.io/is-default-class"
+	"github.com/kubelab/kubelab/internal/storageclass"
+)
 
 // storageResources are the rows of storage.k8s.io/v1: classes, attachments and the CSI
 // objects of seed 001's component map.
@@ -30,7 +29,7 @@ func storageResources() []resource {
 			row: func(o runtime.Object) []interface{} {
 				sc := o.(*storagev1.StorageClass)
 				name := sc.Name
-				if sc.Annotations[defaultClassAnnotation] == "true" {
+				if storageclass.IsDefault(sc) {
 					name += " (default)"
 				}
 				reclaim, mode := "Delete", "Immediate"

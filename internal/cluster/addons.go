@@ -12,16 +12,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubelab/kubelab/internal/controller/pvbinder"
+	"github.com/kubelab/kubelab/internal/storageclass"
 )
 
 // DefaultStorageClass is the class the cluster starts with: seed 000's gp2, marked as
 // the default as on EKS.
 const DefaultStorageClass = "gp2"
 
-// AnnDefaultStorageClass marks the default StorageClass: claims that name no class get
-// it (the PV controller assigns it).
-const AnnDefaultStorageClass = pvbinder.AnnDefaultClass
+// AnnDefaultStorageClass marks the default StorageClass: claims that name no class get it.
+const AnnDefaultStorageClass = storageclass.AnnDefault
 
 // addons are the objects an EKS cluster with the EBS CSI driver add-on starts with: the
 // CSIDriver (attach required, fsGroup applied by the kubelet) and the default class.

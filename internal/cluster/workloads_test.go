@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -245,40 +246,78 @@ func TestSeed003Deployment(t *testing.T) {
 }
 
 // TestClaimWithoutClassGetsTheDefault: most charts leave storageClassName out. Such a
-// claim gets the default class gp2 and goes the seed's way; a claim that says "" asks
-// for no class and keeps none.
+// claim gets the default class gp2 — from the API server's admission when it is created,
+// from the PV controller when it was created before a default class existed — and goes
+// the seed's way; a claim that says "" asks for no class and keeps none.
 func TestClaimWithoutClassGetsTheDefault(t *testing.T) {
 	tc := startCluster(t, nil)
 	ctx := context.Background()
 	ns := tc.namespace("noclass")
 	claims := tc.client.CoreV1().PersistentVolumeClaims(ns)
-	pvc := seedObject[*corev1.PersistentVolumeClaim](t, "10-pvc.yaml")
-	pvc.Namespace, pvc.Spec.StorageClassName = ns, nil
-	if _, err := claims.Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+	classOf := func(c *corev1.PersistentVolumeClaim) string {
+		if c.Spec.StorageClassName == nil {
+			return "<nil>"
+		}
+		return *c.Spec.StorageClassName
+	}
+	seedClaim := func(name string, class *string) *corev1.PersistentVolumeClaim {
+		pvc := seedObject[*corev1.PersistentVolumeClaim](t, "10-pvc.yaml")
+		pvc.Name, pvc.Namespace, pvc.Spec.StorageClassName = name, ns, class
+		return pvc
+	}
+	seedPod := func(name, claim string) {
+		p := seedObject[*corev1.Pod](t, "20-pod.yaml")
+		p.Name, p.Namespace = name, ns
+		p.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = claim
+		if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	markDefault := func(value string) {
+		t.Helper()
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, AnnDefaultStorageClass, value)
+		if _, err := tc.client.StorageV1().StorageClasses().Patch(ctx, DefaultStorageClass, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// Admission reads classes from an informer; a dry run shows when it has the change.
+		want := map[string]string{"true": DefaultStorageClass, "false": "<nil>"}[value]
+		waitFor(t, "admission to see gp2's default annotation "+value, func() (bool, error) {
+			got, err := claims.Create(ctx, seedClaim("probe", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err == nil && classOf(got) == want, err
+		})
+	}
+
+	// Created while gp2 is the default: admission names it.
+	created, err := claims.Create(ctx, seedClaim("at-create", nil), metav1.CreateOptions{})
+	if err != nil || classOf(created) != DefaultStorageClass {
+		t.Fatalf("claim created without a class: class %s, %v; want %s", classOf(created), err, DefaultStorageClass)
+	}
+	// Created while there is no default: the PV controller names it once there is one.
+	markDefault("false")
+	late, err := claims.Create(ctx, seedClaim("late", nil), metav1.CreateOptions{})
+	if err != nil || classOf(late) != "<nil>" {
+		t.Fatalf("claim created with no default class: class %s, %v; want none", classOf(late), err)
+	}
+	markDefault("true")
+	if _, err := claims.Create(ctx, seedClaim("no-class", ptr.To("")), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	none := seedObject[*corev1.PersistentVolumeClaim](t, "10-pvc.yaml")
-	none.Name, none.Namespace, none.Spec.StorageClassName = "no-class", ns, ptr.To("")
-	if _, err := claims.Create(ctx, none, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	p := seedObject[*corev1.Pod](t, "20-pod.yaml")
-	p.Namespace = ns
-	if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	tc.waitPodRunning(ns, p.Name)
-	got, err := claims.Get(ctx, pvc.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Spec.StorageClassName == nil || *got.Spec.StorageClassName != DefaultStorageClass || got.Status.Phase != corev1.ClaimBound {
-		t.Errorf("claim without a class: class %v, phase %s; want %s, Bound", got.Spec.StorageClassName, got.Status.Phase, DefaultStorageClass)
+	seedPod("at-create", "at-create")
+	seedPod("late", "late")
+	for _, name := range []string{"at-create", "late"} {
+		tc.waitPodRunning(ns, name)
+		got, err := claims.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if classOf(got) != DefaultStorageClass || got.Status.Phase != corev1.ClaimBound {
+			t.Errorf("claim %s: class %s, phase %s; want %s, Bound", name, classOf(got), got.Status.Phase, DefaultStorageClass)
+		}
 	}
 	waitFor(t, "the claim that asks for no class reported unbindable", func() (bool, error) {
 		return tc.hasEvent(ns, "no-class", "FailedBinding"), nil
 	})
-	if got, err := claims.Get(ctx, "no-class", metav1.GetOptions{}); err != nil || got.Spec.StorageClassName == nil || *got.Spec.StorageClassName != "" {
-		t.Errorf("claim with class \"\": %v, %v; want it kept", got.Spec.StorageClassName, err)
+	if got, err := claims.Get(ctx, "no-class", metav1.GetOptions{}); err != nil || classOf(got) != "" {
+		t.Errorf("claim with class \"\": class %s, %v; want it kept", classOf(got), err)
 	}
 }

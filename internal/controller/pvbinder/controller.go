@@ -21,6 +21,7 @@ import (
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	"github.com/kubelab/kubelab/internal/controller/worker"
+	"github.com/kubelab/kubelab/internal/storageclass"
 )
 
 // Controller is the PersistentVolume controller.
@@ -186,7 +187,7 @@ func (c *Controller) volumeChanged(obj interface{}) {
 func (c *Controller) classChanged(obj interface{}) {
 	if class, ok := obj.(*storagev1.StorageClass); ok {
 		c.enqueuePendingClaims(class.Name)
-		if defaultClass([]*storagev1.StorageClass{class}) != nil {
+		if storageclass.IsDefault(class) {
 			c.enqueuePendingClaims("") // claims without a class may get this one
 		}
 	}

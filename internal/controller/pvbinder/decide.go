@@ -115,28 +115,6 @@ func decideBoundClaim(claim *corev1.PersistentVolumeClaim, volume *corev1.Persis
 	}
 }
 
-// Annotations that mark a StorageClass as the default one, the GA and the beta key.
-const (
-	AnnDefaultClass     = "storageclass.kubernetes.io/is-default-class"
-	AnnBetaDefaultClass = "storageclass.beta.kubernetes.io/is-default-class"
-)
-
-// defaultClass is the class that claims without one get: of the classes marked default,
-// the newest (then the first by name), as upstream picks when several are; nil if none is.
-func defaultClass(classes []*storagev1.StorageClass) *storagev1.StorageClass {
-	var best *storagev1.StorageClass
-	for _, c := range classes {
-		if c.Annotations[AnnDefaultClass] != "true" && c.Annotations[AnnBetaDefaultClass] != "true" {
-			continue
-		}
-		if best == nil || c.CreationTimestamp.After(best.CreationTimestamp.Time) ||
-			(c.CreationTimestamp.Equal(&best.CreationTimestamp) && c.Name < best.Name) {
-			best = c
-		}
-	}
-	return best
-}
-
 // wantsDefaultClass says whether claim, unbound and matched by no volume, is given the
 // default class: it names no class at all (an explicit "" asks for none).
 func wantsDefaultClass(claim *corev1.PersistentVolumeClaim) bool {

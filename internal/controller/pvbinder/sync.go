@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
+
+	"github.com/kubelab/kubelab/internal/storageclass"
 )
 
 // syncClaim brings one claim (namespace/name) to its desired state.
@@ -89,7 +91,7 @@ func (c *Controller) assignDefaultClass(ctx context.Context, claim *corev1.Persi
 	if err != nil {
 		return false, err
 	}
-	def := defaultClass(classes)
+	def := storageclass.Default(classes)
 	if def == nil {
 		return false, nil
 	}

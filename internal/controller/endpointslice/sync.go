@@ -165,7 +165,7 @@ func (c *Controller) reconcileSlices(ctx context.Context, svc *corev1.Service, g
 	return errors.Join(errs...)
 }
 
-// deleteSlice deletes one of the slices of Service key; gone already is done.
+// deleteSlice deletes one of the slices of Service key; one already gone is no error.
 func (c *Controller) deleteSlice(ctx context.Context, key string, s *discoveryv1.EndpointSlice) error {
 	err := c.client.DiscoveryV1().EndpointSlices(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {

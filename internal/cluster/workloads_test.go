@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -319,5 +320,45 @@ func TestClaimWithoutClassGetsTheDefault(t *testing.T) {
 	})
 	if got, err := claims.Get(ctx, "no-class", metav1.GetOptions{}); err != nil || classOf(got) != "" {
 		t.Errorf("claim with class \"\": class %s, %v; want it kept", classOf(got), err)
+	}
+}
+
+// TestResizeInUse: a claim grown while its pod runs, as on EKS: the resizer grows the
+// cloud volume and the PV and asks for the node's part (FileSystemResizePending); the
+// node's kubelet grows the filesystem and records the new capacity; the pod and the
+// claim are told (FileSystemResizeSuccessful).
+func TestResizeInUse(t *testing.T) {
+	tc := startCluster(t, nil)
+	ctx := context.Background()
+	ns := tc.namespace("resize")
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	if _, err := tc.client.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "gp3-expandable"}, Provisioner: DriverName,
+		VolumeBindingMode: &wffc, AllowVolumeExpansion: ptr.To(true),
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pvc, _ := tc.seedPair(ns, "data", "app", "gp3-expandable")
+	tc.waitPodRunning(ns, "app")
+	patch := []byte(`{"spec":{"resources":{"requests":{"storage":"3Gi"}}}}`)
+	if _, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, pvc.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the claim's capacity at 3Gi with no resize pending", func() (bool, error) {
+		got, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pvc.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		size := got.Status.Capacity[corev1.ResourceStorage]
+		_, pending := got.Status.AllocatedResourceStatuses[corev1.ResourceStorage]
+		return size.Cmp(resource.MustParse("3Gi")) == 0 && len(got.Status.Conditions) == 0 && !pending,
+			fmt.Errorf("capacity %s, conditions %v, resize statuses %v", size.String(), got.Status.Conditions, got.Status.AllocatedResourceStatuses)
+	})
+	waitFor(t, "FileSystemResizeSuccessful on the pod and on the claim", func() (bool, error) {
+		return tc.hasEvent(ns, "app", "FileSystemResizeSuccessful") && tc.hasEvent(ns, pvc.Name, "FileSystemResizeSuccessful"), nil
+	})
+	vols := tc.cloudVolumes("pvc-" + string(pvc.UID))
+	if len(vols) != 1 || aws.ToInt32(vols[0].Size) != 3 {
+		t.Errorf("cloud volumes of the claim: %d, want one of 3 GiB", len(vols))
 	}
 }

@@ -22,6 +22,11 @@
 //     publishes it through the Mounter at the paths of DESIGN §4 with attachmentMetadata as
 //     the publish context; the Runtime starts the containers; the pod goes Running and Ready
 //     with container statuses and an IP from the node's podCIDR (when it has one);
+//   - grows published volumes online (expand.go): when a claim it has published waits for
+//     the node (FileSystemResizePending / NodeResizePending) and its PV is larger than the
+//     claim's capacity, it expands through the Mounter (NodeExpandVolume), writes the new
+//     capacity into the claim's status with the resize condition and status cleared, and
+//     records FileSystemResizeSuccessful on the pod and the claim;
 //   - completes deletions: on a deletionTimestamp it stops the containers, unpublishes and
 //     (when no other pod uses the volume) unstages, drops the volume from volumesInUse,
 //     reports a terminal phase and deletes the pod with grace 0.

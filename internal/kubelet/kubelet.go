@@ -116,7 +116,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 			return nil, fmt.Errorf("kubelet %s: index volume attachments: %w", cfg.NodeName, err)
 		}
 	}
-	k.volumes = newVolumeManager(cfg.NodeName, cfg.RootDir, core.PersistentVolumeClaims().Lister(), core.PersistentVolumes().Lister(),
+	k.volumes = newVolumeManager(cfg.NodeName, cfg.RootDir, client, core.PersistentVolumeClaims().Lister(), core.PersistentVolumes().Lister(),
 		storage.CSIDrivers().Lister(), vaInf.GetIndexer(), deps.Mounter)
 	k.volumes.requeue = func(keys ...string) {
 		for _, key := range keys {
@@ -133,7 +133,6 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 			k.volumes.onAttachment(va)
 		}
 	}
-	onClaims := func(any) { k.volumes.onClaims() }
 	handlers := []struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
@@ -141,8 +140,8 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		{pods.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue}},
 		{nodes.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: k.onNode, UpdateFunc: func(_, o any) { k.onNode(o) }}},
 		{vaInf, cache.ResourceEventHandlerFuncs{AddFunc: onVA, UpdateFunc: func(_, o any) { onVA(o) }}},
-		{core.PersistentVolumeClaims().Informer(), cache.ResourceEventHandlerFuncs{AddFunc: onClaims, UpdateFunc: func(_, o any) { onClaims(o) }}},
-		{core.PersistentVolumes().Informer(), cache.ResourceEventHandlerFuncs{AddFunc: onClaims, UpdateFunc: func(_, o any) { onClaims(o) }}},
+		{core.PersistentVolumeClaims().Informer(), cache.ResourceEventHandlerFuncs{AddFunc: k.volumes.onClaim, UpdateFunc: func(_, o any) { k.volumes.onClaim(o) }}},
+		{core.PersistentVolumes().Informer(), cache.ResourceEventHandlerFuncs{AddFunc: k.volumes.onVolume, UpdateFunc: func(_, o any) { k.volumes.onVolume(o) }}},
 		{storage.CSIDrivers().Informer(), cache.ResourceEventHandlerFuncs{}},
 	}
 	for _, h := range handlers {

@@ -83,6 +83,15 @@ func (k *Kubelet) runPod(ctx context.Context, key string, pod *corev1.Pod, st *p
 		}
 		return err
 	}
+	expanded, err := k.volumes.expandInUse(ctx, pod)
+	for _, e := range expanded {
+		msg := fmt.Sprintf("MountVolume.NodeExpandVolume succeeded for volume %q %s", e.volume.PVName, k.cfg.NodeName)
+		k.recorder.Event(pod, corev1.EventTypeNormal, ReasonFileSystemResizeSuccessful, msg)
+		k.recorder.Event(e.claim, corev1.EventTypeNormal, ReasonFileSystemResizeSuccessful, msg)
+	}
+	if err != nil {
+		return err
+	}
 	if !st.started {
 		if adopted := adoptedStates(pod); adopted != nil {
 			st.states = adopted // started by an earlier run of this kubelet

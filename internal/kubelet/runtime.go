@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -34,8 +35,10 @@ type Runtime interface {
 // Volume is a CSI volume as the kubelet hands it to the mounter.
 type Volume struct {
 	// UniqueName is "kubernetes.io/csi/<driver>^<volumeHandle>", as in node.status.volumesInUse.
-	UniqueName     string
-	PVName         string
+	UniqueName string
+	PVName     string
+	// Claim is the namespace/name of the PersistentVolumeClaim the pod mounts it through.
+	Claim          string
 	Driver, Handle string
 	FSType         string
 	ReadOnly       bool
@@ -52,6 +55,8 @@ type Mounter interface {
 	Publish(ctx context.Context, v *Volume, stagingPath, targetPath string) error
 	Unpublish(ctx context.Context, v *Volume, targetPath string) error
 	Unstage(ctx context.Context, v *Volume, stagingPath string) error
+	// Expand grows the filesystem of a published volume to size (NodeExpandVolume).
+	Expand(ctx context.Context, v *Volume, stagingPath, targetPath string, size resource.Quantity) error
 }
 
 // hollowRuntime "runs" containers: they start after a delay and stop when killed.
@@ -117,15 +122,26 @@ func (r *hollowRuntime) KillPod(_ context.Context, pod *corev1.Pod, _ time.Durat
 	return out, nil
 }
 
-// hollowMounter records stage and publish calls; nothing touches the filesystem.
+// hollowMounter records stage, publish and expand calls; nothing touches the filesystem.
 type hollowMounter struct {
 	mu        sync.Mutex
-	staged    map[string]string // staging path → unique name
-	published map[string]string // target path → unique name
+	staged    map[string]string            // staging path → unique name
+	published map[string]string            // target path → unique name
+	sizes     map[string]resource.Quantity // unique name → size it was expanded to
 }
 
 func newHollowMounter() *hollowMounter {
-	return &hollowMounter{staged: map[string]string{}, published: map[string]string{}}
+	return &hollowMounter{staged: map[string]string{}, published: map[string]string{}, sizes: map[string]resource.Quantity{}}
+}
+
+func (m *hollowMounter) Expand(_ context.Context, v *Volume, _, target string, size resource.Quantity) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.published[target] != v.UniqueName {
+		return fmt.Errorf("expand %s: %s is not published", v.UniqueName, target)
+	}
+	m.sizes[v.UniqueName] = size
+	return nil
 }
 
 func (m *hollowMounter) Stage(_ context.Context, v *Volume, staging string) error {

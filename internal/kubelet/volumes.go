@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
@@ -51,6 +52,7 @@ func targetPath(root string, pod types.UID, pv string) string {
 // published) and down (unpublished → unstaged → no longer in use).
 type volumeManager struct {
 	node, root string
+	client     kubernetes.Interface
 	pvcs       corelisters.PersistentVolumeClaimLister
 	pvs        corelisters.PersistentVolumeLister
 	drivers    storagelisters.CSIDriverLister
@@ -70,9 +72,9 @@ type volumeManager struct {
 	podKeys  map[types.UID]string
 }
 
-func newVolumeManager(node, root string, pvcs corelisters.PersistentVolumeClaimLister, pvs corelisters.PersistentVolumeLister,
+func newVolumeManager(node, root string, client kubernetes.Interface, pvcs corelisters.PersistentVolumeClaimLister, pvs corelisters.PersistentVolumeLister,
 	drivers storagelisters.CSIDriverLister, vas cache.Indexer, mounter Mounter) *volumeManager {
-	return &volumeManager{node: node, root: root, pvcs: pvcs, pvs: pvs, drivers: drivers, vas: vas, mounter: mounter,
+	return &volumeManager{node: node, root: root, client: client, pvcs: pvcs, pvs: pvs, drivers: drivers, vas: vas, mounter: mounter,
 		requeue: func(...string) {}, changed: make(chan struct{}, 1),
 		users: map[corev1.UniqueVolumeName]sets.Set[types.UID]{}, reported: sets.New[corev1.UniqueVolumeName](),
 		staged: sets.New[corev1.UniqueVolumeName](), mounted: map[types.UID][]*Volume{},
@@ -114,7 +116,7 @@ func (m *volumeManager) podVolumes(pod *corev1.Pod) ([]*Volume, error) {
 		if csi == nil {
 			continue
 		}
-		vol := &Volume{UniqueName: string(uniqueVolumeName(csi.Driver, csi.VolumeHandle)), PVName: pv.Name,
+		vol := &Volume{UniqueName: string(uniqueVolumeName(csi.Driver, csi.VolumeHandle)), PVName: pv.Name, Claim: pvc.Namespace + "/" + pvc.Name,
 			Driver: csi.Driver, Handle: csi.VolumeHandle, FSType: csi.FSType, VolumeContext: csi.VolumeAttributes,
 			ReadOnly: csi.ReadOnly || v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ReadOnly}
 		if len(pv.Spec.AccessModes) > 0 {

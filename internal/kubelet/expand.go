@@ -1,0 +1,147 @@
+package kubelet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Online expansion (seed 001's volume, grown while a pod uses it): the external-resizer
+// grows the cloud volume and the PV, and when the driver says the filesystem must follow
+// it marks the claim FileSystemResizePending (status.allocatedResourceStatuses storage:
+// NodeResizePending). The kubelet of a node that has the volume published calls
+// NodeExpandVolume, then records the new size in the claim's status.capacity and clears
+// the resize condition and status, and tells the pod and the claim
+// (FileSystemResizeSuccessful).
+
+// ReasonFileSystemResizeSuccessful is the event of a finished node expansion.
+const ReasonFileSystemResizeSuccessful = "FileSystemResizeSuccessful"
+
+// nodeExpansion says whether claim's filesystem waits for the node to grow it, and to
+// what size: the claim asks for it (the FileSystemResizePending condition, or
+// NodeResizePending for storage) and its PV is larger than the claim's capacity.
+func nodeExpansion(pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) (resource.Quantity, bool) {
+	pending := pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage] == corev1.PersistentVolumeClaimNodeResizePending
+	for _, c := range pvc.Status.Conditions {
+		if c.Type == corev1.PersistentVolumeClaimFileSystemResizePending && c.Status == corev1.ConditionTrue {
+			pending = true
+		}
+	}
+	size, have := pv.Spec.Capacity[corev1.ResourceStorage], pvc.Status.Capacity[corev1.ResourceStorage]
+	if !pending || size.Cmp(have) <= 0 {
+		return resource.Quantity{}, false
+	}
+	return size, true
+}
+
+// resizeFinished is the status patch of a claim whose filesystem now has size: the
+// capacity, and the conditions and storage resize status of the resize gone. It carries
+// the claim's resourceVersion, so that it applies to the claim it was computed from.
+func resizeFinished(pvc *corev1.PersistentVolumeClaim, size resource.Quantity) ([]byte, error) {
+	conditions := []corev1.PersistentVolumeClaimCondition{}
+	for _, c := range pvc.Status.Conditions {
+		if c.Type != corev1.PersistentVolumeClaimFileSystemResizePending && c.Type != corev1.PersistentVolumeClaimResizing {
+			conditions = append(conditions, c)
+		}
+	}
+	capacity := corev1.ResourceList{}
+	for k, v := range pvc.Status.Capacity {
+		capacity[k] = v
+	}
+	capacity[corev1.ResourceStorage] = size
+	statuses := map[corev1.ResourceName]any{corev1.ResourceStorage: nil}
+	return json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": pvc.ResourceVersion},
+		"status":   map[string]any{"capacity": capacity, "conditions": conditions, "allocatedResourceStatuses": statuses},
+	})
+}
+
+// expandedVolume is a volume the node just grew, with its claim for the events.
+type expandedVolume struct {
+	volume *Volume
+	claim  *corev1.PersistentVolumeClaim
+}
+
+// expandInUse grows the filesystems of pod's published volumes whose claims wait for it.
+func (m *volumeManager) expandInUse(ctx context.Context, pod *corev1.Pod) ([]expandedVolume, error) {
+	m.mu.Lock()
+	vols := m.mounted[pod.UID]
+	m.mu.Unlock()
+	var out []expandedVolume
+	for _, v := range vols {
+		ns, name, _ := cache.SplitMetaNamespaceKey(v.Claim)
+		pvc, err := m.pvcs.PersistentVolumeClaims(ns).Get(name)
+		if err != nil {
+			continue // the pod's sync meets a missing claim itself
+		}
+		pv, err := m.pvs.Get(v.PVName)
+		if err != nil {
+			continue
+		}
+		size, ok := nodeExpansion(pvc, pv)
+		if !ok {
+			continue
+		}
+		if err := m.mounter.Expand(ctx, v, stagingPath(m.root, v.PVName), targetPath(m.root, pod.UID, v.PVName), size); err != nil {
+			return out, fmt.Errorf("expand %s to %s: %w", v.PVName, size.String(), err)
+		}
+		patch, err := resizeFinished(pvc, size)
+		if err != nil {
+			return out, err
+		}
+		updated, err := m.client.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+		if err != nil {
+			return out, fmt.Errorf("record the new size of claim %s: %w", v.Claim, err)
+		}
+		out = append(out, expandedVolume{volume: v, claim: updated})
+	}
+	return out, nil
+}
+
+// onClaim wakes the pods waiting for claims or PVs, and the pods that have a claim
+// published whose filesystem waits for the node to grow it.
+func (m *volumeManager) onClaim(obj any) {
+	m.onClaims()
+	if pvc, ok := obj.(*corev1.PersistentVolumeClaim); ok && pvc.Spec.VolumeName != "" {
+		if pv, err := m.pvs.Get(pvc.Spec.VolumeName); err == nil {
+			m.requeueExpansion(pvc, pv)
+		}
+	}
+}
+
+// onVolume is onClaim for a PV's change (the resizer grows the PV before it marks the
+// claim, and the informers may tell of the two in either order).
+func (m *volumeManager) onVolume(obj any) {
+	m.onClaims()
+	if pv, ok := obj.(*corev1.PersistentVolume); ok && pv.Spec.ClaimRef != nil {
+		if pvc, err := m.pvcs.PersistentVolumeClaims(pv.Spec.ClaimRef.Namespace).Get(pv.Spec.ClaimRef.Name); err == nil {
+			m.requeueExpansion(pvc, pv)
+		}
+	}
+}
+
+// requeueExpansion requeues the pods that have pvc published, if its filesystem waits
+// for the node to grow it.
+func (m *volumeManager) requeueExpansion(pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) {
+	if _, ok := nodeExpansion(pvc, pv); !ok {
+		return
+	}
+	key := pvc.Namespace + "/" + pvc.Name
+	var keys []string
+	m.mu.Lock()
+	for uid, vols := range m.mounted {
+		for _, v := range vols {
+			if v.Claim == key {
+				keys = append(keys, m.podKeys[uid])
+			}
+		}
+	}
+	m.mu.Unlock()
+	m.requeue(keys...)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -96,6 +97,9 @@ func (m *volumeManager) expandInUse(ctx context.Context, pod *corev1.Pod) ([]exp
 			return out, err
 		}
 		updated, err := m.client.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+		if apierrors.IsConflict(err) {
+			continue // the claim changed since the cache's copy; its update brings the pod back if still due
+		}
 		if err != nil {
 			return out, fmt.Errorf("record the new size of claim %s: %w", v.Claim, err)
 		}

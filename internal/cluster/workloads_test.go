@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -132,12 +133,17 @@ func TestSeed003Deployment(t *testing.T) {
 
 	scale := func(n int32) {
 		t.Helper()
-		s, err := tc.client.AppsV1().Deployments(ns).GetScale(ctx, "web", metav1.GetOptions{})
+		// The Scale carries the Deployment's resourceVersion, which status writes move on.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			s, err := tc.client.AppsV1().Deployments(ns).GetScale(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			s.Spec.Replicas = n
+			_, err = tc.client.AppsV1().Deployments(ns).UpdateScale(ctx, "web", s, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
-			t.Fatal(err)
-		}
-		s.Spec.Replicas = n
-		if _, err := tc.client.AppsV1().Deployments(ns).UpdateScale(ctx, "web", s, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		waitReady(n)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/kubectl/pkg/polymorphichelpers"
 	"k8s.io/utils/ptr"
 
@@ -215,14 +216,21 @@ func setImage(t *testing.T, c kubernetes.Interface, ns, name, image string) {
 	}
 }
 
+// scaleTo sets the replicas through the scale subresource. The Scale carries the
+// Deployment's resourceVersion, which the controller's status writes move on, so a
+// conflict is read again and retried, as a client must.
 func scaleTo(t *testing.T, c kubernetes.Interface, ns, name string, n int32) {
 	t.Helper()
-	sc, err := c.AppsV1().Deployments(ns).GetScale(context.Background(), name, metav1.GetOptions{})
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		sc, err := c.AppsV1().Deployments(ns).GetScale(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		sc.Spec.Replicas = n
+		_, err = c.AppsV1().Deployments(ns).UpdateScale(context.Background(), name, sc, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	sc.Spec.Replicas = n
-	if _, err := c.AppsV1().Deployments(ns).UpdateScale(context.Background(), name, sc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

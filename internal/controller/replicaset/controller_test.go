@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
@@ -152,12 +153,17 @@ func TestReplicaSetScalesPodsWithOwnerReferences(t *testing.T) {
 
 	scale := func(n int32) {
 		t.Helper()
-		sc, err := s.Client.AppsV1().ReplicaSets(ns).GetScale(ctx, "web", metav1.GetOptions{})
+		// The Scale carries the ReplicaSet's resourceVersion, which status writes move on.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			sc, err := s.Client.AppsV1().ReplicaSets(ns).GetScale(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			sc.Spec.Replicas = n
+			_, err = s.Client.AppsV1().ReplicaSets(ns).UpdateScale(ctx, "web", sc, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
-			t.Fatal(err)
-		}
-		sc.Spec.Replicas = n
-		if _, err := s.Client.AppsV1().ReplicaSets(ns).UpdateScale(ctx, "web", sc, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

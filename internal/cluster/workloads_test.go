@@ -204,12 +204,16 @@ func TestSeed003Deployment(t *testing.T) {
 		return len(ready) == 3, nil
 	})
 	tracking.Store(true)
-	d, err = tc.client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := tc.client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d.Spec.Template.Spec.Containers[0].Image = "nginx:1.28"
+		_, err = tc.client.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	d.Spec.Template.Spec.Containers[0].Image = "nginx:1.28"
-	if _, err := tc.client.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitReady(3)

@@ -637,7 +637,7 @@ func perSecond(b *testing.B) float64 { return float64(b.N) / b.Elapsed().Seconds
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// percentile is the nearest-rank p-th percentile of ds (which it sorts).
+// listPodName names the i-th pod of the listed namespace.
 func listPodName(i int) string { return fmt.Sprintf("l-%05d", i) }
 
 // benchPod is a plain one-container pod, as a Deployment would stamp out.

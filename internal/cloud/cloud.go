@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -395,13 +394,4 @@ func (c *Cloud) devDirOf(inst *Instance) string {
 		return inst.DeviceDir
 	}
 	return filepath.Join(c.cfg.DataDir, "instances", inst.ID, "dev")
-}
-
-func hasPrefixAny(s string, prefixes ...string) bool {
-	for _, p := range prefixes {
-		if strings.HasPrefix(s, p) {
-			return true
-		}
-	}
-	return false
 }

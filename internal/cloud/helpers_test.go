@@ -114,16 +114,6 @@ func wantCode(t testing.TB, err error, code string) {
 	}
 }
 
-func must[T any](t testing.TB) func(T, error) T {
-	return func(v T, err error) T {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-}
-
 // runInstance launches one instance in zone and returns its id.
 func (r *running) runInstance(t testing.TB, zone string, tags ...types.Tag) string {
 	t.Helper()

@@ -6,7 +6,6 @@ import (
 	"hash/fnv"
 	"sort"
 	"strconv"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -155,13 +154,4 @@ func historyToDelete(olds []*appsv1.ReplicaSet, limit int32) []*appsv1.ReplicaSe
 		return olderThan(empty[i], empty[j])
 	})
 	return empty[:min(excess, len(empty))]
-}
-
-// joinNames is for messages.
-func joinNames(rss []*appsv1.ReplicaSet) string {
-	var n []string
-	for _, rs := range rss {
-		n = append(n, rs.Name)
-	}
-	return strings.Join(n, ", ")
 }

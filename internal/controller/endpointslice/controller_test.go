@@ -57,11 +57,6 @@ func setStatus(t *testing.T, c kubernetes.Interface, ns, name, ip string, ready 
 	}
 }
 
-type sliceView struct {
-	port  int32
-	ready map[string]string // ip → "ready/serving/terminating"
-}
-
 func slices(t *testing.T, c kubernetes.Interface, ns, svc string) []discoveryv1.EndpointSlice {
 	t.Helper()
 	list, err := c.DiscoveryV1().EndpointSlices(ns).List(context.Background(), metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})

@@ -209,7 +209,6 @@ func unescapeMount(s string) string {
 type logBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
-	t   testing.TB
 }
 
 func (l *logBuffer) Write(p []byte) (int, error) {

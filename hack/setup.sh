@@ -4,10 +4,11 @@
 set -euo pipefail
 
 # Debian packages: the real parts kubelab drives (block devices, filesystems, runtime,
-# nftables) and the peers its tests use as judges (etcd-server, awscli).
+# CNI plugins, nftables), what its images are built from (busybox-static, nginx) and the
+# peers its tests use as judges (etcd-server, awscli).
 packages=(
 	util-linux e2fsprogs xfsprogs iproute2 nftables
-	containerd runc busybox-static
+	containerd runc containernetworking-plugins busybox-static nginx
 	etcd-server awscli
 )
 
@@ -22,8 +23,8 @@ if ((${#missing[@]})); then
 		echo "setup: installing ${missing[*]}" >&2
 		export DEBIAN_FRONTEND=noninteractive
 		apt-get update -qq
-		# etcd-server's and containerd's units must not start on their own: kubelab
-		# starts what it uses, and only that.
+		# etcd-server's, containerd's and nginx's units must not start on their own:
+		# kubelab starts what it uses, and only that.
 		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
 		trap 'rm -f /usr/sbin/policy-rc.d' EXIT
 		apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

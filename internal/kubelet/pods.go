@@ -61,9 +61,10 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 
 func (k *Kubelet) hostIP() string { return k.cfg.NodeIP }
 
-// runPod sets up volumes, starts the containers and reports the pod Running.
+// runPod sets up volumes, has the runtime bring the sandbox and containers to the spec and
+// reports what it sees.
 func (k *Kubelet) runPod(ctx context.Context, key string, pod *corev1.Pod, st *podState) error {
-	if st.ip == "" {
+	if st.ip == "" && k.cfg.Hollow {
 		switch {
 		case pod.Spec.HostNetwork:
 			st.ip = k.hostIP()
@@ -92,20 +93,44 @@ func (k *Kubelet) runPod(ctx context.Context, key string, pod *corev1.Pod, st *p
 	if err != nil {
 		return err
 	}
-	if !st.started {
+	var syncErr error
+	switch {
+	case !k.cfg.Hollow:
+		// The runtime is the truth: every sync compares the spec with what runs.
+		paths, err := k.volumes.hostPaths(pod)
+		if err != nil {
+			return fmt.Errorf("pod %s: %w", key, err)
+		}
+		rs, err := k.runtime.SyncPod(ctx, pod, paths)
+		st.states, st.started, syncErr = rs.Containers, rs.SandboxID != "", err
+		if rs.IP != "" {
+			st.ip = rs.IP
+		} else if pod.Spec.HostNetwork {
+			st.ip = k.hostIP()
+		}
+		if rs.SandboxID == "" && err != nil {
+			return fmt.Errorf("sync pod %s: %w", key, err)
+		}
+	case !st.started:
 		if adopted := adoptedStates(pod); adopted != nil {
 			st.states = adopted // started by an earlier run of this kubelet
 		} else {
-			states, err := k.runtime.StartPod(ctx, pod, st.ip)
+			rs, err := k.runtime.SyncPod(ctx, pod, nil)
 			if err != nil {
 				return fmt.Errorf("start pod %s: %w", key, err)
 			}
-			st.states = states
+			st.states = rs.Containers
 			k.startedEvents(pod)
 		}
 		st.started = true
 	}
-	return k.writeStatus(ctx, pod, runningStatus(pod, st.states, k.hostIP(), st.ip, metav1.Now()))
+	if err := k.writeStatus(ctx, pod, runtimeStatus(pod, st.states, k.hostIP(), st.ip, true, metav1.Now())); err != nil {
+		return err
+	}
+	if syncErr != nil {
+		return fmt.Errorf("sync pod %s: %w", key, syncErr)
+	}
+	return nil
 }
 
 // adoptedStates rebuilds container states from a Running pod's status.
@@ -133,7 +158,7 @@ func adoptedStates(pod *corev1.Pod) []ContainerState {
 
 // stopPod stops a terminal pod's containers and releases its volumes and address.
 func (k *Kubelet) stopPod(ctx context.Context, pod *corev1.Pod, st *podState) error {
-	if st.started {
+	if st.started || !k.cfg.Hollow {
 		if _, err := k.runtime.KillPod(ctx, pod, 0); err != nil {
 			return fmt.Errorf("stop pod %s: %w", pod.Name, err)
 		}
@@ -154,13 +179,18 @@ func (k *Kubelet) terminatePod(ctx context.Context, key string, pod *corev1.Pod,
 		grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
 	}
 	states := st.states
-	if st.started {
-		k.killingEvents(pod)
+	if st.started || !k.cfg.Hollow {
+		if st.started {
+			k.killingEvents(pod)
+		}
 		killed, err := k.runtime.KillPod(ctx, pod, grace)
 		if err != nil {
 			return fmt.Errorf("kill pod %s: %w", key, err)
 		}
-		states, st.started, st.states = killed, false, killed
+		if len(killed.Containers) > 0 {
+			states = killed.Containers
+		}
+		st.started, st.states = false, states
 	}
 	if err := k.volumes.tearDown(ctx, pod.UID); err != nil {
 		return err
@@ -189,7 +219,7 @@ func (k *Kubelet) cleanup(ctx context.Context, key string, _ *corev1.Pod) error 
 		return nil
 	}
 	gone := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: st.uid}}
-	if st.started {
+	if st.started || !k.cfg.Hollow {
 		if _, err := k.runtime.KillPod(ctx, gone, 0); err != nil {
 			return err
 		}

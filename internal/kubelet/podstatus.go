@@ -115,10 +115,11 @@ func waitingStatuses(cs []corev1.Container, reason string) []corev1.ContainerSta
 	return out
 }
 
-// runningStatus: containers started, pod Running and Ready.
-func runningStatus(pod *corev1.Pod, states []ContainerState, hostIP, podIP string, now metav1.Time) corev1.PodStatus {
+// runtimeStatus is the pod's status from its containers' states: the phase, the
+// conditions, the container statuses. sandbox says whether the pod's sandbox runs.
+func runtimeStatus(pod *corev1.Pod, states []ContainerState, hostIP, podIP string, sandbox bool, now metav1.Time) corev1.PodStatus {
 	s := *pod.Status.DeepCopy()
-	s.Phase = corev1.PodRunning
+	s.Phase = podPhase(pod, states)
 	s.Reason, s.Message = "", ""
 	s.HostIP, s.HostIPs = hostIP, hostIPs(hostIP)
 	s.PodIP, s.PodIPs = ipList(podIP)
@@ -126,10 +127,112 @@ func runningStatus(pod *corev1.Pod, states []ContainerState, hostIP, podIP strin
 		s.StartTime = &now
 	}
 	s.QOSClass = qosClass(pod)
-	s.Conditions = podConditions(s.Conditions, true, true, true, now)
+	initialized := initDone(pod, states)
+	ready := initialized && s.Phase == corev1.PodRunning && allRunning(pod.Spec.Containers, states)
+	s.Conditions = podConditions(s.Conditions, ready, initialized, sandbox, now)
 	s.InitContainerStatuses = containerStatuses(pod.Spec.InitContainers, states)
 	s.ContainerStatuses = containerStatuses(pod.Spec.Containers, states)
+	if !initialized {
+		for i := range s.ContainerStatuses {
+			if w := s.ContainerStatuses[i].State.Waiting; w != nil && w.Reason == "ContainerCreating" {
+				w.Reason = "PodInitializing"
+			}
+		}
+	}
 	return s
+}
+
+// runningStatus: every container started, the pod Running and Ready (hollow pods).
+func runningStatus(pod *corev1.Pod, states []ContainerState, hostIP, podIP string, now metav1.Time) corev1.PodStatus {
+	return runtimeStatus(pod, states, hostIP, podIP, true, now)
+}
+
+// initDone says whether every init container has completed successfully.
+func initDone(pod *corev1.Pod, states []ContainerState) bool {
+	byName := statesByName(states)
+	for _, c := range pod.Spec.InitContainers {
+		st, ok := byName[c.Name]
+		if !ok || !st.Terminated || st.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// allRunning says whether every container of cs runs.
+func allRunning(cs []corev1.Container, states []ContainerState) bool {
+	byName := statesByName(states)
+	for _, c := range cs {
+		st, ok := byName[c.Name]
+		if !ok || st.Terminated || st.Waiting {
+			return false
+		}
+	}
+	return true
+}
+
+func statesByName(states []ContainerState) map[string]ContainerState {
+	byName := make(map[string]ContainerState, len(states))
+	for _, s := range states {
+		byName[s.Name] = s
+	}
+	return byName
+}
+
+// podPhase is the pod's phase from its containers, by upstream's rules: Pending until the
+// init containers are done and every app container has run once; Running while one runs
+// or will be restarted; Succeeded or Failed once all have stopped for good.
+func podPhase(pod *corev1.Pod, states []ContainerState) corev1.PodPhase {
+	byName := statesByName(states)
+	if !initDone(pod, states) {
+		if pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+			for _, c := range pod.Spec.InitContainers {
+				if st, ok := byName[c.Name]; ok && st.Terminated && st.ExitCode != 0 {
+					return corev1.PodFailed
+				}
+			}
+		}
+		return corev1.PodPending
+	}
+	var running, waiting, stopped, succeeded int
+	for _, c := range pod.Spec.Containers {
+		st, ok := byName[c.Name]
+		switch {
+		case !ok:
+			waiting++
+		case st.Waiting && st.LastTerminated != nil:
+			stopped++ // restarting after it ran
+			if st.LastTerminated.ExitCode == 0 {
+				succeeded++
+			}
+		case st.Waiting:
+			waiting++
+		case st.Terminated:
+			stopped++
+			if st.ExitCode == 0 {
+				succeeded++
+			}
+		default:
+			running++
+		}
+	}
+	switch {
+	case waiting > 0:
+		return corev1.PodPending
+	case running > 0:
+		return corev1.PodRunning
+	case stopped > 0:
+		switch {
+		case pod.Spec.RestartPolicy == corev1.RestartPolicyAlways:
+			return corev1.PodRunning
+		case stopped == succeeded:
+			return corev1.PodSucceeded
+		case pod.Spec.RestartPolicy == corev1.RestartPolicyNever:
+			return corev1.PodFailed
+		}
+		return corev1.PodRunning
+	}
+	return corev1.PodPending
 }
 
 // terminatedStatus: the pod was deleted and its containers stopped; a terminal phase, as
@@ -154,10 +257,7 @@ func containerStatuses(cs []corev1.Container, states []ContainerState) []corev1.
 	if len(cs) == 0 {
 		return nil
 	}
-	byName := map[string]ContainerState{}
-	for _, s := range states {
-		byName[s.Name] = s
-	}
+	byName := statesByName(states)
 	out := make([]corev1.ContainerStatus, 0, len(cs))
 	for _, c := range cs {
 		st, ok := byName[c.Name]
@@ -165,19 +265,34 @@ func containerStatuses(cs []corev1.Container, states []ContainerState) []corev1.
 			out = append(out, waitingStatuses([]corev1.Container{c}, "ContainerCreating")...)
 			continue
 		}
-		cs := corev1.ContainerStatus{Name: c.Name, Image: st.Image, ImageID: st.ImageID, ContainerID: st.ContainerID}
-		started := !st.Terminated
+		image := st.Image
+		if image == "" {
+			image = c.Image
+		}
+		cs := corev1.ContainerStatus{Name: c.Name, Image: image, ImageID: st.ImageID, ContainerID: st.ContainerID,
+			RestartCount: st.RestartCount}
+		started := !st.Terminated && !st.Waiting
 		cs.Started = &started
-		if st.Terminated {
-			cs.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: st.ExitCode, Reason: st.Reason,
-				StartedAt: metav1.NewTime(st.StartedAt), FinishedAt: metav1.NewTime(st.FinishedAt), ContainerID: st.ContainerID}
-		} else {
+		switch {
+		case st.Waiting:
+			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: st.Reason, Message: st.Message}
+		case st.Terminated:
+			cs.State.Terminated = terminatedState(st)
+		default:
 			cs.Ready = true
 			cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(st.StartedAt)}
+		}
+		if st.LastTerminated != nil {
+			cs.LastTerminationState.Terminated = terminatedState(*st.LastTerminated)
 		}
 		out = append(out, cs)
 	}
 	return out
+}
+
+func terminatedState(st ContainerState) *corev1.ContainerStateTerminated {
+	return &corev1.ContainerStateTerminated{ExitCode: st.ExitCode, Reason: st.Reason, Message: st.Message,
+		StartedAt: metav1.NewTime(st.StartedAt), FinishedAt: metav1.NewTime(st.FinishedAt), ContainerID: st.ContainerID}
 }
 
 // statusEqual ignores nothing: a write is skipped only when the status is the same.

@@ -12,28 +12,64 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// ContainerState is what the runtime reports about one container.
+// ContainerState is what the runtime reports about one container (an init container or an
+// app container: their names are unique within a pod).
 type ContainerState struct {
 	Name, Image, ImageID, ContainerID string
 	StartedAt                         time.Time
-	// Terminated containers carry their exit code and reason.
+	// Terminated containers carry their exit code, reason (Completed, Error, OOMKilled) and
+	// message.
 	Terminated bool
 	ExitCode   int32
-	Reason     string
 	FinishedAt time.Time
+	// Waiting containers are neither running nor terminated; Reason says why
+	// (ContainerCreating, PodInitializing, ErrImagePull, ImagePullBackOff,
+	// CrashLoopBackOff, CreateContainerError, …) and Message how.
+	Waiting         bool
+	Reason, Message string
+	// RestartCount is how often the runtime restarted the container; LastTerminated is the
+	// previous instance's end (the status' lastState), when there was one.
+	RestartCount   int32
+	LastTerminated *ContainerState
 }
 
-// Runtime runs a pod's sandbox and containers (CRI in real mode, a fake in hollow mode).
+// PodStatus is what the runtime reports about one pod.
+type PodStatus struct {
+	// SandboxID is the pod sandbox's id ("" before it exists).
+	SandboxID string
+	// IP is the sandbox's address from CNI ("" in hollow mode, where the kubelet assigns
+	// one from the node's podCIDR, and for host-network pods).
+	IP string
+	// Containers are the states of the init and app containers the runtime knows.
+	Containers []ContainerState
+}
+
+// PodVolumes maps a pod's volume names to the host paths its containers bind-mount.
+type PodVolumes map[string]string
+
+// Runtime runs pods' sandboxes and containers (CRI in real mode, a fake in hollow mode).
 type Runtime interface {
-	// StartPod creates the sandbox and starts the containers (init containers first); it is
-	// idempotent and returns the states of all containers.
-	StartPod(ctx context.Context, pod *corev1.Pod, podIP string) ([]ContainerState, error)
-	// KillPod stops the containers within grace and removes the sandbox; idempotent.
-	KillPod(ctx context.Context, pod *corev1.Pod, grace time.Duration) ([]ContainerState, error)
+	// SyncPod brings the pod's sandbox and containers to the spec: it creates the sandbox
+	// (which gets its address through CNI), pulls images, runs the init containers one by
+	// one, starts the app containers and restarts exited ones as restartPolicy says, with
+	// back-off. It is idempotent and returns what it sees; an error means the sync could
+	// not go on (the status still names the cause, e.g. a Waiting ErrImagePull).
+	SyncPod(ctx context.Context, pod *corev1.Pod, volumes PodVolumes) (PodStatus, error)
+	// KillPod stops the containers within grace (SIGTERM, then SIGKILL) and stops and
+	// removes the sandbox. pod may carry only its UID (a pod gone from the API). Idempotent.
+	KillPod(ctx context.Context, pod *corev1.Pod, grace time.Duration) (PodStatus, error)
+	// Relist returns every pod the runtime holds, by UID, with a fingerprint of its
+	// containers' states that changes when any of them changes (the PLEG's input, and
+	// what a restarted kubelet adopts).
+	Relist(ctx context.Context) (map[types.UID]string, error)
+	// Ready says whether the runtime can run pods; its error is the reason when it cannot.
+	Ready(ctx context.Context) error
 }
 
 // Volume is a CSI volume as the kubelet hands it to the mounter.
 type Volume struct {
+	// PodVolume is the name of the pod's volume that mounts it.
+	PodVolume string
 	// UniqueName is "kubernetes.io/csi/<driver>^<volumeHandle>", as in node.status.volumesInUse.
 	UniqueName string
 	PVName     string
@@ -72,17 +108,17 @@ func newHollowRuntime(delay time.Duration) *hollowRuntime {
 
 func fakeDigest(s string) string { return fmt.Sprintf("%x", sha256.Sum256([]byte(s))) }
 
-func (r *hollowRuntime) StartPod(ctx context.Context, pod *corev1.Pod, _ string) ([]ContainerState, error) {
+func (r *hollowRuntime) SyncPod(ctx context.Context, pod *corev1.Pod, _ PodVolumes) (PodStatus, error) {
 	r.mu.Lock()
 	if st, ok := r.pods[pod.UID]; ok {
 		r.mu.Unlock()
-		return st, nil
+		return PodStatus{Containers: st}, nil
 	}
 	r.mu.Unlock()
 	if r.delay > 0 {
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return PodStatus{}, ctx.Err()
 		case <-time.After(r.delay):
 		}
 	}
@@ -103,10 +139,10 @@ func (r *hollowRuntime) StartPod(ctx context.Context, pod *corev1.Pod, _ string)
 	r.mu.Lock()
 	r.pods[pod.UID] = states
 	r.mu.Unlock()
-	return states, nil
+	return PodStatus{Containers: states}, nil
 }
 
-func (r *hollowRuntime) KillPod(_ context.Context, pod *corev1.Pod, _ time.Duration) ([]ContainerState, error) {
+func (r *hollowRuntime) KillPod(_ context.Context, pod *corev1.Pod, _ time.Duration) (PodStatus, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	states := r.pods[pod.UID]
@@ -119,8 +155,21 @@ func (r *hollowRuntime) KillPod(_ context.Context, pod *corev1.Pod, _ time.Durat
 		}
 		out = append(out, s)
 	}
+	return PodStatus{Containers: out}, nil
+}
+
+// Relist lists the hollow pods; their containers never change on their own.
+func (r *hollowRuntime) Relist(context.Context) (map[types.UID]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[types.UID]string, len(r.pods))
+	for uid := range r.pods {
+		out[uid] = "hollow"
+	}
 	return out, nil
 }
+
+func (r *hollowRuntime) Ready(context.Context) error { return nil }
 
 // hollowMounter records stage, publish and expand calls; nothing touches the filesystem.
 type hollowMounter struct {

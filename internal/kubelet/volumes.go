@@ -116,7 +116,7 @@ func (m *volumeManager) podVolumes(pod *corev1.Pod) ([]*Volume, error) {
 		if csi == nil {
 			continue
 		}
-		vol := &Volume{UniqueName: string(uniqueVolumeName(csi.Driver, csi.VolumeHandle)), PVName: pv.Name, Claim: pvc.Namespace + "/" + pvc.Name,
+		vol := &Volume{PodVolume: v.Name, UniqueName: string(uniqueVolumeName(csi.Driver, csi.VolumeHandle)), PVName: pv.Name, Claim: pvc.Namespace + "/" + pvc.Name,
 			Driver: csi.Driver, Handle: csi.VolumeHandle, FSType: csi.FSType, VolumeContext: csi.VolumeAttributes,
 			ReadOnly: csi.ReadOnly || v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ReadOnly}
 		if len(pv.Spec.AccessModes) > 0 {

@@ -52,11 +52,11 @@ func TestApplyNodeStatusIgnoresHeartbeats(t *testing.T) {
 	cfg.defaults()
 	n := &corev1.Node{}
 	t0 := metav1.NewTime(time.Unix(1000, 0))
-	if !applyNodeStatus(n, cfg, nil, t0) {
+	if !applyNodeStatus(n, cfg, nil, nil, t0) {
 		t.Fatal("first status not a change")
 	}
 	t1 := metav1.NewTime(time.Unix(1010, 0))
-	if applyNodeStatus(n, cfg, nil, t1) {
+	if applyNodeStatus(n, cfg, nil, nil, t1) {
 		t.Error("a heartbeat alone counted as a change")
 	}
 	for _, c := range n.Status.Conditions {
@@ -64,7 +64,7 @@ func TestApplyNodeStatusIgnoresHeartbeats(t *testing.T) {
 			t.Errorf("%s: heartbeat %v transition %v", c.Type, c.LastHeartbeatTime, c.LastTransitionTime)
 		}
 	}
-	if !applyNodeStatus(n, cfg, []corev1.UniqueVolumeName{"kubernetes.io/csi/ebs.csi.aws.com^vol-1"}, t1) {
+	if !applyNodeStatus(n, cfg, []corev1.UniqueVolumeName{"kubernetes.io/csi/ebs.csi.aws.com^vol-1"}, nil, t1) {
 		t.Error("volumesInUse change not seen")
 	}
 }

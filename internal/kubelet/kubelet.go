@@ -191,7 +191,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	// The API server may come up after us: keep trying.
 	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 		err := k.registerNode(ctx)
-		if err == nil {
+		if err == nil && k.cfg.Hollow {
 			err = k.registerCSIDriver(ctx)
 		}
 		if err == nil {
@@ -225,6 +225,10 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		return nil
 	}
 	k.adoptRunningPods()
+	if !k.cfg.Hollow {
+		wg.Add(1)
+		go func() { defer wg.Done(); k.runPLEG(ctx) }()
+	}
 	k.log.Info("kubelet running", "zone", k.cfg.Zone, "instance", k.cfg.InstanceID, "hollow", k.cfg.Hollow)
 	for i := 0; i < k.cfg.Workers; i++ {
 		wg.Add(1)

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"runtime"
+	"strings"
 	"sort"
 	"time"
 
@@ -44,20 +46,23 @@ func nodeLabels(cfg *Config) map[string]string {
 	return l
 }
 
-// desiredNode is the Node the kubelet registers (metadata and spec).
+// desiredNode is the Node the kubelet registers (metadata and spec). A hollow node
+// declares its CSI driver's node id itself; a real node's plugin manager writes it when
+// the driver registers.
 func desiredNode(cfg *Config) *corev1.Node {
-	ids, _ := json.Marshal(map[string]string{cfg.CSIDriverName: cfg.InstanceID})
-	return &corev1.Node{
+	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:   cfg.NodeName,
-			Labels: nodeLabels(cfg),
-			Annotations: map[string]string{
-				annCSINodeID:               string(ids),
-				annControllerManagedAttach: "true",
-			},
+			Name:        cfg.NodeName,
+			Labels:      nodeLabels(cfg),
+			Annotations: map[string]string{annControllerManagedAttach: "true"},
 		},
 		Spec: corev1.NodeSpec{ProviderID: fmt.Sprintf("aws:///%s/%s", cfg.Zone, cfg.InstanceID)},
 	}
+	if cfg.Hollow {
+		ids, _ := json.Marshal(map[string]string{cfg.CSIDriverName: cfg.InstanceID})
+		n.Annotations[annCSINodeID] = string(ids)
+	}
+	return n
 }
 
 // mergeNodeMeta puts the kubelet's labels, annotations and providerID on an existing node;
@@ -86,14 +91,20 @@ func mergeNodeMeta(node, want *corev1.Node) bool {
 	return changed
 }
 
-// nodeConditions are a healthy node's conditions, keeping transition times that did not
-// change.
-func nodeConditions(prev []corev1.NodeCondition, now metav1.Time) []corev1.NodeCondition {
+// nodeConditions are the node's conditions, keeping transition times that did not change.
+// runtimeErr, when set, is why the container runtime cannot run pods: the node is then
+// NotReady with upstream's reason and the error as message.
+func nodeConditions(prev []corev1.NodeCondition, runtimeErr error, now metav1.Time) []corev1.NodeCondition {
+	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"}
+	if runtimeErr != nil {
+		ready = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady",
+			Message: "container runtime is down: " + runtimeErr.Error()}
+	}
 	want := []corev1.NodeCondition{
 		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"},
 		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "kubelet has no disk pressure"},
 		{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "kubelet has sufficient PID available"},
-		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"},
+		ready,
 	}
 	for i := range want {
 		want[i].LastHeartbeatTime, want[i].LastTransitionTime = now, now
@@ -107,12 +118,12 @@ func nodeConditions(prev []corev1.NodeCondition, now metav1.Time) []corev1.NodeC
 }
 
 // applyNodeStatus sets what the kubelet reports in node.status; changed ignores heartbeats.
-func applyNodeStatus(node *corev1.Node, cfg *Config, inUse []corev1.UniqueVolumeName, now metav1.Time) (changed bool) {
+func applyNodeStatus(node *corev1.Node, cfg *Config, inUse []corev1.UniqueVolumeName, runtimeErr error, now metav1.Time) (changed bool) {
 	old := node.Status.DeepCopy()
 	s := &node.Status
 	s.Capacity = cfg.Capacity.DeepCopy()
 	s.Allocatable = cfg.Capacity.DeepCopy()
-	s.Conditions = nodeConditions(old.Conditions, now)
+	s.Conditions = nodeConditions(old.Conditions, runtimeErr, now)
 	s.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: cfg.NodeName}}
 	if cfg.NodeIP != "" {
 		s.Addresses = append([]corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: cfg.NodeIP}}, s.Addresses...)
@@ -122,9 +133,13 @@ func applyNodeStatus(node *corev1.Node, cfg *Config, inUse []corev1.UniqueVolume
 	if cfg.Hollow {
 		runtimeVersion = "hollow://" + version.Kubelab
 	}
+	kernel, osImage := "hollow", "kubelab hollow node"
+	if !cfg.Hollow {
+		kernel, osImage = hostKernel(), hostOSImage()
+	}
 	s.NodeInfo = corev1.NodeSystemInfo{
 		MachineID: cfg.InstanceID, SystemUUID: cfg.InstanceID, BootID: cfg.InstanceID,
-		KernelVersion: "hollow", OSImage: "kubelab hollow node", ContainerRuntimeVersion: runtimeVersion,
+		KernelVersion: kernel, OSImage: osImage, ContainerRuntimeVersion: runtimeVersion,
 		KubeletVersion: version.Info().GitVersion, OperatingSystem: "linux", Architecture: runtime.GOARCH,
 	}
 	if len(inUse) == 0 {
@@ -170,6 +185,7 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 // syncNodeStatus writes the node's status when it changed or force is set.
 func (k *Kubelet) syncNodeStatus(ctx context.Context, force bool) error {
 	inUse := k.volumes.inUse()
+	runtimeErr := k.runtime.Ready(ctx)
 	wrote := false
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		node, err := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
@@ -179,7 +195,7 @@ func (k *Kubelet) syncNodeStatus(ctx context.Context, force bool) error {
 		if node.Spec.PodCIDR != "" {
 			k.ipam.setCIDR(node.Spec.PodCIDR)
 		}
-		if !applyNodeStatus(node, &k.cfg, inUse, metav1.Now()) && !force {
+		if !applyNodeStatus(node, &k.cfg, inUse, runtimeErr, metav1.Now()) && !force {
 			return nil
 		}
 		_, err = k.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
@@ -255,8 +271,9 @@ func mergeCSIDriver(drivers []storagev1.CSINodeDriver, d storagev1.CSINodeDriver
 	return append(append([]storagev1.CSINodeDriver(nil), drivers...), d), true
 }
 
-// registerCSIDriver records the driver in the node's CSINode (in hollow mode the driver is
-// taken as registered at start; real mode will do it on plugin registration).
+// registerCSIDriver records the driver in the node's CSINode: a hollow node takes its
+// driver as registered at start (a real node's plugin manager does it when the driver's
+// registration socket appears).
 func (k *Kubelet) registerCSIDriver(ctx context.Context) error {
 	d := desiredCSIDriver(&k.cfg)
 	uid := k.nodeUID.Load()
@@ -289,4 +306,27 @@ func (k *Kubelet) registerCSIDriver(ctx context.Context) error {
 		return fmt.Errorf("register %s in CSINode %s: %w", k.cfg.CSIDriverName, k.cfg.NodeName, err)
 	}
 	return nil
+}
+
+// hostKernel is the machine's kernel release (a real node runs on it).
+func hostKernel() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// hostOSImage is the machine's PRETTY_NAME from /etc/os-release.
+func hostOSImage() string {
+	b, err := os.ReadFile("/etc/os-release")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "PRETTY_NAME="); ok {
+			return strings.Trim(v, `"`)
+		}
+	}
+	return "unknown"
 }

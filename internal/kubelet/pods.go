@@ -197,6 +197,11 @@ func (k *Kubelet) terminatePod(ctx context.Context, key string, pod *corev1.Pod,
 	}
 	k.volumes.forget(pod.UID)
 	k.ipam.release(pod.UID)
+	if !k.cfg.Hollow {
+		if err := removePodDir(k.cfg.RootDir, pod.UID); err != nil {
+			return err
+		}
+	}
 	if len(states) > 0 && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
 		if err := k.writeStatus(ctx, pod, terminatedStatus(pod, states, metav1.Now())); err != nil {
 			return err
@@ -229,6 +234,11 @@ func (k *Kubelet) cleanup(ctx context.Context, key string, _ *corev1.Pod) error 
 	}
 	k.volumes.forget(st.uid)
 	k.ipam.release(st.uid)
+	if !k.cfg.Hollow {
+		if err := removePodDir(k.cfg.RootDir, st.uid); err != nil {
+			return err
+		}
+	}
 	k.mu.Lock()
 	if k.pods[key] == st {
 		delete(k.pods, key)

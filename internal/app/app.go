@@ -35,6 +35,7 @@ func newRootCommand() *cobra.Command {
 		newControllerManagerCommand(),
 		newSchedulerCommand(),
 		newKubeletCommand(),
+		newImageCommand(),
 	)
 	return root
 }

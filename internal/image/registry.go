@@ -1,0 +1,243 @@
+package image
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// Files and directories of a registry's Dir.
+const (
+	// addrFileName holds the address the registry serves on, "127.0.0.1:PORT\n".
+	addrFileName = "addr"
+	// layoutDirName is the OCI image layout of the imported images; its blobs directory
+	// is also the registry's blob store (built layers included).
+	layoutDirName = "layout"
+	// cacheDirName holds the digests of built layers, by the hash of their inputs.
+	cacheDirName = "cache"
+)
+
+// AddrFile is the file in a registry's Dir that records its address.
+func AddrFile(dir string) string { return filepath.Join(dir, addrFileName) }
+
+// LayoutDir is the OCI image layout in a registry's Dir that Import writes to and Run
+// pushes from.
+func LayoutDir(dir string) string { return filepath.Join(dir, layoutDirName) }
+
+// RecordedAddr is the address (host:port) a registry with this Dir last served on.
+func RecordedAddr(dir string) (string, error) {
+	b, err := os.ReadFile(AddrFile(dir))
+	if err != nil {
+		return "", fmt.Errorf("read the registry's address: %w", err)
+	}
+	addr := strings.TrimSpace(string(b))
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return "", fmt.Errorf("%s: %w", AddrFile(dir), err)
+	}
+	return addr, nil
+}
+
+// Config configures a Registry.
+type Config struct {
+	// Dir holds the registry's state: the blob store, the OCI layout of imported
+	// images, the layer cache and the address file. Required.
+	Dir string
+	// Addr is the listen address. With no port (or port 0) the registry reuses the port
+	// recorded in Dir by an earlier start, or picks a free one and records it: clients
+	// and containerd's configurations hold it. Default 127.0.0.1.
+	Addr string
+	// PauseBinary is the static kubelab-pause the pause image is built from. Default
+	// kubelab-pause beside the running executable.
+	PauseBinary string
+	// Logger receives structured logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) validate() error {
+	if c.Dir == "" {
+		return errors.New("dir is required")
+	}
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1"
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		c.Addr = net.JoinHostPort(strings.Trim(c.Addr, "[]"), "0")
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return fmt.Errorf("addr %q: %w", c.Addr, err)
+	}
+	if c.PauseBinary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("pause binary: locate the executable: %w", err)
+		}
+		c.PauseBinary = filepath.Join(filepath.Dir(exe), "kubelab-pause")
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Registry is the OCI distribution registry the nodes' containerd pull every image
+// from, with the default images built at start and the imported ones pushed again.
+type Registry struct {
+	cfg     Config
+	log     *slog.Logger
+	ready   chan struct{}
+	addr    atomic.Value // string, once listening
+	started atomic.Bool
+}
+
+// New returns a Registry; Run serves it.
+func New(cfg Config) (*Registry, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("image registry config: %w", err)
+	}
+	return &Registry{cfg: cfg, log: cfg.Logger.With("component", "image-registry"), ready: make(chan struct{})}, nil
+}
+
+// Ready is closed once the registry serves the default and imported images.
+func (r *Registry) Ready() <-chan struct{} { return r.ready }
+
+// Addr is the host:port the registry serves on; valid once Ready is closed.
+func (r *Registry) Addr() string {
+	a, _ := r.addr.Load().(string)
+	return a
+}
+
+// Run listens, builds and pushes the default images, pushes the imported images of
+// the layout, closes Ready, and serves until ctx ends.
+func (r *Registry) Run(ctx context.Context) error {
+	if !r.started.CompareAndSwap(false, true) {
+		return errors.New("image registry: Run called twice")
+	}
+	layoutDir := LayoutDir(r.cfg.Dir)
+	blobDir := filepath.Join(layoutDir, "blobs")
+	cacheDir := filepath.Join(r.cfg.Dir, cacheDirName)
+	for _, d := range []string{r.cfg.Dir, filepath.Join(blobDir, "sha256"), cacheDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("image registry: %w", err)
+		}
+	}
+	if err := ensureLayout(layoutDir); err != nil {
+		return fmt.Errorf("image registry: %w", err)
+	}
+	ln, err := r.listen()
+	if err != nil {
+		return fmt.Errorf("image registry: %w", err)
+	}
+	addr := ln.Addr().String()
+	if err := writeFileAtomic(AddrFile(r.cfg.Dir), []byte(addr+"\n"), 0o644); err != nil {
+		ln.Close()
+		return fmt.Errorf("image registry: record the address: %w", err)
+	}
+	r.addr.Store(addr)
+
+	srv := &http.Server{
+		Handler: registry.New(
+			registry.WithBlobHandler(registry.NewDiskBlobHandler(blobDir)),
+			registry.Logger(slog.NewLogLogger(r.log.Handler(), slog.LevelDebug)),
+		),
+		ReadHeaderTimeout: 30 * time.Second,
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	// Pulls under way when kubelab stops are cut; containerd retries them.
+	defer srv.Close()
+
+	if err := r.publish(ctx, addr, layoutDir, blobDir, cacheDir); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it was ready
+		}
+		return fmt.Errorf("image registry: %w", err)
+	}
+	close(r.ready)
+
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-serveErr:
+		return fmt.Errorf("image registry: serve: %w", err)
+	}
+}
+
+// publish builds the default images and pushes them and the layout's images to the
+// registry at addr.
+func (r *Registry) publish(ctx context.Context, addr, layoutDir, blobDir, cacheDir string) error {
+	start := time.Now()
+	b := &builder{pauseBinary: r.cfg.PauseBinary, cache: &layerCache{dir: cacheDir, blobDir: blobDir}, log: r.log}
+	images, err := b.build()
+	if err != nil {
+		return err
+	}
+	built := time.Since(start)
+	var refs []string
+	for _, bi := range images {
+		for _, ref := range bi.refs {
+			if err := push(ctx, addr, ref, bi.img); err != nil {
+				return err
+			}
+			refs = append(refs, ref)
+		}
+	}
+	imported, err := pushLayout(ctx, addr, layoutDir, r.log)
+	if err != nil {
+		return err
+	}
+	r.log.Info("image registry ready", "addr", addr, "images", refs, "imported", len(imported),
+		"build", built.Round(time.Millisecond), "total", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// listen listens on the configured address; with port 0 on the recorded one if any.
+func (r *Registry) listen() (net.Listener, error) {
+	host, port, _ := net.SplitHostPort(r.cfg.Addr)
+	addr := r.cfg.Addr
+	recorded := ""
+	if port == "0" {
+		if a, err := RecordedAddr(r.cfg.Dir); err == nil {
+			if h, _, _ := net.SplitHostPort(a); h == host {
+				addr, recorded = a, a
+			}
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err == nil {
+		return ln, nil
+	}
+	if recorded != "" && errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("listen on %s, the address recorded in %s that containerd's configurations use: the port is taken (is another kubelab serving this data dir? otherwise remove the file to pick a new port): %w",
+			recorded, AddrFile(r.cfg.Dir), err)
+	}
+	return nil, fmt.Errorf("listen on %s: %w", addr, err)
+}
+
+// push pushes img to the registry at addr under RepoPath(ref).
+func push(ctx context.Context, addr, ref string, img v1.Image) error {
+	p, err := RepoPath(ref)
+	if err != nil {
+		return err
+	}
+	dst, err := localRef(addr, p)
+	if err != nil {
+		return err
+	}
+	if err := remote.Write(dst, img, remote.WithContext(ctx)); err != nil {
+		return fmt.Errorf("push %s: %w", ref, err)
+	}
+	return nil
+}

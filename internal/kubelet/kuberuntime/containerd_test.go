@@ -1,0 +1,512 @@
+package kuberuntime
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubelab/kubelab/internal/kubelet"
+)
+
+// The tests in this file run pods in a containerd started for the test, with images
+// served by an in-process registry on 127.0.0.1. They need root.
+
+func unique(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// busyboxLayer is a gzipped layer holding /bin/busybox (Debian's busybox-static) and
+// links for the applets the tests use, and its diff id.
+func busyboxLayer(t *testing.T) ([]byte, v1.Hash) {
+	t.Helper()
+	bin, err := os.ReadFile("/bin/busybox")
+	if err != nil {
+		t.Skipf("busybox-static is needed for the test images: %v", err)
+	}
+	var raw bytes.Buffer
+	tw := tar.NewWriter(&raw)
+	mtime := time.Unix(0, 0)
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(tw.WriteHeader(&tar.Header{Name: "bin/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: mtime}))
+	must(tw.WriteHeader(&tar.Header{Name: "tmp/", Typeflag: tar.TypeDir, Mode: 0o1777, ModTime: mtime}))
+	must(tw.WriteHeader(&tar.Header{Name: "bin/busybox", Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(bin)), ModTime: mtime}))
+	_, err = tw.Write(bin)
+	must(err)
+	for _, applet := range []string{"sh", "sleep", "echo", "cat", "ls", "true", "false"} {
+		must(tw.WriteHeader(&tar.Header{Name: "bin/" + applet, Typeflag: tar.TypeSymlink, Linkname: "busybox", Mode: 0o777, ModTime: mtime}))
+	}
+	must(tw.Close())
+	diffID := sha256.Sum256(raw.Bytes())
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, err = zw.Write(raw.Bytes())
+	must(err)
+	must(zw.Close())
+	return gz.Bytes(), v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(diffID[:])}
+}
+
+// pushImage uploads a linux image of the busybox layer to the registry at host and
+// returns its reference.
+func pushImage(t *testing.T, host, repo, tag string, layer []byte, diffID v1.Hash, entrypoint, cmd []string) string {
+	t.Helper()
+	upload := func(b []byte) v1.Descriptor {
+		sum := sha256.Sum256(b)
+		d := v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(sum[:])}
+		resp, err := http.Post(fmt.Sprintf("http://%s/v2/%s/blobs/uploads/?digest=%s", host, repo, d), "application/octet-stream", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("upload blob %s: %s", d, resp.Status)
+		}
+		return v1.Descriptor{Digest: d, Size: int64(len(b))}
+	}
+	cfg, err := json.Marshal(v1.ConfigFile{Architecture: goruntime.GOARCH, OS: "linux",
+		Config: v1.Config{Entrypoint: entrypoint, Cmd: cmd, Env: []string{"PATH=/bin"}},
+		RootFS: v1.RootFS{Type: "layers", DiffIDs: []v1.Hash{diffID}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cd, ld := upload(cfg), upload(layer)
+	cd.MediaType, ld.MediaType = types.OCIConfigJSON, types.OCILayer
+	man, err := json.Marshal(v1.Manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1, Config: cd, Layers: []v1.Descriptor{ld}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPut, fmt.Sprintf("http://%s/v2/%s/manifests/%s", host, repo, tag), bytes.NewReader(man))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", string(types.OCIManifestSchema1))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("put manifest %s:%s: %s", repo, tag, resp.Status)
+	}
+	return host + "/" + repo + ":" + tag
+}
+
+// testContainerd is a containerd started for a test.
+type testContainerd struct {
+	dir string
+	rs  runtimeapi.RuntimeServiceClient
+	is  runtimeapi.ImageServiceClient
+}
+
+// startContainerd runs containerd with its root, state and sockets in a fresh directory
+// and an empty CNI config dir (so only host-network pods run). Cleanup removes every
+// sandbox through CRI, stops containerd and removes what is left in its directory.
+func startContainerd(t *testing.T, sandboxImage string) *testContainerd {
+	t.Helper()
+	dir, err := os.MkdirTemp("/tmp", "kr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeDir(t, dir) })
+	for _, d := range []string{"root", "state", "cni", "opt", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sock := filepath.Join(dir, "c.sock")
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	const cri = `plugins."io.containerd.grpc.v1.cri"`
+	config := strings.Join([]string{
+		"version = 2",
+		"root = " + q(filepath.Join(dir, "root")),
+		"state = " + q(filepath.Join(dir, "state")),
+		"temp = " + q(filepath.Join(dir, "tmp")),
+		`disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]`,
+		"[grpc]", "  address = " + q(sock),
+		"[debug]", `  address = ""`,
+		"[metrics]", `  address = ""`,
+		`[plugins."io.containerd.internal.v1.opt"]`, "  path = " + q(filepath.Join(dir, "opt")),
+		"[" + cri + "]",
+		"  sandbox_image = " + q(sandboxImage),
+		`  stream_server_address = "127.0.0.1"`, `  stream_server_port = "0"`,
+		"  enable_selinux = false", "  disable_apparmor = true", "  restrict_oom_score_adj = true",
+		"  tolerate_missing_hugetlb_controller = true",
+		"  [" + cri + ".containerd]", `    snapshotter = "overlayfs"`, `    default_runtime_name = "runc"`,
+		"    [" + cri + ".containerd.runtimes.runc]", `      runtime_type = "io.containerd.runc.v2"`,
+		"      [" + cri + ".containerd.runtimes.runc.options]", "        SystemdCgroup = false",
+		"        Root = " + q(filepath.Join(dir, "state", "runc")),
+		"  [" + cri + ".cni]", `    bin_dir = "/usr/lib/cni"`, "    conf_dir = " + q(filepath.Join(dir, "cni")),
+		"",
+	}, "\n")
+	cfgPath := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logFile, err := os.Create(filepath.Join(dir, "containerd.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("containerd", "--config", cfgPath)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); logFile.Close(); close(exited) }()
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &testContainerd{dir: dir, rs: runtimeapi.NewRuntimeServiceClient(conn), is: runtimeapi.NewImageServiceClient(conn)}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if sbs, err := c.rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{}); err == nil {
+			for _, s := range sbs.GetItems() {
+				_, _ = c.rs.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.GetId()})
+				if _, err := c.rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.GetId()}); err != nil {
+					t.Logf("cleanup: remove sandbox %s: %v", s.GetId(), err)
+				}
+			}
+		}
+		conn.Close()
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			if b, err := os.ReadFile(filepath.Join(dir, "containerd.log")); err == nil {
+				lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+				t.Logf("containerd log (last lines):\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
+			}
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		st, err := c.rs.Status(ctx, &runtimeapi.StatusRequest{})
+		cancel()
+		if err == nil && conditionTrue(st, runtimeapi.RuntimeReady) {
+			return c
+		}
+		select {
+		case <-exited:
+			b, _ := os.ReadFile(filepath.Join(dir, "containerd.log"))
+			t.Fatalf("containerd exited:\n%s", b)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("containerd not ready: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func conditionTrue(st *runtimeapi.StatusResponse, typ string) bool {
+	for _, c := range st.GetStatus().GetConditions() {
+		if c.GetType() == typ {
+			return c.GetStatus()
+		}
+	}
+	return false
+}
+
+// removeDir unmounts whatever is still mounted under dir (deepest first) and removes it.
+func removeDir(t *testing.T, dir string) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err == nil {
+		var mounts []string
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			if len(fields) > 4 && (fields[4] == dir || strings.HasPrefix(fields[4], dir+"/")) {
+				mounts = append(mounts, fields[4])
+			}
+		}
+		f.Close()
+		sort.Sort(sort.Reverse(sort.StringSlice(mounts)))
+		for _, m := range mounts {
+			if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil {
+				t.Logf("cleanup: unmount %s: %v", m, err)
+			}
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Logf("cleanup: %v", err)
+	}
+}
+
+// removeCgroupTree removes the cgroup directory rel (relative to each hierarchy's root)
+// and the directories under it, deepest first, in every hierarchy.
+func removeCgroupTree(t *testing.T, rel string) {
+	roots, err := cgroupRoots()
+	if err != nil {
+		t.Logf("cleanup: %v", err)
+		return
+	}
+	for _, root := range roots {
+		top := filepath.Join(root, rel)
+		var dirs []string
+		_ = filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
+		for _, d := range dirs {
+			if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
+				t.Logf("cleanup: remove cgroup %s: %v", d, err)
+			}
+		}
+	}
+}
+
+// syncUntil calls SyncPod, as the kubelet would on every sync, until done accepts the
+// status (or the time is up).
+func syncUntil(t *testing.T, r *Runtime, pod *corev1.Pod, vols kubelet.PodVolumes, what string, done func(kubelet.PodStatus) bool) kubelet.PodStatus {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last kubelet.PodStatus
+	var lastErr error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		last, lastErr = r.SyncPod(ctx, pod, vols)
+		cancel()
+		if done(last) {
+			return last
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s: not reached; last status %+v, err %v", what, last, lastErr)
+	return last
+}
+
+func find(st kubelet.PodStatus, name string) (kubelet.ContainerState, bool) {
+	for _, c := range st.Containers {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return kubelet.ContainerState{}, false
+}
+
+func TestContainerdPods(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: starts containerd and runs containers with runc")
+	}
+	for _, bin := range []string{"containerd", "containerd-shim-runc-v2", "runc"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s is not installed: %v", bin, err)
+		}
+	}
+	layer, diffID := busyboxLayer(t)
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	busybox := pushImage(t, host, "test/busybox", "v1", layer, diffID, nil, []string{"sh"})
+	pause := pushImage(t, host, "test/pause", "v1", layer, diffID, []string{"/bin/sleep", "3600"}, nil)
+
+	id := unique(t)
+	cgroupParent := "/kubelab-test-" + id
+	t.Cleanup(func() { removeCgroupTree(t, cgroupParent) }) // after containerd stopped
+	cd := startContainerd(t, pause)
+	root := filepath.Join(cd.dir, "kubelet")
+	recorder := record.NewFakeRecorder(1000)
+	r, err := New(Config{NodeName: "kr-" + id, RootDir: root, CgroupParent: cgroupParent, Recorder: recorder,
+		RestartBackOff: 2 * time.Second, MaxRestartBackOff: 4 * time.Second, ImagePullBackOff: time.Minute,
+		Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil))}, cd.rs, cd.is)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newPod := func(name string, policy corev1.RestartPolicy) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: k8stypes.UID(name + "-" + id)},
+			Spec:       corev1.PodSpec{HostNetwork: true, RestartPolicy: policy, NodeName: "kr-" + id},
+		}
+	}
+	ctr := func(name, script string) corev1.Container {
+		return corev1.Container{Name: name, Image: busybox, Command: []string{"sh", "-c", script},
+			ImagePullPolicy: corev1.PullIfNotPresent, TerminationMessagePath: "/dev/termination-log",
+			TerminationMessagePolicy: corev1.TerminationMessageReadFile}
+	}
+	ctx := context.Background()
+
+	// An init container writes into a volume, the app container reads it and keeps running.
+	data := filepath.Join(cd.dir, "data")
+	if err := os.Mkdir(data, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	web := newPod("web", corev1.RestartPolicyAlways)
+	web.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	init := ctr("write", "echo hello from init > /data/msg")
+	init.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	app := ctr("read", "cat /data/msg; echo pod $(POD_NAME); exec sleep 3600")
+	app.Env = []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
+	app.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data", ReadOnly: true}}
+	web.Spec.InitContainers, web.Spec.Containers = []corev1.Container{init}, []corev1.Container{app}
+	vols := kubelet.PodVolumes{"data": data}
+	st := syncUntil(t, r, web, vols, "web running", func(st kubelet.PodStatus) bool {
+		c, ok := find(st, "read")
+		return ok && !c.Waiting && !c.Terminated
+	})
+	if w, _ := find(st, "write"); !w.Terminated || w.ExitCode != 0 || w.Reason != "Completed" || w.FinishedAt.IsZero() {
+		t.Errorf("init container = %+v", w)
+	}
+	rd, _ := find(st, "read")
+	if !strings.HasPrefix(rd.ContainerID, "containerd://") || !strings.Contains(rd.ImageID, "@sha256:") || rd.StartedAt.IsZero() ||
+		rd.RestartCount != 0 || rd.Image != busybox {
+		t.Errorf("app container = %+v", rd)
+	}
+	if st.IP != "" || st.SandboxID == "" {
+		t.Errorf("host-network pod: sandbox %q ip %q", st.SandboxID, st.IP)
+	}
+	logPath := filepath.Join(r.cfg.PodLogsDir, "default_web_"+string(web.UID), "read", "0.log")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(logPath)
+		if strings.Contains(string(b), "stdout F hello from init") && strings.Contains(string(b), "stdout F pod web") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("log %s = %q", logPath, b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// A container that keeps failing is restarted, then backs off.
+	crash := newPod("crash", corev1.RestartPolicyAlways)
+	crash.Spec.Containers = []corev1.Container{ctr("crash", "echo crashing; exit 1")}
+	st = syncUntil(t, r, crash, nil, "crash loop", func(st kubelet.PodStatus) bool {
+		c, _ := find(st, "crash")
+		return c.Waiting && c.Reason == "CrashLoopBackOff"
+	})
+	c, _ := find(st, "crash")
+	wantMsg := fmt.Sprintf("back-off 2s restarting failed container=crash pod=crash_default(%s)", crash.UID)
+	if c.RestartCount != 1 || c.Message != wantMsg || c.LastTerminated == nil || c.LastTerminated.ExitCode != 1 || c.LastTerminated.Reason != "Error" {
+		t.Errorf("crash-looping container = %+v, last %+v", c, c.LastTerminated)
+	}
+	syncUntil(t, r, crash, nil, "restart after the back-off", func(st kubelet.PodStatus) bool {
+		c, _ := find(st, "crash")
+		return c.RestartCount == 2
+	})
+
+	// An image that does not exist.
+	missing := newPod("missing", corev1.RestartPolicyAlways)
+	missing.Spec.Containers = []corev1.Container{ctr("app", "true")}
+	missing.Spec.Containers[0].Image = host + "/test/missing:v1"
+	st, err = r.SyncPod(ctx, missing, nil)
+	if m, _ := find(st, "app"); !errors.Is(err, ErrImagePull) || !m.Waiting || m.Reason != "ErrImagePull" || !strings.Contains(m.Message, "not found") {
+		t.Errorf("missing image: %+v, %v", m, err)
+	}
+	st, err = r.SyncPod(ctx, missing, nil)
+	if m, _ := find(st, "app"); !errors.Is(err, ErrImagePullBackOff) || m.Reason != "ImagePullBackOff" ||
+		!strings.HasPrefix(m.Message, fmt.Sprintf("Back-off pulling image %q: ErrImagePull: ", missing.Spec.Containers[0].Image)) {
+		t.Errorf("missing image, again: %+v, %v", m, err)
+	}
+
+	fp, err := r.Relist(ctx)
+	if err != nil || fp[web.UID] == "" || fp[crash.UID] == "" || fp[missing.UID] == "" {
+		t.Errorf("relist = %v, %v", fp, err)
+	}
+	if err := r.Ready(ctx); err == nil || !strings.Contains(err.Error(), "NetworkReady=false") {
+		t.Errorf("ready without a CNI config: %v", err)
+	}
+
+	// KillPod leaves nothing behind.
+	killed, err := r.KillPod(ctx, web, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd, _ := find(killed, "read"); !rd.Terminated || rd.ExitCode != 137 {
+		t.Errorf("killed app container = %+v", rd)
+	}
+	for _, p := range []*corev1.Pod{crash, {ObjectMeta: metav1.ObjectMeta{UID: missing.UID}}} {
+		if _, err := r.KillPod(ctx, p, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sbs, err := cd.rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil || len(sbs.GetItems()) != 0 {
+		t.Errorf("sandboxes left: %v, %v", sbs.GetItems(), err)
+	}
+	cs, err := cd.rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+	if err != nil || len(cs.GetContainers()) != 0 {
+		t.Errorf("containers left: %v, %v", cs.GetContainers(), err)
+	}
+	if _, err := os.Stat(filepath.Join("/sys/fs/cgroup/memory", cgroupParent, "pod"+string(web.UID))); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("pod cgroup left: %v", err)
+	}
+	events := strings.Join(drain(recorder), "\n")
+	for _, want := range []string{"Normal Pulling Pulling image", "Normal Created Created container: write",
+		"Normal Started Started container read", "Warning BackOff Back-off restarting failed container crash in pod crash_default",
+		"Warning Failed Failed to pull image", "Normal Killing Stopping container read"} {
+		if !strings.Contains(events, want) {
+			t.Errorf("no event %q in:\n%s", want, events)
+		}
+	}
+}
+
+func drain(r *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-r.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}

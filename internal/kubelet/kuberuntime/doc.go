@@ -1,0 +1,35 @@
+// Package kuberuntime is the real kubelet's container runtime: it implements the
+// kubelet's Runtime interface over CRI v1 (gRPC to the node's containerd). It is the last
+// step of the flow "kubectl apply → … → the kubelet asks the CSI node plugin to
+// stage/publish → the container runtime starts the container": once a pod's volumes are
+// mounted, the kubelet calls SyncPod with their host paths, and the runtime makes the
+// pod's sandbox and containers match the spec.
+//
+// SyncPod, on every sync of a pod:
+//   - finds the pod's sandboxes and containers by the label io.kubernetes.pod.uid, and
+//     removes old container instances (each container keeps its newest instance and the
+//     newest exited one, which the status shows as the last termination);
+//   - decides what to do (computePodActions, a pure function of the spec and what runs):
+//     create the sandbox (again, with attempt+1, when its pause process died), run the init
+//     containers one at a time (sidecars — init containers with restartPolicy Always — start
+//     in order and keep running), start the app containers, restart exited ones as the
+//     restartPolicy says, recreate running ones whose spec hash changed, and stop the pod
+//     when nothing of it is to run any more (a failed init container under restartPolicy
+//     Never, or every app container done);
+//   - starts a container: waits out its restart back-off (10 s doubling to 300 s; status
+//     Waiting CrashLoopBackOff meanwhile), makes its image present (ImageStatus, PullImage as
+//     imagePullPolicy says; ErrImagePull then ImagePullBackOff with a back-off per pod and
+//     image), builds its config (command and args with $(VAR) expanded, environment with the
+//     downward API and ConfigMap/Secret references, bind mounts of the pod's volumes and of
+//     a termination-message file, cgroup resources, security context, log path
+//     <container>/<restartCount>.log under the pod's log directory) and creates and starts it;
+//   - records the events the kubelet records (Pulling, Pulled, Created, Started, Killing,
+//     BackOff, Failed, SandboxChanged, FailedCreatePodSandBox) and returns the containers'
+//     states for the pod's status.
+//
+// KillPod stops a pod's containers and sandboxes and removes them; Relist gives the PLEG a
+// fingerprint per pod; Ready reports the runtime's RuntimeReady and NetworkReady
+// conditions.
+//
+// The package fakecri is an in-memory CRI for tests of this package and of the kubelet.
+package kuberuntime

@@ -1,0 +1,125 @@
+package kuberuntime
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/distribution/reference"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// applyDefaultImageTag adds :latest to an image without tag or digest before the image
+// is looked up or pulled (the runtime qualifies short names itself).
+func applyDefaultImageTag(image string) (string, error) {
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return "", fmt.Errorf("couldn't parse image reference %q: %w", image, err)
+	}
+	_, tagged := named.(reference.Tagged)
+	_, digested := named.(reference.Digested)
+	if !tagged && !digested {
+		return image + ":latest", nil
+	}
+	return image, nil
+}
+
+// pullPolicy is the container's imagePullPolicy, defaulted like the API server's defaulting (Always
+// for :latest or untagged images, else IfNotPresent).
+func pullPolicy(c *corev1.Container) corev1.PullPolicy {
+	if c.ImagePullPolicy != "" {
+		return c.ImagePullPolicy
+	}
+	named, err := reference.ParseNormalizedNamed(c.Image)
+	if err != nil {
+		return corev1.PullIfNotPresent
+	}
+	if t, ok := named.(reference.Tagged); (ok && t.Tag() == "latest") || (!ok && !isDigested(named)) {
+		return corev1.PullAlways
+	}
+	return corev1.PullIfNotPresent
+}
+
+func isDigested(n reference.Named) bool { _, ok := n.(reference.Digested); return ok }
+
+// shouldPull says whether an image is pulled, given the policy and whether it is present.
+func shouldPull(policy corev1.PullPolicy, present bool) bool {
+	switch policy {
+	case corev1.PullNever:
+		return false
+	case corev1.PullAlways:
+		return true
+	}
+	return !present
+}
+
+// imageResult is the outcome of ensureImage when the image is not available: the reason
+// and message the container's Waiting state shows, and the error SyncPod returns.
+type imageResult struct {
+	reason, message string
+	err             error
+}
+
+// ensureImage makes the container's image present (pulling it as the pull policy says,
+// with a back-off per pod and image after failures) and returns the image reference to
+// create the container from.
+func (r *Runtime) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container, sbConfig *runtimeapi.PodSandboxConfig) (string, *imageResult) {
+	image, err := applyDefaultImageTag(c.Image)
+	if err != nil {
+		msg := fmt.Sprintf("Failed to apply default image tag %q: %v", c.Image, err)
+		r.event(pod, c.Name, corev1.EventTypeWarning, eventInspectFailed, "%s", msg)
+		return "", &imageResult{reason: ErrInvalidImageName.Error(), message: msg, err: ErrInvalidImageName}
+	}
+	spec := &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image, Annotations: pod.Annotations}
+	st, err := r.is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: spec})
+	if err != nil {
+		msg := fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err)
+		r.event(pod, c.Name, corev1.EventTypeWarning, eventInspectFailed, "%s", msg)
+		return "", &imageResult{reason: ErrImageInspect.Error(), message: msg, err: ErrImageInspect}
+	}
+	ref := st.GetImage().GetId()
+	if !shouldPull(pullPolicy(c), ref != "") {
+		if ref != "" {
+			r.event(pod, c.Name, corev1.EventTypeNormal, eventPulled, "Container image %q already present on machine", c.Image)
+			return ref, nil
+		}
+		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+		r.event(pod, c.Name, corev1.EventTypeWarning, eventErrImageNeverPull, "%s", msg)
+		return "", &imageResult{reason: ErrImageNeverPull.Error(), message: msg, err: ErrImageNeverPull}
+	}
+	key := string(pod.UID) + "/image/" + c.Image
+	if waiting, lastErr := r.pullBackOff.inBackOffSinceUpdate(key); waiting {
+		r.event(pod, c.Name, corev1.EventTypeNormal, eventBackOff, "Back-off pulling image %q", c.Image)
+		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
+		if lastErr != "" {
+			msg += ": " + lastErr
+		}
+		return "", &imageResult{reason: ErrImagePullBackOff.Error(), message: msg, err: ErrImagePullBackOff}
+	}
+	r.event(pod, c.Name, corev1.EventTypeNormal, eventPulling, "Pulling image %q", c.Image)
+	start := r.cfg.Clock.Now()
+	resp, err := r.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: spec, SandboxConfig: sbConfig})
+	if err != nil {
+		r.event(pod, c.Name, corev1.EventTypeWarning, eventFailed, "Failed to pull image %q: %v", c.Image, err)
+		r.pullBackOff.next(key, r.cfg.Clock.Now(), ErrImagePull.Error()+": "+err.Error())
+		return "", &imageResult{reason: ErrImagePull.Error(), message: err.Error(), err: ErrImagePull}
+	}
+	r.pullBackOff.reset(key)
+	took := r.cfg.Clock.Since(start).Round(time.Millisecond)
+	size := ""
+	if st, err := r.is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: spec}); err == nil && st.GetImage() != nil {
+		size = fmt.Sprintf(" Image size: %d bytes.", st.GetImage().GetSize())
+	}
+	r.event(pod, c.Name, corev1.EventTypeNormal, eventPulled, "Successfully pulled image %q in %v (%v including waiting).%s", c.Image, took, took, size)
+	return resp.GetImageRef(), nil
+}
+
+// grpcMessage is an error's gRPC status message (its text when it has no status).
+func grpcMessage(err error) string {
+	if s, ok := status.FromError(err); ok {
+		return s.Message()
+	}
+	return err.Error()
+}

@@ -7,8 +7,8 @@ import (
 	"maps"
 	"os"
 	"runtime"
-	"strings"
 	"sort"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"

@@ -180,8 +180,8 @@ func (k *Kubelet) terminatePod(ctx context.Context, key string, pod *corev1.Pod,
 	}
 	states := st.states
 	if st.started || !k.cfg.Hollow {
-		if st.started {
-			k.killingEvents(pod)
+		if st.started && k.cfg.Hollow {
+			k.killingEvents(pod) // a real runtime records its own
 		}
 		killed, err := k.runtime.KillPod(ctx, pod, grace)
 		if err != nil {

@@ -152,11 +152,23 @@ func initDone(pod *corev1.Pod, states []ContainerState) bool {
 	byName := statesByName(states)
 	for _, c := range pod.Spec.InitContainers {
 		st, ok := byName[c.Name]
-		if !ok || !st.Terminated || st.ExitCode != 0 {
+		switch {
+		case !ok:
+			return false
+		case isSidecar(c):
+			if st.Terminated || st.Waiting && st.LastTerminated == nil {
+				return false // a sidecar counts once it has started
+			}
+		case !st.Terminated || st.ExitCode != 0:
 			return false
 		}
 	}
 	return true
+}
+
+// isSidecar: an init container with restartPolicy Always keeps running beside the app.
+func isSidecar(c corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
 // allRunning says whether every container of cs runs.

@@ -32,10 +32,12 @@ sidecars (provisioner, attacher, resizer, snapshotter), the controller-manager, 
 scheduler and the nodes. The cluster starts with the CSIDriver object and a default
 StorageClass gp2 (WaitForFirstConsumer), as EKS with the EBS CSI add-on does.
 
---hollow runs the cloud without loop devices and the nodes with the hollow kubelet (a
-fake container runtime and mounter), one instance per node launched in the cloud and
-nodes spread over the zones; no root is needed. Real nodes (containerd, real mounts)
-are not built yet: without --hollow the cluster has no nodes and pods stay Pending.`,
+Nodes are real by default (root): each node is an EC2 instance of the cloud with its own
+containerd and runc, the CSI node plugin with its registrar, a kubelet and a CNI bridge;
+volumes are loop devices formatted and mounted for real, images come from kubelab's
+local registry (pause, busybox and nginx built at start; 'kubelab image import' adds
+more). --hollow runs the cloud without loop devices and the nodes with the hollow
+kubelet (a fake container runtime and mounter); no root is needed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var level slog.Level
@@ -76,7 +78,7 @@ are not built yet: without --hollow the cluster has no nodes and pods stay Pendi
 	f.register(cmd)
 	fs := cmd.Flags()
 	fs.BoolVar(&cfg.Hollow, "hollow", false, "hollow cloud and nodes (no loop devices, fake runtime and mounter; no root needed)")
-	fs.IntVar(&cfg.Nodes, "nodes", 0, "number of nodes, spread over the zones (default: one per zone with --hollow)")
+	fs.IntVar(&cfg.Nodes, "nodes", 0, "number of nodes, spread over the zones (default: one per zone)")
 	fs.StringVar(&cfg.Region, "region", "us-east-1", "the cloud's region")
 	fs.StringVar(&zones, "zones", "", "comma-separated availability zones (default <region>a,<region>b,<region>c)")
 	fs.StringVar(&cfg.CloudProfile, "cloud-profile", "fast", "latencies of the cloud's asynchronous transitions: fast or aws")
@@ -90,9 +92,6 @@ func printUp(cmd *cobra.Command, c *cluster.Cluster) {
 	fmt.Fprintf(out, "kubelab is up.\n  API server:  %s\n  kubeconfig:  %s\n  cloud (EC2): %s\n",
 		c.URL(), c.Kubeconfig(), c.CloudEndpoint())
 	nodes := c.Nodes()
-	if len(nodes) == 0 {
-		fmt.Fprintf(out, "  nodes:       none (real nodes are not built yet; run 'kubelab up --hollow' for hollow ones)\n")
-	}
 	for _, n := range nodes {
 		fmt.Fprintf(out, "  node:        %s  %s  %s\n", n.Name, n.Zone, n.InstanceID)
 	}

@@ -49,6 +49,10 @@ func (c *Cloud) IMDSEndpoint(instanceID string) string {
 	return ""
 }
 
+// IMDSEndpointFile is where the cloud writes the URL of instance id's metadata service
+// (a node reads it as it would reach 169.254.169.254).
+func (c *Cloud) IMDSEndpointFile(id string) string { return c.imdsEndpointFile(id) }
+
 func (c *Cloud) imdsEndpointFile(id string) string {
 	return filepath.Join(c.cfg.DataDir, "instances", id, "imds-endpoint")
 }

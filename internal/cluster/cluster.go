@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -13,22 +14,32 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubelab/kubelab/internal/cloud"
+	"github.com/kubelab/kubelab/internal/image"
 )
 
 // Cluster is a whole kubelab cluster on this machine: the control plane, the cloud, the
 // CSI driver's controller with its sidecars, the scheduler and the nodes.
 type Cluster struct {
-	cfg   Config
-	cp    *ControlPlane
-	cloud *cloud.Cloud
-	units units
-	ready chan struct{}
-	nodes []Node // set once, before ready is closed
+	cfg      Config
+	cp       *ControlPlane
+	cloud    *cloud.Cloud
+	registry *image.Registry // real nodes' images; nil in hollow mode
+	units    units
+	ready    chan struct{}
+	nodes    []Node // set once, before ready is closed
+
+	// nodesRunning counts real nodes not yet torn down; bootDone is closed when boot has
+	// started all it will start. The cloud stops after both, so that the volumes' loop
+	// devices are released only once nothing mounts them.
+	nodesRunning sync.WaitGroup
+	bootDone     chan struct{}
 }
 
 // Node is one node of the cluster and the instance it runs on.
 type Node struct {
 	Name, Zone, InstanceID, IP string
+	// DeviceDir is where the node finds its attached volumes (xvdXX, disk/by-id).
+	DeviceDir string
 }
 
 // New checks cfg and builds the cluster without starting anything.
@@ -57,7 +68,15 @@ func New(cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	return &Cluster{cfg: cfg, cp: cp, cloud: c, ready: make(chan struct{})}, nil
+	cl := &Cluster{cfg: cfg, cp: cp, cloud: c, ready: make(chan struct{}), bootDone: make(chan struct{})}
+	if !cfg.Hollow {
+		cl.registry, err = image.New(image.Config{Dir: filepath.Join(cfg.DataDir, "images"), PauseBinary: cfg.PauseBinary,
+			Logger: cfg.Logger.With("component", "image-registry")})
+		if err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+	}
+	return cl, nil
 }
 
 // Ready is closed once every component runs and every node is Ready.
@@ -111,8 +130,20 @@ func (c *Cluster) Start(ctx context.Context, component string) error {
 func (c *Cluster) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	c.cp.Start(ctx, g)
-	g.Go(func() error { return c.cloud.Run(ctx) })
+	cloudCtx, stopCloud := context.WithCancel(context.WithoutCancel(ctx))
+	g.Go(func() error { return c.cloud.Run(cloudCtx) })
 	g.Go(func() error {
+		<-ctx.Done()
+		<-c.bootDone
+		c.nodesRunning.Wait()
+		stopCloud()
+		return nil
+	})
+	if c.registry != nil {
+		g.Go(func() error { return c.registry.Run(ctx) })
+	}
+	g.Go(func() error {
+		defer close(c.bootDone)
 		if err := c.boot(ctx, g); err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -145,10 +176,11 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 	if err := ensureAddons(ctx, admin); err != nil {
 		return err
 	}
-	start := func(name string, run func(ctx context.Context) error) {
+	start := func(name string, run func(ctx context.Context) error) *unit {
 		u := newUnit(name, log, run)
 		c.units.add(u)
 		g.Go(func() error { return u.supervise(ctx) })
+		return u
 	}
 	start("csi-controller", c.runCSIController)
 	start("csi-provisioner", c.runProvisioner)
@@ -163,8 +195,21 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 		return err
 	}
 	c.nodes = nodes
+	if c.registry != nil && len(nodes) > 0 {
+		select {
+		case <-c.registry.Ready():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	for _, n := range nodes {
-		start("kubelet/"+n.Name, c.runKubelet(n))
+		if c.cfg.Hollow {
+			start("kubelet/"+n.Name, c.runKubelet(n))
+			continue
+		}
+		if err := c.startRealNode(ctx, g, start, n); err != nil {
+			return err
+		}
 	}
 	if err := waitNodesReady(ctx, admin, nodes, bootTime); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -14,9 +15,12 @@ import (
 type Config struct {
 	ControlPlaneConfig
 	// Hollow runs the cloud without files or loop devices and the nodes with the hollow
-	// kubelet (a fake runtime and mounter): no root needed. Real nodes (containerd, real
-	// mounts) are not built yet, so without Hollow the cluster has no nodes.
+	// kubelet (a fake runtime and mounter): no root needed. Without it the nodes are real:
+	// containerd and runc, real mounts of loop-device volumes, pods on a CNI bridge (root).
 	Hollow bool
+	// PauseBinary is the pods' sandbox program built into the pause image (kubelab-pause
+	// beside the running executable when empty).
+	PauseBinary string
 	// Nodes is the number of nodes, spread round-robin over Zones (default one per zone).
 	Nodes int
 	// Region and Zones of the cloud (us-east-1; us-east-1a, b, c).
@@ -36,6 +40,13 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// longestNodeSocket is the longest unix socket path of a real node under the data dir,
+// and maxSocketPath the most a socket address holds.
+const (
+	longestNodeSocket = "/nodes/ip-172-31-255-255.ec2.internal/kubelet/plugins_registry/" + DriverName + "-reg.sock"
+	maxSocketPath     = 107
+)
+
 // DriverName is the CSI driver every node runs.
 const DriverName = "ebs.csi.aws.com"
 
@@ -46,7 +57,7 @@ func (c *Config) setDefaults() {
 	if len(c.Zones) == 0 {
 		c.Zones = []string{c.Region + "a", c.Region + "b", c.Region + "c"}
 	}
-	if c.Nodes == 0 && c.Hollow {
+	if c.Nodes == 0 {
 		c.Nodes = len(c.Zones)
 	}
 	if c.CloudProfile == "" {
@@ -70,8 +81,12 @@ func (c *Config) validate() error {
 	if c.Nodes < 0 {
 		errs = append(errs, fmt.Errorf("nodes %d must not be negative", c.Nodes))
 	}
-	if c.Nodes > 0 && !c.Hollow {
-		errs = append(errs, fmt.Errorf("%d real nodes asked for: real nodes (containerd kubelet) are not built yet; use hollow nodes", c.Nodes))
+	if longest := c.DataDir + longestNodeSocket; c.Nodes > 0 && !c.Hollow && len(longest) > maxSocketPath {
+		errs = append(errs, fmt.Errorf("data dir %q is too long for the real nodes' unix sockets (%s would be %d bytes, at most %d): use a shorter one",
+			c.DataDir, longest, len(longest), maxSocketPath))
+	}
+	if c.Nodes > 0 && !c.Hollow && os.Geteuid() != 0 {
+		errs = append(errs, fmt.Errorf("%d real nodes need root (loop devices, mounts, containerd); run as root or use hollow nodes", c.Nodes))
 	}
 	for _, z := range c.Zones {
 		if len(z) <= len(c.Region) || z[:len(c.Region)] != c.Region {

@@ -40,7 +40,7 @@ type testCluster struct {
 // The cluster stops at the test's cleanup.
 func startCluster(t testing.TB, tweak func(*Config)) *testCluster {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "kubelab-cluster")
+	dir, err := os.MkdirTemp("", "kl")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,11 @@ const tagNodeSlot = "kubelab.dev/node-slot"
 // nodeZone is the zone of node slot i: round-robin over the zones.
 func nodeZone(zones []string, i int) string { return zones[i%len(zones)] }
 
+// slotDeviceDir is the device dir of node slot i's instance.
+func slotDeviceDir(dataDir string, i int) string {
+	return filepath.Join(dataDir, "nodes", fmt.Sprintf("slot-%d", i), "dev")
+}
+
 // ec2Client is an AWS SDK client of the cluster's cloud, set up as any AWS user's is:
 // endpoint, config and credentials files.
 func (c *Cluster) ec2Client(ctx context.Context) (*ec2.Client, error) {
@@ -67,7 +72,12 @@ func (c *Cluster) ensureInstances(ctx context.Context) ([]Node, error) {
 			}
 		}
 		nodes[i] = Node{Name: aws.ToString(inst.PrivateDnsName), Zone: aws.ToString(inst.Placement.AvailabilityZone),
-			InstanceID: aws.ToString(inst.InstanceId), IP: aws.ToString(inst.PrivateIpAddress)}
+			InstanceID: aws.ToString(inst.InstanceId), IP: aws.ToString(inst.PrivateIpAddress), DeviceDir: slotDeviceDir(c.cfg.DataDir, i)}
+		for _, t := range inst.Tags {
+			if aws.ToString(t.Key) == cloud.TagDeviceDir {
+				nodes[i].DeviceDir = aws.ToString(t.Value)
+			}
+		}
 	}
 	return nodes, nil
 }
@@ -104,7 +114,7 @@ func (c *Cluster) slotInstances(ctx context.Context, client *ec2.Client) (map[in
 // attached volumes appear under the node's device dir.
 func (c *Cluster) launch(ctx context.Context, client *ec2.Client, i int) (ec2types.Instance, error) {
 	zone := nodeZone(c.cfg.Zones, i)
-	deviceDir := filepath.Join(c.cfg.DataDir, "nodes", fmt.Sprintf("slot-%d", i), "dev")
+	deviceDir := slotDeviceDir(c.cfg.DataDir, i)
 	out, err := client.RunInstances(ctx, &ec2.RunInstancesInput{
 		MinCount: aws.Int32(1), MaxCount: aws.Int32(1), InstanceType: ec2types.InstanceType(c.cfg.InstanceType),
 		Placement: &ec2types.Placement{AvailabilityZone: aws.String(zone)},

@@ -1,0 +1,236 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/kubelab/kubelab/internal/cni"
+	"github.com/kubelab/kubelab/internal/containerd"
+	"github.com/kubelab/kubelab/internal/csi/driver"
+	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
+	"github.com/kubelab/kubelab/internal/csi/sidecar/registrar"
+	"github.com/kubelab/kubelab/internal/kubelet"
+	"github.com/kubelab/kubelab/internal/kubelet/kuberuntime"
+	"github.com/kubelab/kubelab/internal/kubelet/pluginmanager"
+)
+
+// A real node is four components, each reaching the others over its wire: its
+// containerd (CRI), the EBS CSI node plugin with its node-driver-registrar (CSI and
+// plugin registration sockets under the kubelet's root), and the kubelet with its plugin
+// manager and the writer of its CNI configuration.
+
+// nodeDir is everything of node n on this machine.
+func (c *Cluster) nodeDir(n Node) string { return filepath.Join(c.cfg.DataDir, "nodes", n.Name) }
+
+// kubeletRoot is node n's kubelet root dir.
+func (c *Cluster) kubeletRoot(n Node) string { return filepath.Join(c.nodeDir(n), "kubelet") }
+
+// cgroupParent is where node n's pods get their cgroups.
+func cgroupParent(n Node) string { return "/kubelab/" + n.Name }
+
+// nodeContainerd is node n's containerd (not started).
+func (c *Cluster) nodeContainerd(n Node) (*containerd.Containerd, error) {
+	return containerd.New(containerd.Config{
+		Name: n.Name, Dir: filepath.Join(c.nodeDir(n), "containerd"), RegistryAddr: c.registry.Addr(),
+		CNIConfDir: filepath.Join(c.nodeDir(n), "cni", "net.d"),
+		Logger:     c.cfg.Logger.With("component", "containerd", "node", n.Name),
+	})
+}
+
+// startRealNode starts node n's components as units; once they have all stopped, the
+// node's teardown unmounts what its kubelet mounted and removes its bridge and cgroups.
+func (c *Cluster) startRealNode(ctx context.Context, g *errgroup.Group, start func(name string, run func(context.Context) error) *unit, n Node) error {
+	ctrd, err := c.nodeContainerd(n)
+	if err != nil {
+		return err
+	}
+	units := []*unit{
+		start("containerd/"+n.Name, ctrd.Run),
+		start("ebs-csi-node/"+n.Name, c.runCSINode(n)),
+		start("kubelet/"+n.Name, c.runRealKubelet(n, ctrd.Endpoint())),
+	}
+	c.nodesRunning.Add(1)
+	g.Go(func() error {
+		defer c.nodesRunning.Done()
+		for _, u := range units {
+			<-u.done
+		}
+		return c.tearDownNode(context.WithoutCancel(ctx), n)
+	})
+	return nil
+}
+
+// runCSINode runs the ebs.csi.aws.com node plugin of node n and its registrar. The
+// plugin learns its instance and zone from the instance's metadata service and finds
+// attached volumes under the instance's device dir.
+func (c *Cluster) runCSINode(n Node) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		root := c.kubeletRoot(n)
+		sock := filepath.Join(root, "plugins", DriverName, "csi.sock")
+		if err := os.MkdirAll(filepath.Dir(sock), 0o750); err != nil {
+			return fmt.Errorf("csi node %s: %w", n.Name, err)
+		}
+		imdsURL, err := waitFile(ctx, c.cloud.IMDSEndpointFile(n.InstanceID))
+		if err != nil {
+			return fmt.Errorf("csi node %s: instance metadata endpoint: %w", n.Name, err)
+		}
+		log := c.cfg.Logger.With("component", "ebs-csi-node", "node", n.Name)
+		d, err := driver.New(driver.Config{Mode: driver.ModeNode, Endpoint: "unix://" + sock, DeviceDir: n.DeviceDir},
+			driver.Deps{Metadata: driver.NewIMDS(imdsURL), Mounter: driver.NewSystemMounter(),
+				Devices: driver.DeviceDir{Dir: n.DeviceDir}, Logger: log})
+		if err != nil {
+			return err
+		}
+		conn, err := csiclient.Dial("unix://" + sock)
+		if err != nil {
+			return fmt.Errorf("csi node %s: %w", n.Name, err)
+		}
+		defer conn.Close()
+		reg, err := registrar.New(registrar.Config{KubeletRegistrationPath: sock,
+			PluginRegistrationDir: filepath.Join(root, "plugins_registry"), Logger: log}, conn)
+		if err != nil {
+			return err
+		}
+		g, ctx := errgroup.WithContext(ctx)
+		g.Go(func() error { return d.Run(ctx) })
+		g.Go(func() error { return reg.Run(ctx) })
+		return g.Wait()
+	}
+}
+
+// runRealKubelet runs node n's kubelet on its containerd at criEndpoint, with the plugin
+// manager that registers CSI drivers and mounts through them, and the node's CNI
+// configuration once the node has its podCIDR.
+func (c *Cluster) runRealKubelet(n Node, criEndpoint string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		client, err := c.clientset("kubelet/" + n.Name)
+		if err != nil {
+			return err
+		}
+		log := c.cfg.Logger.With("component", "kubelet", "node", n.Name)
+		cri, err := containerd.Dial(criEndpoint)
+		if err != nil {
+			return fmt.Errorf("kubelet %s: %w", n.Name, err)
+		}
+		defer cri.Close()
+		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+		defer broadcaster.Shutdown()
+		root := c.kubeletRoot(n)
+		rt, err := kuberuntime.New(kuberuntime.Config{
+			NodeName: n.Name, RootDir: root, CgroupParent: cgroupParent(n), NodeIP: n.IP,
+			Allocatable: c.cfg.NodeCapacity, Logger: log,
+			Recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: n.Name}),
+		}, cri.Runtime, cri.Image)
+		if err != nil {
+			return err
+		}
+		pm, err := pluginmanager.New(pluginmanager.Config{NodeName: n.Name, RootDir: root, Logger: log}, client)
+		if err != nil {
+			return err
+		}
+		netconf, err := cni.New(cni.Config{NodeName: n.Name, ConfDir: filepath.Join(c.nodeDir(n), "cni", "net.d"),
+			DataDir: filepath.Join(c.nodeDir(n), "cni", "ipam"), Logger: log}, client)
+		if err != nil {
+			return err
+		}
+		factory := informers.NewSharedInformerFactory(client, 0)
+		k, err := kubelet.New(kubelet.Config{
+			NodeName: n.Name, Zone: n.Zone, InstanceID: n.InstanceID, InstanceType: c.cfg.InstanceType,
+			Capacity: c.cfg.NodeCapacity, NodeIP: n.IP, RootDir: root, CSIDriverName: DriverName,
+			StatusUpdateInterval: c.cfg.NodeStatusInterval, PodEvents: true,
+		}, client, factory, kubelet.Deps{Runtime: rt, Mounter: pluginmanager.NewCSIMounter(pm), Logger: log})
+		if err != nil {
+			return err
+		}
+		factory.Start(ctx.Done())
+		defer factory.Shutdown()
+		g, ctx := errgroup.WithContext(ctx)
+		g.Go(func() error { return pm.Run(ctx) })
+		g.Go(func() error { return netconf.Run(ctx) })
+		g.Go(func() error { return k.Run(ctx) })
+		return g.Wait()
+	}
+}
+
+// tearDownNode removes what node n's components leave on the machine once they have
+// stopped (containerd has removed its pods by then): the kubelet's mounts, deepest first,
+// so that the cloud can release the volumes' loop devices; the node's bridge; its pods'
+// cgroup parent. A later start stages and publishes the volumes of its pods again.
+func (c *Cluster) tearDownNode(ctx context.Context, n Node) error {
+	var errs []error
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(c.kubeletRoot(n)))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list mounts of node %s: %w", n.Name, err))
+	}
+	sort.Slice(mounts, func(i, j int) bool { return len(mounts[i].Mountpoint) > len(mounts[j].Mountpoint) })
+	for _, m := range mounts {
+		if err := unix.Unmount(m.Mountpoint, 0); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", m.Mountpoint, err))
+		}
+	}
+	if err := cni.RemoveBridge(ctx, n.Name); err != nil {
+		errs = append(errs, err)
+	}
+	if err := removeCgroup(cgroupParent(n)); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		// What is left is named here; the next start on this data dir cleans it.
+		c.cfg.Logger.Error("node teardown", "node", n.Name, "err", err)
+	}
+	return nil
+}
+
+// removeCgroup removes the (empty) cgroup dir at path in every hierarchy, and its parent
+// when that is empty too.
+func removeCgroup(path string) error {
+	dirs, _ := filepath.Glob("/sys/fs/cgroup/*" + path)
+	if d := "/sys/fs/cgroup" + path; isDir(d) {
+		dirs = append(dirs, d)
+	}
+	var errs []error
+	for _, d := range dirs {
+		if err := unix.Rmdir(d); err != nil && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("remove cgroup %s: %w", d, err))
+			continue
+		}
+		_ = unix.Rmdir(filepath.Dir(d)) // the shared parent goes once the last node's does
+	}
+	return errors.Join(errs...)
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+// waitFile waits until path exists and returns its content, trimmed.
+func waitFile(ctx context.Context, path string) (string, error) {
+	var out string
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return false, nil
+		}
+		out = strings.TrimSpace(string(b))
+		return out != "", nil
+	})
+	return out, err
+}

@@ -1,0 +1,117 @@
+package cluster
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// busyboxPod is a pod of one busybox container running script with restartPolicy policy.
+func busyboxPod(ns, name string, policy corev1.RestartPolicy, script string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PodSpec{RestartPolicy: policy, TerminationGracePeriodSeconds: new(int64),
+			Containers: []corev1.Container{{Name: "main", Image: "busybox", Command: []string{"sh", "-c", script}}}},
+	}
+}
+
+// waitContainer waits until the pod's container name satisfies cond and returns the pod.
+func (tc *testCluster) waitContainer(ns, pod, what string, cond func(corev1.ContainerStatus) bool) *corev1.Pod {
+	tc.t.Helper()
+	var p *corev1.Pod
+	waitFor(tc.t, "pod "+pod+": "+what, func() (bool, error) {
+		var err error
+		if p, err = tc.client.CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cond(cs) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return p
+}
+
+// TestRealPods runs pods whose containers fail, finish, wait for images or run init
+// containers on a real node, and checks what the kubelet reports as upstream's does.
+func TestRealPods(t *testing.T) {
+	tc := startRealCluster(t, 1, "us-east-1a")
+	ctx := context.Background()
+	ns := tc.namespace("real-pods")
+	create := func(p *corev1.Pod) {
+		t.Helper()
+		if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Init containers run one by one, in order, before the app container.
+	initPod := busyboxPod(ns, "init-order", corev1.RestartPolicyAlways, "cat /work/order; sleep 3600")
+	initPod.Spec.Volumes = []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	mount := []corev1.VolumeMount{{Name: "work", MountPath: "/work"}}
+	initPod.Spec.Containers[0].VolumeMounts = mount
+	for i := 1; i <= 2; i++ {
+		initPod.Spec.InitContainers = append(initPod.Spec.InitContainers, corev1.Container{
+			Name: "init-" + strconv.Itoa(i), Image: "busybox", VolumeMounts: mount,
+			Command: []string{"sh", "-c", "[ $(wc -l < /work/order 2>/dev/null || echo 0) -eq " + strconv.Itoa(i-1) + " ] && echo init-" + strconv.Itoa(i) + " >> /work/order"}})
+	}
+	create(initPod)
+	// A container that fails is restarted with back-off.
+	create(busyboxPod(ns, "crash", corev1.RestartPolicyAlways, "exit 3"))
+	// A pod whose container ends with 0 and never restarts succeeds.
+	create(busyboxPod(ns, "done", corev1.RestartPolicyNever, "exit 0"))
+	// An image that no registry has.
+	missing := busyboxPod(ns, "no-image", corev1.RestartPolicyAlways, "true")
+	missing.Spec.Containers[0].Image = "kubelab-test/no-such-image:v1"
+	create(missing)
+
+	p := tc.waitPodRunning(ns, "init-order")
+	for _, cs := range p.Status.InitContainerStatuses {
+		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 || cs.State.Terminated.Reason != "Completed" {
+			t.Errorf("init container %s: %+v, want terminated Completed", cs.Name, cs.State)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(tc.kubeletRoot(tc.Nodes()[0]), "pods", string(p.UID), "volumes/kubernetes.io~empty-dir/work/order"))
+	if err != nil || string(b) != "init-1\ninit-2\n" {
+		t.Errorf("emptyDir holds %q (%v), want the init containers' lines in order", b, err)
+	}
+
+	p = tc.waitContainer(ns, "crash", "CrashLoopBackOff after a restart", func(cs corev1.ContainerStatus) bool {
+		return cs.RestartCount >= 1 && cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff"
+	})
+	if last := p.Status.ContainerStatuses[0].LastTerminationState.Terminated; last == nil || last.ExitCode != 3 || last.Reason != "Error" {
+		t.Errorf("crash: last state %+v, want terminated with exit code 3 (Error)", last)
+	}
+	if p.Status.Phase != corev1.PodRunning {
+		t.Errorf("crash: phase %s, want Running while it is restarted", p.Status.Phase)
+	}
+	waitFor(t, "BackOff event of pod crash", func() (bool, error) { return tc.hasEvent(ns, "crash", "BackOff"), nil })
+
+	waitFor(t, "pod done Succeeded", func() (bool, error) {
+		p, err := tc.client.CoreV1().Pods(ns).Get(ctx, "done", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodSucceeded, err
+	})
+
+	p = tc.waitContainer(ns, "no-image", "ImagePullBackOff", func(cs corev1.ContainerStatus) bool {
+		return cs.State.Waiting != nil && cs.State.Waiting.Reason == "ImagePullBackOff"
+	})
+	if msg := p.Status.ContainerStatuses[0].State.Waiting.Message; !strings.Contains(msg, `Back-off pulling image "kubelab-test/no-such-image:v1"`) {
+		t.Errorf("no-image: waiting message %q", msg)
+	}
+	waitFor(t, "Failed event of pod no-image", func() (bool, error) { return tc.hasEvent(ns, "no-image", "Failed"), nil })
+	if p.Status.Phase != corev1.PodPending {
+		t.Errorf("no-image: phase %s, want Pending", p.Status.Phase)
+	}
+
+	for _, name := range []string{"init-order", "crash", "done", "no-image"} {
+		tc.deletePodAndWait(ns, name)
+	}
+}

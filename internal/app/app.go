@@ -28,6 +28,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(
 		newVersionCommand(),
 		newUpCommand(),
+		newDownCommand(),
 		newAPIServerCommand(),
 		newCloudCommand(),
 		newCSIDriverCommand(),

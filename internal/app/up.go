@@ -57,6 +57,11 @@ kubelet (a fake container runtime and mounter); no root is needed.`,
 			if zones != "" {
 				cfg.Zones = strings.Split(zones, ",")
 			}
+			release, err := lockDataDir(cfg.DataDir)
+			if err != nil {
+				return err
+			}
+			defer release()
 			c, err := cluster.New(cfg)
 			if err != nil {
 				return err

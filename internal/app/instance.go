@@ -1,0 +1,75 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// pidFile is where `kubelab up` writes its process id, locked while it runs: a second
+// `up` on the data dir is refused with the holder named, and `kubelab down` finds whom
+// to stop. The lock goes with the process, even when it is killed.
+func pidFile(dataDir string) string { return filepath.Join(dataDir, "kubelab.pid") }
+
+// errNotRunning means no `kubelab up` holds the data dir.
+var errNotRunning = errors.New("no kubelab up runs on this data dir")
+
+// lockDataDir takes the data dir for this process; release gives it back.
+func lockDataDir(dataDir string) (release func(), err error) {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(pidFile(dataDir), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			pid, _ := readPID(dataDir)
+			return nil, fmt.Errorf("data dir %s is in use by kubelab up (pid %d); stop it with 'kubelab down --data-dir %s'", dataDir, pid, dataDir)
+		}
+		return nil, fmt.Errorf("lock %s: %w", pidFile(dataDir), err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return func() {
+		f.Truncate(0)
+		f.Close()
+	}, nil
+}
+
+// runningPID is the pid of the `kubelab up` holding the data dir, or errNotRunning.
+func runningPID(dataDir string) (int, error) {
+	f, err := os.OpenFile(pidFile(dataDir), os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, errNotRunning
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err == nil {
+		unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		return 0, errNotRunning
+	}
+	return readPID(dataDir)
+}
+
+func readPID(dataDir string) (int, error) {
+	b, err := os.ReadFile(pidFile(dataDir))
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("%s holds no process id", pidFile(dataDir))
+	}
+	return pid, nil
+}

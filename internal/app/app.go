@@ -37,6 +37,7 @@ func newRootCommand() *cobra.Command {
 		newSchedulerCommand(),
 		newKubeletCommand(),
 		newImageCommand(),
+		newNodeCommand(),
 	)
 	return root
 }

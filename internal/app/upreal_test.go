@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -141,6 +142,18 @@ func TestUpRealKill9(t *testing.T) {
 		if after[mp] == 0 {
 			t.Errorf("%s no longer mounted after the restart", mp)
 		}
+	}
+
+	// The node as seen from on it: its containerd's pods and containers, its kubelet dir.
+	node := run("get", "pod", "my-app-pod", "-o", "jsonpath={.spec.nodeName}")
+	out, err = exec.Command(bin, "node", "ps", node, "--data-dir", dir).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "default/my-app-pod") || !regexp.MustCompile(`RUNNING\s+my-container`).Match(out) {
+		t.Errorf("kubelab node ps %s: %v\n%s", node, err, out)
+	}
+	out, err = exec.Command(bin, "node", "shell", node, "--data-dir", dir, "--", "sh", "-c", "pwd; ls plugins_registry; ctr containers ls -q | wc -l").CombinedOutput()
+	lines := strings.Fields(string(out))
+	if err != nil || len(lines) != 3 || lines[0] != filepath.Join(dir, "nodes", node, "kubelet") || lines[1] != "ebs.csi.aws.com-reg.sock" || lines[2] == "0" {
+		t.Errorf("kubelab node shell %s: %v\n%s", node, err, out)
 	}
 
 	out, err = exec.Command(bin, "down", "--data-dir", dir).CombinedOutput()

@@ -1,0 +1,142 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubelab/kubelab/internal/containerd"
+)
+
+// newNodeCommand is `kubelab node`: a look at a real node as if logged into it.
+func newNodeCommand() *cobra.Command {
+	var dataDir string
+	cmd := &cobra.Command{
+		Use:   "node",
+		Short: "Look at a real node: a shell in its directories, its containerd's pods and containers",
+	}
+	cmd.PersistentFlags().StringVar(&dataDir, "data-dir", DefaultDataDir, "data dir of the cluster")
+	shell := &cobra.Command{
+		Use:   "shell NODE [-- COMMAND [ARG...]]",
+		Short: "Open a shell as on NODE: in its kubelet root dir, with its containerd as the CRI endpoint",
+		Long: `Open a shell (or run COMMAND) as on NODE: the working directory is the node's kubelet
+root (plugins_registry/, plugins/<driver>/csi.sock, plugins/kubernetes.io/csi/pv/<pv>/globalmount,
+pods/<uid>/volumes/...), and the environment names its containerd:
+CONTAINER_RUNTIME_ENDPOINT and IMAGE_SERVICE_ENDPOINT (as crictl reads them) and
+CONTAINERD_ADDRESS with CONTAINERD_NAMESPACE=k8s.io (as ctr reads them).`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := openNode(dataDir, args[0])
+			if err != nil {
+				return err
+			}
+			argv := args[1:]
+			if len(argv) == 0 {
+				sh := os.Getenv("SHELL")
+				if sh == "" {
+					sh = "/bin/sh"
+				}
+				argv = []string{sh}
+				fmt.Fprintf(cmd.OutOrStdout(), "node %s\n  kubelet root: %s\n  containerd:   %s\n  pods:         kubelab node ps %s\n  mounts:       findmnt -R %s\n  containers:   ctr containers ls\n",
+					n.name, n.kubeletRoot, n.endpoint, n.name, n.kubeletRoot)
+			}
+			c := exec.CommandContext(cmd.Context(), argv[0], argv[1:]...)
+			c.Dir = n.kubeletRoot
+			sock := strings.TrimPrefix(n.endpoint, "unix://")
+			c.Env = append(os.Environ(), "KUBELAB_NODE="+n.name, "KUBELET_ROOT_DIR="+n.kubeletRoot,
+				"CONTAINER_RUNTIME_ENDPOINT="+n.endpoint, "IMAGE_SERVICE_ENDPOINT="+n.endpoint,
+				"CONTAINERD_ADDRESS="+sock, "CONTAINERD_NAMESPACE=k8s.io", "PS1=["+n.name+"] \\w# ")
+			c.Stdin, c.Stdout, c.Stderr = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+			return c.Run()
+		},
+	}
+	ps := &cobra.Command{
+		Use:   "ps NODE",
+		Short: "List NODE's pod sandboxes and containers, from its containerd over CRI",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := openNode(dataDir, args[0])
+			if err != nil {
+				return err
+			}
+			return listNode(cmd.Context(), cmd, n)
+		},
+	}
+	cmd.AddCommand(shell, ps)
+	return cmd
+}
+
+// nodeDirs are where a real node's parts are on this machine.
+type nodeDirs struct {
+	name, kubeletRoot, endpoint string
+}
+
+// openNode finds node name of the cluster on dataDir.
+func openNode(dataDir, name string) (nodeDirs, error) {
+	dir := filepath.Join(dataDir, "nodes", name)
+	if _, err := os.Stat(filepath.Join(dir, "kubelet")); err != nil {
+		entries, _ := os.ReadDir(filepath.Join(dataDir, "nodes"))
+		var names []string
+		for _, e := range entries {
+			if _, err := os.Stat(filepath.Join(dataDir, "nodes", e.Name(), "kubelet")); err == nil {
+				names = append(names, e.Name())
+			}
+		}
+		sort.Strings(names)
+		return nodeDirs{}, fmt.Errorf("node %q: no real node of that name on data dir %s (nodes: %s)", name, dataDir, strings.Join(names, ", "))
+	}
+	ctrd, err := containerd.New(containerd.Config{Name: name, Dir: filepath.Join(dir, "containerd")})
+	if err != nil {
+		return nodeDirs{}, err
+	}
+	return nodeDirs{name: name, kubeletRoot: filepath.Join(dir, "kubelet"), endpoint: ctrd.Endpoint()}, nil
+}
+
+// listNode prints the node's sandboxes and containers.
+func listNode(ctx context.Context, cmd *cobra.Command, n nodeDirs) error {
+	cri, err := containerd.Dial(n.endpoint)
+	if err != nil {
+		return err
+	}
+	defer cri.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	sandboxes, err := cri.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return fmt.Errorf("node %s: list pod sandboxes (is kubelab up running?): %w", n.name, err)
+	}
+	containers, err := cri.Runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+	if err != nil {
+		return fmt.Errorf("node %s: list containers: %w", n.name, err)
+	}
+	pods := map[string]string{}
+	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "POD SANDBOX\tSTATE\tPOD\tCREATED")
+	for _, s := range sandboxes.Items {
+		name := s.Metadata.Namespace + "/" + s.Metadata.Name
+		pods[s.Id] = name
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", short(s.Id), strings.TrimPrefix(s.State.String(), "SANDBOX_"), name, time.Unix(0, s.CreatedAt).Format(time.RFC3339))
+	}
+	fmt.Fprintln(w, "\nCONTAINER\tSTATE\tNAME\tATTEMPT\tPOD\tIMAGE")
+	for _, c := range containers.Containers {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", short(c.Id), strings.TrimPrefix(c.State.String(), "CONTAINER_"), c.Metadata.Name,
+			c.Metadata.Attempt, pods[c.PodSandboxId], c.Image.GetImage())
+	}
+	return w.Flush()
+}
+
+func short(id string) string {
+	if len(id) > 13 {
+		return id[:13]
+	}
+	return id
+}

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Sets up this machine and runs a kubelab cluster in the foreground (Ctrl-C stops it).
-# Until real nodes exist it runs `kubelab up --hollow` (three hollow nodes, one per zone);
-# arguments are passed on (e.g. --nodes 6, --data-dir DIR, or --hollow=false).
+# Sets up this machine and runs a kubelab cluster in the foreground (Ctrl-C, or
+# `bin/kubelab down` from another shell, stops it): three real nodes, one per zone, with
+# containerd, real volumes and a pod network. Run it as root. Arguments are passed on
+# (e.g. --nodes 6, --data-dir DIR, or --hollow for nodes without root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hack/setup.sh
 hack/build.sh bin/kubelab
-exec bin/kubelab up --hollow "$@"
+exec bin/kubelab up "$@"

@@ -198,8 +198,9 @@ func (c *Cluster) tearDownNode(ctx context.Context, n Node) error {
 	return nil
 }
 
-// removeCgroup removes the (empty) cgroup dir at path in every hierarchy, and its parent
-// when that is empty too.
+// removeCgroup removes the cgroup at path with every cgroup under it (its pods' cgroups
+// that the runtime left), deepest first, in every hierarchy, and the shared parent when
+// that is empty too. A cgroup that still has processes is named in the error.
 func removeCgroup(path string) error {
 	dirs, _ := filepath.Glob("/sys/fs/cgroup/*" + path)
 	if d := "/sys/fs/cgroup" + path; isDir(d) {
@@ -207,11 +208,19 @@ func removeCgroup(path string) error {
 	}
 	var errs []error
 	for _, d := range dirs {
-		if err := unix.Rmdir(d); err != nil && !errors.Is(err, unix.ENOENT) {
-			errs = append(errs, fmt.Errorf("remove cgroup %s: %w", d, err))
-			continue
+		var tree []string
+		_ = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
+			if err == nil && e.IsDir() {
+				tree = append(tree, p)
+			}
+			return nil
+		})
+		for i := len(tree) - 1; i >= 0; i-- { // children come after their parents
+			if err := unix.Rmdir(tree[i]); err != nil && !errors.Is(err, unix.ENOENT) {
+				errs = append(errs, fmt.Errorf("remove cgroup %s: %w", tree[i], err))
+			}
 		}
-		_ = unix.Rmdir(filepath.Dir(d)) // the shared parent goes once the last node's does
+		_ = unix.Rmdir(filepath.Dir(d)) // the shared parent goes with the last node's
 	}
 	return errors.Join(errs...)
 }

@@ -79,6 +79,9 @@ func assertNothingLeft(t *testing.T, dataDir string, nodes []Node) {
 		if _, err := os.Stat(filepath.Join("/sys/class/net", cni.BridgeName(n.Name))); err == nil {
 			t.Errorf("bridge of node %s left", n.Name)
 		}
+		if left, _ := filepath.Glob("/sys/fs/cgroup/*" + cgroupParent(n)); len(left) > 0 {
+			t.Errorf("cgroups of node %s left: %v", n.Name, left)
+		}
 	}
 }
 

@@ -61,7 +61,13 @@ func (c *Cluster) startRealNode(ctx context.Context, g *errgroup.Group, start fu
 		return err
 	}
 	units := []*unit{
-		start("containerd/"+n.Name, ctrd.Run),
+		start("containerd/"+n.Name, func(ctx context.Context) error {
+			ctrd, err := c.nodeContainerd(n) // each start afresh, as a restarted process
+			if err != nil {
+				return err
+			}
+			return ctrd.Run(ctx)
+		}),
 		start("ebs-csi-node/"+n.Name, c.runCSINode(n)),
 		start("kubelet/"+n.Name, c.runRealKubelet(n, ctrd.Endpoint())),
 	}

@@ -54,7 +54,7 @@ func startRealCluster(t *testing.T, nodes int, zones ...string) *testCluster {
 }
 
 // assertNothingLeft checks that nothing of the cluster on dataDir is left on the machine.
-func assertNothingLeft(t *testing.T, dataDir string, nodes []Node) {
+func assertNothingLeft(t testing.TB, dataDir string, nodes []Node) {
 	t.Helper()
 	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dataDir))
 	if err != nil {
@@ -220,4 +220,59 @@ func TestRealSeedFlow(t *testing.T) {
 	if ms, _ := mountinfo.GetMounts(mountinfo.PrefixFilter(tc.cfg.DataDir)); len(ms) != 0 {
 		t.Fatalf("mounts left after the claim went: %s", ms[0].Mountpoint)
 	}
+}
+
+// nodeReady is the node's Ready condition.
+func (tc *testCluster) nodeReady(name string) corev1.NodeCondition {
+	tc.t.Helper()
+	n, err := tc.client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c
+		}
+	}
+	return corev1.NodeCondition{}
+}
+
+// TestRealRuntimeDown stops a node's containerd: the node reports NotReady with the
+// runtime's error as the reason, and when containerd is started again the node is Ready
+// and its pod runs again.
+func TestRealRuntimeDown(t *testing.T) {
+	tc := startRealCluster(t, 1, "us-east-1a")
+	ctx := context.Background()
+	ns := tc.namespace("runtime-down")
+	node := tc.Nodes()[0].Name
+	if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, busyboxPod(ns, "sleeper", corev1.RestartPolicyAlways, "sleep 3600"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tc.waitPodRunning(ns, "sleeper")
+
+	if err := tc.Stop(ctx, "containerd/"+node); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "node NotReady while its runtime is down", func() (bool, error) {
+		c := tc.nodeReady(node)
+		return c.Status == corev1.ConditionFalse, nil
+	})
+	if c := tc.nodeReady(node); c.Reason != "KubeletNotReady" || !strings.HasPrefix(c.Message, "container runtime is down: ") {
+		t.Errorf("Ready condition %s/%s %q, want KubeletNotReady naming the runtime", c.Status, c.Reason, c.Message)
+	}
+
+	if err := tc.Start(ctx, "containerd/"+node); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "node Ready again", func() (bool, error) {
+		return tc.nodeReady(node).Status == corev1.ConditionTrue, nil
+	})
+	waitFor(t, "pod sleeper running again in a new sandbox", func() (bool, error) {
+		p, err := tc.client.CoreV1().Pods(ns).Get(ctx, "sleeper", metav1.GetOptions{})
+		if err != nil || !podRunning(p) {
+			return false, err
+		}
+		cs := p.Status.ContainerStatuses
+		return len(cs) == 1 && cs[0].State.Running != nil, nil
+	})
 }

@@ -28,8 +28,10 @@
 // falling back to disk/by-id/nvme-Amazon_Elastic_Block_Store_vol<id>; it formats
 // only a blank device (ext2/3/4 or xfs with mount-utils' mkfs options and the
 // volume context's): a device is blank when every range where blkid looks for a
-// signature is zero (read in-process), and anything else is decided by
-// k8s.io/mount-utils SafeFormatAndMount (blkid) as upstream does. It grows an ext
+// signature is zero (read in-process; only when the installed libblkid is one the
+// ranges were checked against and a start-up self-check against it passed), and
+// anything else is decided by k8s.io/mount-utils SafeFormatAndMount (blkid) as
+// upstream does. It grows an ext
 // filesystem offline before mounting it when the device grew, bind-mounts staging
 // onto targets (ro when asked), binds raw block devices onto files, grows
 // filesystems online (resize2fs, xfs_growfs) and reports statfs usage.

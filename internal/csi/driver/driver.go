@@ -79,6 +79,21 @@ func New(cfg Config, deps Deps) (*Driver, error) {
 	}, nil
 }
 
+// blankFastPather is a Mounter whose blank-device fast path is decided at run time
+// (SystemMounter).
+type blankFastPather interface{ BlankFastPath() BlankFastPath }
+
+// logBlankFastPath logs the node's blank-device fast path decision: a warning when
+// it is off, since every format decision then costs a blkid run.
+func (d *Driver) logBlankFastPath(fp BlankFastPath) {
+	attrs := []any{"enabled", fp.Enabled, "libblkid", fp.Version, "reason", fp.Reason, "took", fp.Took}
+	if fp.Enabled {
+		d.log.Info("blank-device fast path", attrs...)
+		return
+	}
+	d.log.Warn("blank-device fast path off: blkid decides every format", attrs...)
+}
+
 // Ready is closed once the driver serves its socket.
 func (d *Driver) Ready() <-chan struct{} { return d.readyCh }
 
@@ -99,6 +114,16 @@ func (d *Driver) Run(ctx context.Context) error {
 			d.cfg.DefaultZone = id.Zone
 		}
 		d.log.Info("node identity", "instance", id.InstanceID, "zone", id.Zone, "type", id.InstanceType)
+		if fp, ok := d.deps.Mounter.(blankFastPather); ok {
+			// Decided off the serving path; a NodeStageVolume that comes first
+			// waits for it. Run returns once it is made (its temporary files gone).
+			checked := make(chan struct{})
+			defer func() { <-checked }()
+			go func() {
+				defer close(checked)
+				d.logBlankFastPath(fp.BlankFastPath())
+			}()
+		}
 	}
 	sock, _ := socketPath(d.cfg.Endpoint)
 	if err := os.MkdirAll(filepath.Dir(sock), 0o750); err != nil {

@@ -51,19 +51,37 @@ var ErrDeviceNotFound = errors.New("device not found")
 
 // SystemMounter is the real Mounter: k8s.io/mount-utils' SafeFormatAndMount
 // (blkid, mkfs.*, fsck, mount, umount) and ResizeFs (resize2fs, xfs_growfs), with
-// the blankness test of a new volume made in-process (blank.go).
+// the blankness test of a new volume made in-process when the installed blkid
+// allows it (blank.go).
 type SystemMounter struct {
 	sfm    *mount.SafeFormatAndMount
 	resize *mount.ResizeFs
+	// fastPath returns the decision whether a device whose signature windows are
+	// all zero is formatted without blkid. It is asked on every read-write
+	// FormatAndMount, so it must be cheap after its first call.
+	fastPath func() BlankFastPath
 }
 
-// NewSystemMounter returns the real Mounter.
+// NewSystemMounter returns the real Mounter. Its blank-device fast path is decided
+// once per process, against the blkid and mkfs on PATH, on the first call of
+// BlankFastPath or FormatAndMount.
 func NewSystemMounter() *SystemMounter {
 	ex := utilexec.New()
 	return &SystemMounter{
-		sfm:    mount.NewSafeFormatAndMount(mount.New(""), ex),
-		resize: mount.NewResizeFs(ex),
+		sfm:      mount.NewSafeFormatAndMount(mount.New(""), ex),
+		resize:   mount.NewResizeFs(ex),
+		fastPath: installedBlankFastPath,
 	}
+}
+
+// BlankFastPath returns the decision whether FormatAndMount formats a device whose
+// signature windows are all zero without running blkid; the first call makes it
+// (the driver does so when it starts).
+func (m *SystemMounter) BlankFastPath() BlankFastPath {
+	if m.fastPath == nil {
+		return BlankFastPath{Reason: "no decision made: the mounter was not made by NewSystemMounter"}
+	}
+	return m.fastPath()
 }
 
 // GetDiskFormat reads the superblocks in Go rather than running blkid: blkid costs
@@ -106,14 +124,16 @@ func probeFS(b []byte) string {
 }
 
 // FormatAndMount formats a blank device and mounts it, with mount-utils' mkfs and
-// mount options. A device whose signature windows are all zero is blank for blkid
-// too (see signatureWindows), so it is formatted without asking blkid; anything
-// else, and every read-only mount, goes through SafeFormatAndMount as it is.
+// mount options. When the blank-device fast path is enabled (BlankFastPath), a
+// device whose signature windows are all zero is blank for blkid too (see
+// signatureWindows), so it is formatted without asking blkid; anything else, every
+// read-only mount and every call with the fast path off goes through
+// SafeFormatAndMount as it is.
 func (m *SystemMounter) FormatAndMount(source, target, fsType string, mountOptions, formatOptions []string) error {
 	if fsType == "" {
 		fsType = "ext4"
 	}
-	if !slices.Contains(mountOptions, "ro") {
+	if !slices.Contains(mountOptions, "ro") && m.BlankFastPath().Enabled {
 		blank, err := deviceBlank(source)
 		if err != nil {
 			return err

@@ -77,7 +77,7 @@ works with nothing else set up. Faults are injected at ENDPOINT/_kubelab/faults.
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.DataDir, "data-dir", "/var/lib/kubelab/cloud", "directory of the cloud's state, volume files and client files")
-	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:0", "address of the EC2 API (127.0.0.1 only; port 0 picks a free one)")
+	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:0", "address of the EC2 API (127.0.0.1 only; port 0: the port of the previous start, or a free one at the first)")
 	f.StringVar(&cfg.Region, "region", "us-east-1", "the region served")
 	f.StringVar(&zones, "zones", "", "comma-separated availability zones (default <region>a,<region>b,<region>c)")
 	f.BoolVar(&cfg.Hollow, "hollow", false, "same API and states with no files, loop devices or links (no root needed)")

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -216,10 +215,10 @@ func (c *Cloud) Run(ctx context.Context) error {
 		c.stop()
 		return fmt.Errorf("reconcile: %w", err)
 	}
-	ln, err := net.Listen("tcp", c.cfg.Listen)
+	ln, err := c.listenAPI()
 	if err != nil {
 		c.stop()
-		return fmt.Errorf("listen %s: %w", c.cfg.Listen, err)
+		return err
 	}
 	c.endpoint = "http://" + ln.Addr().String()
 	if err := c.writeClientFiles(); err != nil {

@@ -15,7 +15,8 @@ type Config struct {
 	// DataDir holds state.db, the volume and snapshot files, the instances' device dirs
 	// and the endpoint, aws-config and aws-credentials files. Required.
 	DataDir string
-	// Listen is the API's address; it must be on 127.0.0.1. Default 127.0.0.1:0 (a free port).
+	// Listen is the API's address; it must be on 127.0.0.1. Default 127.0.0.1:0: the port
+	// of the previous start on DataDir, or a free port at the first start.
 	Listen string
 	// Region is the one region served. Default us-east-1.
 	Region string

@@ -39,9 +39,13 @@
 //
 // At start it writes into DataDir: endpoint (the URL, one line), aws-config ([default]
 // region = …) and aws-credentials ([default] aws_access_key_id / aws_secret_access_key),
-// and for each instance instances/<id>/imds-endpoint (the IMDS URL, one line). The keys
-// are made at first start and kept in state.db; every EC2 request must carry a valid
-// Signature Version 4 made with them (service "ec2", the cloud's region).
+// and for each instance instances/<id>/imds-endpoint (the IMDS URL, one line). The
+// endpoint is stable: with Listen's port 0 the first start takes a free port, records it
+// in state.db, and later starts on the same data dir listen on it again (if another
+// process holds it by then, the cloud takes a new free port, logs a warning, rewrites the
+// endpoint file and keeps the new port). Each instance's IMDS port is kept the same way.
+// The keys are made at first start and kept in state.db; every EC2 request must carry a
+// valid Signature Version 4 made with them (service "ec2", the cloud's region).
 //
 // Run returns when ctx ends. Attached volumes stay attached (their loop devices and links
 // stay) so that a restarted cloud finds them again, unless Config.ReleaseOnExit is set, in

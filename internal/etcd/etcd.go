@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
 )
 
 // Config describes an embedded, single-member etcd.
@@ -22,6 +23,11 @@ type Config struct {
 	PeerURL string
 	// Name of the member; "kubelab" when empty.
 	Name string
+	// MinFreeBytes is the free space kept on DataDir's filesystem (space.go): Run does not
+	// start etcd with less than this plus the write-ahead log etcd allocates at start, and
+	// while etcd runs, less than this makes it refuse writes until space is back. 0 means
+	// 128 MiB; a negative value turns both off.
+	MinFreeBytes int64
 	// Logger receives etcd's logs (log.go); slog.Default() when nil.
 	Logger *slog.Logger
 }
@@ -53,6 +59,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.MinFreeBytes == 0 {
+		cfg.MinFreeBytes = defaultMinFree
+	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -65,47 +74,118 @@ func (s *Server) Ready() <-chan struct{} { return s.ready }
 // Endpoints are the client URLs to hand to etcd clients.
 func (s *Server) Endpoints() []string { return []string{s.cfg.ClientURL} }
 
-// Run starts etcd and blocks until ctx ends or etcd fails.
+// Run starts etcd and blocks until ctx ends or etcd fails. It returns an error wrapping
+// syscall.ENOSPC when DataDir's filesystem has too little space to start, and when etcd
+// stops because its filesystem filled up.
 func (s *Server) Run(ctx context.Context) error {
 	client, _ := url.Parse(s.cfg.ClientURL)
 	peer, _ := url.Parse(s.cfg.PeerURL)
+	dir := filepath.Clean(s.cfg.DataDir)
+	if err := s.checkStartSpace(dir); err != nil {
+		return err
+	}
 
+	fail := newFailure()
 	ec := embed.NewConfig()
 	ec.Name = s.cfg.Name
-	ec.Dir = filepath.Clean(s.cfg.DataDir)
+	ec.Dir = dir
 	ec.ListenClientUrls = []url.URL{*client}
 	ec.AdvertiseClientUrls = []url.URL{*client}
 	ec.ListenPeerUrls = []url.URL{*peer}
 	ec.AdvertisePeerUrls = []url.URL{*peer}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
-	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newLogger(s.cfg.Logger, func() bool { return ctx.Err() != nil }))
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newLogger(s.cfg.Logger, func() bool { return ctx.Err() != nil },
+		zap.WithFatalHook(fail), zap.WithPanicHook(fail)))
 	// The API server's watch cache asks for progress notifications to serve consistent
 	// reads from memory; keep revisions for an hour, as kube-apiserver's compactor would.
 	ec.WatchProgressNotifyInterval = 5 * time.Second
 	ec.AutoCompactionMode = "periodic"
 	ec.AutoCompactionRetention = "1h"
 
-	e, err := embed.StartEtcd(ec)
-	if err != nil {
-		return fmt.Errorf("start etcd in %s: %w", ec.Dir, err)
+	// etcd reports what it cannot go on from by logging at fatal or panic level, also
+	// while it starts; the goroutine that logged stops there (failure.go), so start it in
+	// one of its own.
+	type started struct {
+		e   *embed.Etcd
+		err error
 	}
-	defer e.Close()
+	startc := make(chan started, 1)
+	go func() {
+		e, err := embed.StartEtcd(ec)
+		startc <- started{e, err}
+	}()
+	var e *embed.Etcd
+	select {
+	case st := <-startc:
+		if st.err != nil {
+			return s.stopped(dir, fmt.Errorf("start: %w", st.err))
+		}
+		e = st.e
+	case <-fail.done:
+		return s.stopped(dir, fail.err)
+	}
 
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
-		return fmt.Errorf("etcd: %w", err)
+		closeEtcd(e, fail)
+		return s.stopped(dir, err)
+	case <-fail.done:
+		return s.stopped(dir, fail.err) // a goroutine of etcd is stopped: closing it could hang
 	case <-ctx.Done():
-		e.Server.Stop()
-		return nil
+		return s.closed(dir, e, fail)
 	}
-	slog.InfoContext(ctx, "etcd is ready", "client", s.cfg.ClientURL, "dir", ec.Dir)
+
+	guardCtx, cancelGuard := context.WithCancel(ctx)
+	guardDone := make(chan struct{})
+	stopGuard := func() {
+		cancelGuard()
+		<-guardDone
+	}
+	defer stopGuard()
+	guard := s.newSpaceGuard(dir, e.Server, e.Server.Backend().Size, ec.QuotaBackendBytes)
+	guard.check(guardCtx) // before the API server's first write, after a restart in particular
+	go func() {
+		defer close(guardDone)
+		guard.run(guardCtx)
+	}()
+	s.cfg.Logger.InfoContext(ctx, "etcd is ready", "client", s.cfg.ClientURL, "dir", ec.Dir)
 	close(s.ready)
 
 	select {
 	case err := <-e.Err():
-		return fmt.Errorf("etcd: %w", err)
+		stopGuard()
+		closeEtcd(e, fail)
+		return s.stopped(dir, err)
+	case <-fail.done:
+		return s.stopped(dir, fail.err) // a goroutine of etcd is stopped: closing it could hang
 	case <-ctx.Done():
+		stopGuard()
+		return s.closed(dir, e, fail)
+	}
+}
+
+// closed stops etcd because Run's ctx ended: nil, or what etcd could not go on from
+// while stopping.
+func (s *Server) closed(dir string, e *embed.Etcd, fail *failure) error {
+	if err := closeEtcd(e, fail); err != nil {
+		return s.stopped(dir, err)
+	}
+	return nil
+}
+
+// closeEtcd stops etcd and waits until it has, or until it fails (a goroutine of etcd
+// is then stopped for good, and closing could wait for it forever).
+func closeEtcd(e *embed.Etcd, fail *failure) error {
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		e.Close()
+	}()
+	select {
+	case <-closed:
 		return nil
+	case <-fail.done:
+		return fail.err
 	}
 }

@@ -17,9 +17,10 @@ const servingEnded = "setting up serving from embedded etcd failed."
 // newLogger gives etcd a zap logger that writes to l, so that etcd's lines read like the
 // rest of kubelab's. etcd's errors stay errors; its warnings and everything below are
 // its internals and go to debug. Once stopping reports true, the listeners' "serving
-// failed" errors are the stop itself and go to debug too.
-func newLogger(l *slog.Logger, stopping func() bool) *zap.Logger {
-	return zap.New(&slogCore{logger: l, stopping: stopping})
+// failed" errors are the stop itself and go to debug too. opts are zap's (Run gives the
+// hooks of failure.go).
+func newLogger(l *slog.Logger, stopping func() bool, opts ...zap.Option) *zap.Logger {
+	return zap.New(&slogCore{logger: l, stopping: stopping}, opts...)
 }
 
 // slogCore is a zapcore.Core over a slog.Logger.

@@ -41,8 +41,15 @@ func (c *Cluster) nodeDir(n Node) string { return filepath.Join(c.cfg.DataDir, "
 // kubeletRoot is node n's kubelet root dir.
 func (c *Cluster) kubeletRoot(n Node) string { return filepath.Join(c.nodeDir(n), "kubelet") }
 
+// clusterID tells this cluster's machine-wide names (bridges, cgroups) from another's on
+// the same machine: a hash of its data dir.
+func (c *Cluster) clusterID() string { return cni.BridgeName(c.cfg.DataDir)[2:] }
+
 // cgroupParent is where node n's pods get their cgroups.
-func cgroupParent(n Node) string { return "/kubelab/" + n.Name }
+func (c *Cluster) cgroupParent(n Node) string { return "/kubelab/" + c.clusterID() + "/" + n.Name }
+
+// bridge is node n's CNI bridge.
+func (c *Cluster) bridge(n Node) string { return cni.BridgeName(c.nodeDir(n)) }
 
 // nodeContainerd is node n's containerd (not started).
 func (c *Cluster) nodeContainerd(n Node) (*containerd.Containerd, error) {
@@ -140,7 +147,7 @@ func (c *Cluster) runRealKubelet(n Node, criEndpoint string) func(ctx context.Co
 		defer broadcaster.Shutdown()
 		root := c.kubeletRoot(n)
 		rt, err := kuberuntime.New(kuberuntime.Config{
-			NodeName: n.Name, RootDir: root, CgroupParent: cgroupParent(n), NodeIP: n.IP,
+			NodeName: n.Name, RootDir: root, CgroupParent: c.cgroupParent(n), NodeIP: n.IP,
 			Allocatable: c.cfg.NodeCapacity, Logger: log,
 			Recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: n.Name}),
 		}, cri.Runtime, cri.Image)
@@ -151,7 +158,7 @@ func (c *Cluster) runRealKubelet(n Node, criEndpoint string) func(ctx context.Co
 		if err != nil {
 			return err
 		}
-		netconf, err := cni.New(cni.Config{NodeName: n.Name, ConfDir: filepath.Join(c.nodeDir(n), "cni", "net.d"),
+		netconf, err := cni.New(cni.Config{NodeName: n.Name, Bridge: c.bridge(n), ConfDir: filepath.Join(c.nodeDir(n), "cni", "net.d"),
 			DataDir: filepath.Join(c.nodeDir(n), "cni", "ipam"), Logger: log}, client)
 		if err != nil {
 			return err
@@ -191,10 +198,10 @@ func (c *Cluster) tearDownNode(ctx context.Context, n Node) error {
 			errs = append(errs, fmt.Errorf("unmount %s: %w", m.Mountpoint, err))
 		}
 	}
-	if err := cni.RemoveBridge(ctx, n.Name); err != nil {
+	if err := cni.RemoveBridge(ctx, c.bridge(n)); err != nil {
 		errs = append(errs, err)
 	}
-	if err := removeCgroup(cgroupParent(n)); err != nil {
+	if err := removeCgroup(c.cgroupParent(n)); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -205,8 +212,8 @@ func (c *Cluster) tearDownNode(ctx context.Context, n Node) error {
 }
 
 // removeCgroup removes the cgroup at path with every cgroup under it (its pods' cgroups
-// that the runtime left), deepest first, in every hierarchy, and the shared parent when
-// that is empty too. A cgroup that still has processes is named in the error.
+// that the runtime left), deepest first, in every hierarchy, and the cluster's and the
+// shared parent when they are empty too. A cgroup that still has processes is named in the error.
 func removeCgroup(path string) error {
 	dirs, _ := filepath.Glob("/sys/fs/cgroup/*" + path)
 	if d := "/sys/fs/cgroup" + path; isDir(d) {
@@ -226,7 +233,8 @@ func removeCgroup(path string) error {
 				errs = append(errs, fmt.Errorf("remove cgroup %s: %w", tree[i], err))
 			}
 		}
-		_ = unix.Rmdir(filepath.Dir(d)) // the shared parent goes with the last node's
+		_ = unix.Rmdir(filepath.Dir(d))               // the cluster's goes with its last node's
+		_ = unix.Rmdir(filepath.Dir(filepath.Dir(d))) // and /kubelab with the last cluster's
 	}
 	return errors.Join(errs...)
 }

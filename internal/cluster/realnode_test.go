@@ -13,8 +13,6 @@ import (
 	"github.com/moby/sys/mountinfo"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/kubelab/kubelab/internal/cni"
 )
 
 // startRealCluster runs a cluster of nodes real nodes (containerd, real mounts) spread
@@ -37,24 +35,22 @@ func startRealCluster(t *testing.T, nodes int, zones ...string) *testCluster {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build kubelab-pause: %v\n%s", err, out)
 	}
-	var dataDir string
-	var started []Node
+	var tc *testCluster
 	t.Cleanup(func() { // runs after the cluster has stopped
-		if dataDir != "" {
-			assertNothingLeft(t, dataDir, started)
+		if tc != nil {
+			assertNothingLeft(t, tc.Cluster, tc.Nodes())
 		}
 	})
-	tc := startCluster(t, func(c *Config) {
+	tc = startCluster(t, func(c *Config) {
 		c.Hollow, c.PauseBinary = false, pause
 		c.Zones, c.Nodes = zones, nodes
-		dataDir = c.DataDir
 	})
-	started = tc.Nodes()
 	return tc
 }
 
 // assertNothingLeft checks that nothing of the cluster on dataDir is left on the machine.
-func assertNothingLeft(t testing.TB, dataDir string, nodes []Node) {
+func assertNothingLeft(t testing.TB, c *Cluster, nodes []Node) {
+	dataDir := c.cfg.DataDir
 	t.Helper()
 	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dataDir))
 	if err != nil {
@@ -76,10 +72,10 @@ func assertNothingLeft(t testing.TB, dataDir string, nodes []Node) {
 		}
 	}
 	for _, n := range nodes {
-		if _, err := os.Stat(filepath.Join("/sys/class/net", cni.BridgeName(n.Name))); err == nil {
+		if _, err := os.Stat(filepath.Join("/sys/class/net", c.bridge(n))); err == nil {
 			t.Errorf("bridge of node %s left", n.Name)
 		}
-		if left, _ := filepath.Glob("/sys/fs/cgroup/*" + cgroupParent(n)); len(left) > 0 {
+		if left, _ := filepath.Glob("/sys/fs/cgroup/*" + c.cgroupParent(n)); len(left) > 0 {
 			t.Errorf("cgroups of node %s left: %v", n.Name, left)
 		}
 	}
@@ -98,7 +94,7 @@ func (tc *testCluster) containerPID(pod *corev1.Pod, name string) int {
 	if id == "" {
 		tc.t.Fatalf("pod %s has no container %s in its status", pod.Name, name)
 	}
-	procs, _ := filepath.Glob("/sys/fs/cgroup/*/kubelab/" + pod.Spec.NodeName + "/pod" + string(pod.UID) + "/" + id + "/cgroup.procs")
+	procs, _ := filepath.Glob("/sys/fs/cgroup/*" + tc.cgroupParent(Node{Name: pod.Spec.NodeName}) + "/pod" + string(pod.UID) + "/" + id + "/cgroup.procs")
 	for _, f := range procs {
 		b, err := os.ReadFile(f)
 		if err != nil {

@@ -27,6 +27,8 @@ const ConfFile = "10-kubelab.conflist"
 type Config struct {
 	// NodeName is the Node whose spec.podCIDR the pods' addresses come from.
 	NodeName string
+	// Bridge is the node's bridge, unique on the machine (see BridgeName).
+	Bridge string
 	// ConfDir is the CNI conf dir the node's containerd reads.
 	ConfDir string
 	// DataDir holds host-local's allocations (one file per address).
@@ -40,6 +42,9 @@ func (c *Config) validate() error {
 	if c.NodeName == "" {
 		errs = append(errs, errors.New("node name is required"))
 	}
+	if c.Bridge == "" || len(c.Bridge) > 15 {
+		errs = append(errs, fmt.Errorf("bridge %q: want a link name of 1 to 15 bytes", c.Bridge))
+	}
 	if !filepath.IsAbs(c.ConfDir) || !filepath.IsAbs(c.DataDir) {
 		errs = append(errs, fmt.Errorf("conf dir %q and data dir %q must be absolute", c.ConfDir, c.DataDir))
 	}
@@ -49,18 +54,17 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// BridgeName is the node's bridge: "kl" and a hash of the node's name, within the
-// 15 bytes a link name may have, the same at every start.
-func BridgeName(node string) string {
-	sum := sha256.Sum256([]byte(node))
+// BridgeName is the bridge of the node that key names (its data dir and name, so that two
+// clusters on one machine never share one): "kl" and a hash of key, within the 15 bytes a
+// link name may have, the same at every start.
+func BridgeName(key string) string {
+	sum := sha256.Sum256([]byte(key))
 	return "kl" + hex.EncodeToString(sum[:])[:10]
 }
 
-// NetworkName is the CNI network's name of the node.
-func NetworkName(node string) string { return "kubelab-" + BridgeName(node)[2:] }
-
-// Conflist is the node's CNI configuration list for podCIDR.
-func Conflist(node, podCIDR, dataDir string) ([]byte, error) {
+// Conflist is the CNI configuration list of the node whose bridge is bridge, for podCIDR;
+// host-local keeps its allocations in dataDir.
+func Conflist(bridge, podCIDR, dataDir string) ([]byte, error) {
 	prefix, err := netip.ParsePrefix(podCIDR)
 	if err != nil {
 		return nil, fmt.Errorf("pod CIDR %q: %w", podCIDR, err)
@@ -70,11 +74,11 @@ func Conflist(node, podCIDR, dataDir string) ([]byte, error) {
 	}
 	conf := map[string]any{
 		"cniVersion": "1.0.0",
-		"name":       NetworkName(node),
+		"name":       "kubelab-" + bridge,
 		"plugins": []any{
 			map[string]any{
 				"type":        "bridge",
-				"bridge":      BridgeName(node),
+				"bridge":      bridge,
 				"isGateway":   false,
 				"ipMasq":      false,
 				"hairpinMode": true,
@@ -116,7 +120,7 @@ func (w *Writer) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	b, err := Conflist(w.cfg.NodeName, cidr, w.cfg.DataDir)
+	b, err := Conflist(w.cfg.Bridge, cidr, w.cfg.DataDir)
 	if err != nil {
 		return err
 	}
@@ -130,7 +134,7 @@ func (w *Writer) Run(ctx context.Context) error {
 	if err := writeFileAtomic(path, b); err != nil {
 		return fmt.Errorf("cni: write %s: %w", path, err)
 	}
-	w.cfg.Logger.Info("pod network configured", "node", w.cfg.NodeName, "podCIDR", cidr, "bridge", BridgeName(w.cfg.NodeName))
+	w.cfg.Logger.Info("pod network configured", "node", w.cfg.NodeName, "podCIDR", cidr, "bridge", w.cfg.Bridge)
 	return nil
 }
 
@@ -150,9 +154,8 @@ func (w *Writer) waitPodCIDR(ctx context.Context) (string, error) {
 	return cidr, err
 }
 
-// RemoveBridge deletes the node's bridge (the pods' veths are gone with their sandboxes).
-func RemoveBridge(ctx context.Context, node string) error {
-	name := BridgeName(node)
+// RemoveBridge deletes the bridge name (the pods' veths are gone with their sandboxes).
+func RemoveBridge(ctx context.Context, name string) error {
 	if _, err := os.Stat(filepath.Join("/sys/class/net", name)); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

@@ -16,14 +16,14 @@ import (
 )
 
 func TestBridgeName(t *testing.T) {
-	a, b := BridgeName("ip-172-31-0-11.ec2.internal"), BridgeName("ip-172-31-0-12.ec2.internal")
-	if a == b || len(a) > 15 || a != BridgeName("ip-172-31-0-11.ec2.internal") {
+	a, b := BridgeName("/d1/ip-172-31-0-11.ec2.internal"), BridgeName("/d2/ip-172-31-0-11.ec2.internal")
+	if a == b || len(a) > 15 || a != BridgeName("/d1/ip-172-31-0-11.ec2.internal") {
 		t.Fatalf("bridge names %q, %q: want distinct, stable, at most 15 bytes", a, b)
 	}
 }
 
 func TestConflist(t *testing.T) {
-	b, err := Conflist("n1", "10.244.1.0/24", "/data/ipam")
+	b, err := Conflist("kl0123456789", "10.244.1.0/24", "/data/ipam")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,12 +44,12 @@ func TestConflist(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := c.Plugins[0]
-	if p.Type != "bridge" || p.Bridge != BridgeName("n1") || p.IsGateway || p.IPAM.Type != "host-local" ||
+	if p.Type != "bridge" || p.Bridge != "kl0123456789" || c.Name != "kubelab-kl0123456789" || p.IsGateway || p.IPAM.Type != "host-local" ||
 		p.IPAM.Ranges[0][0]["subnet"] != "10.244.1.0/24" || p.IPAM.DataDir != "/data/ipam" {
 		t.Fatalf("conflist %s", b)
 	}
 	for _, bad := range []string{"", "10.244.1.0", "fd00::/64", "10.0.0.0/31"} {
-		if _, err := Conflist("n1", bad, "/d"); err == nil {
+		if _, err := Conflist("kl0123456789", bad, "/d"); err == nil {
 			t.Errorf("pod CIDR %q: no error", bad)
 		}
 	}
@@ -67,7 +67,7 @@ func TestWriterWaitsForPodCIDR(t *testing.T) {
 		return false, nil, nil
 	})
 	dir := t.TempDir()
-	w, err := New(Config{NodeName: "n1", ConfDir: filepath.Join(dir, "net.d"), DataDir: filepath.Join(dir, "ipam")}, client)
+	w, err := New(Config{NodeName: "n1", Bridge: "kl0123456789", ConfDir: filepath.Join(dir, "net.d"), DataDir: filepath.Join(dir, "ipam")}, client)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestWriterWaitsForPodCIDR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := Conflist("n1", "10.244.2.0/24", filepath.Join(dir, "ipam"))
+	want, _ := Conflist("kl0123456789", "10.244.2.0/24", filepath.Join(dir, "ipam"))
 	if string(b) != string(want) {
 		t.Fatalf("conf %s, want %s", b, want)
 	}

@@ -4,7 +4,7 @@
 // has its podCIDR.
 //
 // The configuration chains the reference plugins (Debian's containernetworking-plugins,
-// in /usr/lib/cni): bridge, with a bridge of the node's own (BridgeName) that holds no
+// in /usr/lib/cni): bridge, with a bridge of the node's own (BridgeName of its data dir and name) that holds no
 // address, so the host gets no route into the cluster's ranges; and host-local IPAM over
 // the node's podCIDR, its allocations kept under the node's own data dir so that they
 // survive restarts and no two nodes share a store. Pods on one node reach each other over

@@ -77,7 +77,11 @@ func (k *Kubelet) runPod(ctx context.Context, key string, pod *corev1.Pod, st *p
 		}
 	}
 	if err := k.volumes.setUp(ctx, pod, key); err != nil {
-		if errors.Is(err, errVolumesNotReady) && (pod.Status.Phase == "" || pod.Status.Phase == corev1.PodPending) {
+		var me *mountError
+		if errors.As(err, &me) {
+			k.recorder.Event(pod, corev1.EventTypeWarning, "FailedMount", me.Error())
+		}
+		if (errors.Is(err, errVolumesNotReady) || me != nil) && (pod.Status.Phase == "" || pod.Status.Phase == corev1.PodPending) {
 			if werr := k.writeStatus(ctx, pod, pendingStatus(pod, k.hostIP(), metav1.Now())); werr != nil {
 				return werr
 			}

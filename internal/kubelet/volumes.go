@@ -23,6 +23,19 @@ import (
 // reported in use, not yet attached); the pod is retried when that changes.
 var errVolumesNotReady = errors.New("volumes not ready")
 
+// mountError is a failed NodeStage (MountVolume.MountDevice) or NodePublish
+// (MountVolume.SetUp) of a pod's volume; its text is the FailedMount event's message.
+type mountError struct {
+	op, volume string
+	err        error
+}
+
+func (e *mountError) Error() string {
+	return fmt.Sprintf("%s failed for volume %q : %v", e.op, e.volume, e.err)
+}
+
+func (e *mountError) Unwrap() error { return e.err }
+
 // vaIndex indexes VolumeAttachments by "<pv name>/<node name>".
 const vaIndex = "kubelab-kubelet-pv-node"
 
@@ -211,14 +224,14 @@ func (m *volumeManager) setUp(ctx context.Context, pod *corev1.Pod, key string) 
 		m.mu.Unlock()
 		if !staged {
 			if err := m.mounter.Stage(ctx, v, staging); err != nil {
-				return fmt.Errorf("stage %s: %w", v.PVName, err)
+				return &mountError{op: "MountVolume.MountDevice", volume: v.PVName, err: err}
 			}
 			m.mu.Lock()
 			m.staged.Insert(name)
 			m.mu.Unlock()
 		}
 		if err := m.mounter.Publish(ctx, v, staging, targetPath(m.root, pod.UID, v.PVName)); err != nil {
-			return fmt.Errorf("publish %s: %w", v.PVName, err)
+			return &mountError{op: "MountVolume.SetUp", volume: v.PVName, err: err}
 		}
 	}
 	m.mu.Lock()

@@ -1,0 +1,76 @@
+package cluster
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/moby/sys/mountinfo"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubelab/kubelab/internal/cloud"
+)
+
+// TestRealVolumeFaults: a volume whose attach fails and one whose mount fails keep their
+// pods ContainerCreating with upstream's reasons (FailedAttachVolume, FailedMount), and
+// deleting the pods leaves nothing mounted.
+func TestRealVolumeFaults(t *testing.T) {
+	tc := startRealCluster(t, 1, "us-east-1a")
+	ctx := context.Background()
+	ns := tc.namespace("real-faults")
+
+	// Attach fails in the cloud.
+	fault, err := tc.cloud.InjectFault(cloud.Fault{Action: "AttachVolume", Mode: "fail", Code: "InternalError", Message: "kubelab test: attach refused"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.seedPair(ns, "attach-claim", "attach-pod", "gp2")
+	waitFor(t, "FailedAttachVolume event of attach-pod", func() (bool, error) { return tc.hasEvent(ns, "attach-pod", "FailedAttachVolume"), nil })
+	tc.cloud.ClearFaults(fault)
+	assertContainerCreating(t, tc, ns, "attach-pod")
+	tc.deletePodAndWait(ns, "attach-pod")
+
+	// Stage fails on the node: mkfs.ext4 refuses an inode size of 100 bytes.
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "kubelab-badinode"}, Provisioner: DriverName,
+		VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
+		Parameters:        map[string]string{"inodeSize": "100"}}
+	if _, err := tc.client.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tc.seedPair(ns, "mount-claim", "mount-pod", "kubelab-badinode")
+	var msg string
+	waitFor(t, "FailedMount event of mount-pod", func() (bool, error) {
+		for _, w := range tc.warnings(ns, "mount-pod") {
+			if strings.HasPrefix(w, "FailedMount: MountVolume.MountDevice failed for volume ") {
+				msg = w
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if !strings.Contains(msg, "inode size 100") {
+		t.Errorf("FailedMount message %q does not say what mkfs refused", msg)
+	}
+	assertContainerCreating(t, tc, ns, "mount-pod")
+	tc.deletePodAndWait(ns, "mount-pod")
+	if ms, _ := mountinfo.GetMounts(mountinfo.PrefixFilter(tc.cfg.DataDir)); len(ms) != 0 {
+		t.Fatalf("mounts left after the pods went: %s", ms[0].Mountpoint)
+	}
+}
+
+// assertContainerCreating checks that the pod is Pending with its container waiting in
+// ContainerCreating.
+func assertContainerCreating(t *testing.T, tc *testCluster, ns, name string) {
+	t.Helper()
+	p, err := tc.client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status.Phase != corev1.PodPending || len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Waiting == nil ||
+		p.Status.ContainerStatuses[0].State.Waiting.Reason != "ContainerCreating" {
+		t.Errorf("pod %s: phase %s, containers %+v; want Pending, ContainerCreating", name, p.Status.Phase, p.Status.ContainerStatuses)
+	}
+}

@@ -12,8 +12,17 @@
 // columns and selectable fields, plus a few hooks for the kind's own rules. A generic
 // strategy (strategy.go) applies the rules all kinds share. Kinds with behaviour beyond
 // storage have a file each: pods.go (binding, eviction, graceful deletion),
-// namespaces.go (two-step deletion, /finalize), services.go (ClusterIP and NodePort
-// allocation), scale.go (/scale).
+// podstreams.go (log, exec, attach and portforward, proxied to the kubelet of the pod's
+// node, reached as kubelet.go says), namespaces.go (two-step deletion, /finalize),
+// services.go (ClusterIP and NodePort allocation), scale.go (/scale).
+//
+// Kubelets are reached at https://<Node's InternalIP, else Hostname>:<Node's
+// status.daemonEndpoints.kubeletEndpoint.port, 10250 when unset>, with the client
+// certificate PKI.KubeletClientCert (user kube-apiserver-kubelet-client); the kubelet's
+// serving certificate must be signed by the cluster CA and name the address
+// (PKI.IssueKubeletServingCert makes one). WebSocket exec and attach (kubectl ≥1.30) are
+// translated into SPDY and WebSocket-tunnelled port-forward (kubectl ≥1.31) is unwrapped,
+// so kubelets only ever see SPDY upgrades.
 //
 // Contract: New(Config) validates; Run(ctx) serves HTTPS on the loopback address until ctx
 // ends, authenticating x509 client certificates of the cluster CA (CN user, O groups) and

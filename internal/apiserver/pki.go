@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
@@ -21,25 +22,36 @@ import (
 )
 
 // PKI is the cluster's certificate authority and the certificates made from it at first
-// start: the API server's serving certificate and the admin's client certificate.
+// start: the API server's serving certificate, the admin's client certificate and the
+// API server's client certificate toward kubelets. Kubelets' serving certificates are
+// issued on demand (IssueKubeletServingCert).
 type PKI struct {
 	Dir string
 }
 
-func (p PKI) CACert() string         { return filepath.Join(p.Dir, "ca.crt") }
-func (p PKI) CAKey() string          { return filepath.Join(p.Dir, "ca.key") }
-func (p PKI) ServingCert() string    { return filepath.Join(p.Dir, "apiserver.crt") }
-func (p PKI) ServingKey() string     { return filepath.Join(p.Dir, "apiserver.key") }
-func (p PKI) AdminCert() string      { return filepath.Join(p.Dir, "admin.crt") }
-func (p PKI) AdminKey() string       { return filepath.Join(p.Dir, "admin.key") }
-func (p PKI) TokenFile() string      { return filepath.Join(p.Dir, "tokens.csv") }
-func (p PKI) adminTokenFile() string { return filepath.Join(p.Dir, "admin.token") }
+func (p PKI) CACert() string      { return filepath.Join(p.Dir, "ca.crt") }
+func (p PKI) CAKey() string       { return filepath.Join(p.Dir, "ca.key") }
+func (p PKI) ServingCert() string { return filepath.Join(p.Dir, "apiserver.crt") }
+func (p PKI) ServingKey() string  { return filepath.Join(p.Dir, "apiserver.key") }
+func (p PKI) AdminCert() string   { return filepath.Join(p.Dir, "admin.crt") }
+func (p PKI) AdminKey() string    { return filepath.Join(p.Dir, "admin.key") }
+func (p PKI) TokenFile() string   { return filepath.Join(p.Dir, "tokens.csv") }
+
+// KubeletClientCert and KubeletClientKey are the API server's client certificate toward
+// kubelets (user KubeletClientUser): kubelets serve clients whose certificate the cluster
+// CA signed.
+func (p PKI) KubeletClientCert() string { return filepath.Join(p.Dir, "apiserver-kubelet-client.crt") }
+func (p PKI) KubeletClientKey() string  { return filepath.Join(p.Dir, "apiserver-kubelet-client.key") }
+func (p PKI) adminTokenFile() string    { return filepath.Join(p.Dir, "admin.token") }
 
 // AdminUser and AdminGroup are the identity of the admin kubeconfig.
 const (
 	AdminUser  = "kubelab-admin"
 	AdminGroup = "system:masters"
 )
+
+// KubeletClientUser is the API server's identity toward kubelets.
+const KubeletClientUser = "kube-apiserver-kubelet-client"
 
 // ensure creates whatever of the PKI is missing; existing files are kept, so clients'
 // kubeconfigs stay valid across restarts.
@@ -91,6 +103,15 @@ func (p PKI) ensure() error {
 			return err
 		}
 	}
+	if !exists(p.KubeletClientCert()) || !exists(p.KubeletClientKey()) {
+		tmpl := &x509.Certificate{
+			Subject:     pkix.Name{CommonName: KubeletClientUser},
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		}
+		if err := issue(tmpl, caCert, caKey, p.KubeletClientCert(), p.KubeletClientKey()); err != nil {
+			return err
+		}
+	}
 	if !exists(p.TokenFile()) {
 		b := make([]byte, 24)
 		if _, err := rand.Read(b); err != nil {
@@ -132,6 +153,70 @@ func (p PKI) loadCA() (*x509.Certificate, *ecdsa.PrivateKey, error) {
 		return nil, nil, fmt.Errorf("pki: parse CA key: %w", err)
 	}
 	return cert, key, nil
+}
+
+// IssueKubeletServingCert makes sure dir/kubelet.crt and dir/kubelet.key hold a serving
+// certificate for a node's kubelet, signed by the cluster CA, naming the node (a DNS name)
+// and its addresses ips, and returns their paths. A certificate already there is kept when
+// the current CA signed it, it names exactly these names and addresses and it stays valid
+// for 30 more days; otherwise a new one replaces it. The CA must exist: the API server
+// makes it at its first start.
+func (p PKI) IssueKubeletServingCert(dir, nodeName string, ips []net.IP) (certFile, keyFile string, err error) {
+	if nodeName == "" && len(ips) == 0 {
+		return "", "", errors.New("pki: a kubelet serving certificate needs a node name or an address")
+	}
+	caCert, caKey, err := p.loadCA()
+	if err != nil {
+		return "", "", fmt.Errorf("pki: load CA: %w", err)
+	}
+	certFile, keyFile = filepath.Join(dir, "kubelet.crt"), filepath.Join(dir, "kubelet.key")
+	var dnsNames []string
+	if nodeName != "" {
+		dnsNames = []string{nodeName}
+	}
+	if servingCertCurrent(certFile, keyFile, caCert, dnsNames, ips) {
+		return certFile, keyFile, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", fmt.Errorf("pki: create %s: %w", dir, err)
+	}
+	tmpl := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "system:node:" + nodeName, Organization: []string{"system:nodes"}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    dnsNames,
+		IPAddresses: ips,
+	}
+	if err := issue(tmpl, caCert, caKey, certFile, keyFile); err != nil {
+		return "", "", err
+	}
+	return certFile, keyFile, nil
+}
+
+// servingCertCurrent says whether certFile and keyFile are a pair, signed by ca, naming
+// exactly dnsNames and ips, and valid for 30 more days.
+func servingCertCurrent(certFile, keyFile string, ca *x509.Certificate, dnsNames []string, ips []net.IP) bool {
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return false
+	}
+	cert := pair.Leaf
+	if cert == nil || cert.CheckSignatureFrom(ca) != nil || time.Until(cert.NotAfter) < 30*24*time.Hour {
+		return false
+	}
+	if len(cert.DNSNames) != len(dnsNames) || len(cert.IPAddresses) != len(ips) {
+		return false
+	}
+	for i := range dnsNames {
+		if cert.DNSNames[i] != dnsNames[i] {
+			return false
+		}
+	}
+	for i := range ips {
+		if !cert.IPAddresses[i].Equal(ips[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // WriteAdminKubeconfig writes a kubeconfig for the admin (client certificate) to path.

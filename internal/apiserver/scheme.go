@@ -65,6 +65,9 @@ func newScheme(resources []resource) (*runtime.Scheme, serializer.CodecFactory, 
 	if err := addEventConversions(scheme); err != nil {
 		return nil, serializer.CodecFactory{}, err
 	}
+	if err := addPodOptionsConversions(scheme); err != nil {
+		return nil, serializer.CodecFactory{}, err
+	}
 	// Versions in order of preference, so that the storage encodes in v1.
 	for _, gv := range []schema.GroupVersion{corev1.SchemeGroupVersion, appsv1.SchemeGroupVersion,
 		storagev1.SchemeGroupVersion, discoveryv1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion,

@@ -34,6 +34,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	genericfilters "k8s.io/apiserver/pkg/server/filters"
 	"k8s.io/apiserver/pkg/server/options"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
@@ -120,6 +121,15 @@ func (s *Server) Run(ctx context.Context) error {
 		listener.Close()
 		return err
 	}
+	// Watches and the pods' streaming subresources run as long as their clients want,
+	// past the request timeout.
+	cfg.LongRunningFunc = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch"),
+		sets.NewString("attach", "exec", "log", "portforward"))
+	kubelet, err := newKubeletClient(s.pki)
+	if err != nil {
+		listener.Close()
+		return fmt.Errorf("apiserver: %w", err)
+	}
 	namer := openapinamer.NewDefinitionNamer(scheme)
 	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(openapi.Definitions, namer)
 	cfg.OpenAPIConfig.Info.Title, cfg.OpenAPIConfig.Info.Version = "Kubernetes", info.GitVersion
@@ -174,7 +184,7 @@ func (s *Server) Run(ctx context.Context) error {
 	// Watches never go idle, so a graceful HTTP shutdown would wait its whole timeout
 	// for them; clients reconnect anyway.
 	server.ShutdownTimeout = 3 * time.Second
-	if err := installAPIs(server, scheme, codecs, resources, cfg.RESTOptionsGetter, alloc); err != nil {
+	if err := installAPIs(server, scheme, codecs, resources, cfg.RESTOptionsGetter, alloc, kubelet); err != nil {
 		return err
 	}
 	server.AddPostStartHookOrDie("kubelab-bootstrap", func(hook genericapiserver.PostStartHookContext) error {
@@ -320,7 +330,7 @@ func (w withoutProtobuf) SupportedMediaTypes() []runtime.SerializerInfo {
 }
 
 // installAPIs builds a store per row and installs each group.
-func installAPIs(server *genericapiserver.GenericAPIServer, scheme *runtime.Scheme, codecs serializer.CodecFactory, resources []resource, optsGetter generic.RESTOptionsGetter, alloc *serviceAllocator) error {
+func installAPIs(server *genericapiserver.GenericAPIServer, scheme *runtime.Scheme, codecs serializer.CodecFactory, resources []resource, optsGetter generic.RESTOptionsGetter, alloc *serviceAllocator, kubelet *kubeletClient) error {
 	groups := map[string]*genericapiserver.APIGroupInfo{}
 	var order []string
 	for i := range resources {
@@ -338,7 +348,7 @@ func installAPIs(server *genericapiserver.GenericAPIServer, scheme *runtime.Sche
 		if info.VersionedResourcesStorageMap[r.version] == nil {
 			info.VersionedResourcesStorageMap[r.version] = map[string]rest.Storage{}
 		}
-		storages, err := restStorages(scheme, r, optsGetter, alloc)
+		storages, err := restStorages(scheme, r, optsGetter, alloc, kubelet)
 		if err != nil {
 			return err
 		}
@@ -363,7 +373,7 @@ func installAPIs(server *genericapiserver.GenericAPIServer, scheme *runtime.Sche
 }
 
 // restStorages are the REST endpoints of one row: the resource and its subresources.
-func restStorages(scheme *runtime.Scheme, r *resource, optsGetter generic.RESTOptionsGetter, alloc *serviceAllocator) (map[string]rest.Storage, error) {
+func restStorages(scheme *runtime.Scheme, r *resource, optsGetter generic.RESTOptionsGetter, alloc *serviceAllocator, kubelet *kubeletClient) (map[string]rest.Storage, error) {
 	store, err := newStore(scheme, r, optsGetter)
 	if err != nil {
 		return nil, err
@@ -379,6 +389,13 @@ func restStorages(scheme *runtime.Scheme, r *resource, optsGetter generic.RESTOp
 	case corev1.SchemeGroupVersion.WithKind("Pod"):
 		out["pods/binding"] = &bindingREST{pods: store}
 		out["pods/eviction"] = &evictionREST{pods: store}
+		streams := podStreams{pods: store, kubelet: kubelet}
+		out["pods/log"] = &logREST{streams}
+		out["pods/exec"] = &execREST{streams}
+		out["pods/attach"] = &attachREST{streams}
+		out["pods/portforward"] = &portForwardREST{streams}
+	case corev1.SchemeGroupVersion.WithKind("Node"):
+		kubelet.nodes = store
 	case corev1.SchemeGroupVersion.WithKind("Namespace"):
 		out["namespaces"] = withMeta{&namespaceREST{store}, r}
 		out["namespaces/finalize"] = newFinalizeREST(store)

@@ -1,0 +1,95 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+)
+
+// defaultKubeletPort is the kubelet's port when its Node does not say.
+const defaultKubeletPort = 10250
+
+// kubeletClient reaches the kubelets, for the pods' log, exec, attach and portforward
+// subresources: over HTTPS with the API server's kubelet client certificate, trusting
+// kubelets' serving certificates the cluster CA signed.
+type kubeletClient struct {
+	transport *http.Transport
+	// nodes is the Node store; set once the Node row is built.
+	nodes rest.Getter
+}
+
+func newKubeletClient(p PKI) (*kubeletClient, error) {
+	cert, err := tls.LoadX509KeyPair(p.KubeletClientCert(), p.KubeletClientKey())
+	if err != nil {
+		return nil, fmt.Errorf("kubelet client certificate: %w", err)
+	}
+	caPEM, err := os.ReadFile(p.CACert())
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, errors.New("cluster CA file holds no PEM certificate")
+	}
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return &kubeletClient{transport: &http.Transport{
+		TLSClientConfig:     &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12},
+		DialContext:         dialer.DialContext,
+		TLSHandshakeTimeout: 10 * time.Second,
+		MaxIdleConnsPerHost: 25,
+		IdleConnTimeout:     90 * time.Second,
+	}}, nil
+}
+
+// location is the base URL of a node's kubelet: https://<address>:<port>, the address
+// being the Node's InternalIP, else its Hostname, and the port
+// status.daemonEndpoints.kubeletEndpoint.port (10250 when unset).
+func (k *kubeletClient) location(ctx context.Context, nodeName string) (*url.URL, error) {
+	if k.nodes == nil {
+		return nil, apierrors.NewServiceUnavailable("nodes are not served")
+	}
+	obj, err := k.nodes.Get(genericapirequest.WithNamespace(ctx, ""), nodeName, &metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return nil, fmt.Errorf("not a Node: %T", obj)
+	}
+	host := nodeAddress(node)
+	if host == "" {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("node %s reports no InternalIP or Hostname address", nodeName))
+	}
+	port := int(node.Status.DaemonEndpoints.KubeletEndpoint.Port)
+	if port <= 0 {
+		port = defaultKubeletPort
+	}
+	return &url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(port))}, nil
+}
+
+// nodeAddress is the address the kubelet is reached at: the first InternalIP, else the
+// first Hostname.
+func nodeAddress(node *corev1.Node) string {
+	for _, typ := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeHostName} {
+		for _, a := range node.Status.Addresses {
+			if a.Type == typ && a.Address != "" {
+				return a.Address
+			}
+		}
+	}
+	return ""
+}

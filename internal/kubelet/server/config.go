@@ -1,0 +1,69 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Config is what the server needs from its node.
+type Config struct {
+	// Addr is where to listen, host:port ("127.0.0.1:0" picks a free port).
+	Addr string
+	// CertFile and KeyFile are the node's serving certificate and key (PEM).
+	CertFile, KeyFile string
+	// ClientCAFile holds the CA certificates (PEM) client certificates must be signed by.
+	ClientCAFile string
+	// PodLogsDir is the node's directory of pod log directories
+	// (<PodLogsDir>/<namespace>_<pod>_<uid>/<container>/<restartCount>.log).
+	PodLogsDir string
+	// Runtime is the node's container runtime (CRI).
+	Runtime runtimeapi.RuntimeServiceClient
+	// PodLookup finds a pod bound to the node; a missing pod is an error for which
+	// k8s.io/apimachinery/pkg/api/errors.IsNotFound holds (as listers return), or (nil, nil).
+	PodLookup func(namespace, name string) (*corev1.Pod, error)
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+
+	// followRecheck is how often a followed log checks whether its container still runs
+	// while the file does not grow (1 s).
+	followRecheck time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.followRecheck <= 0 {
+		c.followRecheck = time.Second
+	}
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		errs = append(errs, fmt.Errorf("listen address %q: %w", c.Addr, err))
+	}
+	if c.CertFile == "" || c.KeyFile == "" {
+		errs = append(errs, errors.New("serving certificate and key files are required"))
+	}
+	if c.ClientCAFile == "" {
+		errs = append(errs, errors.New("client CA file is required"))
+	}
+	if c.PodLogsDir == "" || !filepath.IsAbs(c.PodLogsDir) {
+		errs = append(errs, fmt.Errorf("pod logs dir %q must be an absolute path", c.PodLogsDir))
+	}
+	if c.Runtime == nil {
+		errs = append(errs, errors.New("a container runtime is required"))
+	}
+	if c.PodLookup == nil {
+		errs = append(errs, errors.New("a pod lookup is required"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,36 @@
+// Package server is the kubelet's HTTPS server: what `kubectl logs`, `kubectl exec`,
+// `kubectl attach` and `kubectl port-forward` reach through the API server once "kubectl
+// apply → … → the container runtime starts the container" has a container running on a
+// real node. The API server proxies the pods' log, exec, attach and portforward
+// subresources to https://<node address>:<kubelet port>/… with its kubelet client
+// certificate; this server answers:
+//
+//	GET      /containerLogs/{namespace}/{pod}/{container}
+//	         ?follow&previous&timestamps&sinceSeconds&sinceTime&tailLines&limitBytes&stream
+//	GET+POST /exec/{namespace}/{pod}[/{uid}]/{container}?command=…&input&output&error&tty
+//	GET+POST /attach/{namespace}/{pod}[/{uid}]/{container}?input&output&error&tty
+//	GET+POST /portForward/{namespace}/{pod}[/{uid}]
+//	GET      /healthz
+//
+// Logs are read from the CRI log file the container runtime writes (the path CRI
+// ContainerStatus reports, else <PodLogsDir>/<namespace>_<pod>_<uid>/<container>/
+// <restartCount>.log): one "<RFC3339Nano time> <stdout|stderr> <P|F> <text>" record a line,
+// P marking a part of a longer line. Which container instance is read follows the pod's
+// status: the running one, else the last terminated one; previous=true reads the one
+// before (lastState.terminated). follow=true keeps reading as the file grows until the
+// container is no longer running or the request ends.
+//
+// Exec, attach and port-forward are not served here: the server asks the runtime (CRI
+// Exec, Attach, PortForward) for a one-shot URL on the runtime's streaming server
+// (containerd's, on 127.0.0.1) and proxies the client's upgraded connection (SPDY, or a
+// WebSocket protocol the runtime speaks) to it.
+//
+// Contract: New checks the Config; Run listens on Config.Addr with TLS (the node's serving
+// certificate), serves only clients presenting a certificate signed by Config.ClientCAFile
+// (the API server's kubelet client certificate), closes Ready once it listens (Addr is
+// then the address it listens on) and serves until ctx ends. Errors of the log endpoint
+// are plain text (the API server wraps them into its own Status); errors of the streaming
+// endpoints are metav1.Status JSON, which the API server passes on to the client as is:
+// 404 for an unknown pod or container, 400 for a bad query or a container that is not
+// running.
+package server

@@ -1,0 +1,120 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+)
+
+// Server is the kubelet's HTTPS server.
+type Server struct {
+	cfg   Config
+	ready chan struct{}
+	addr  string
+}
+
+// New checks cfg and prepares a Server; Run starts it.
+func New(cfg Config) (*Server, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("kubelet server config: %w", err)
+	}
+	return &Server{cfg: cfg, ready: make(chan struct{})}, nil
+}
+
+// Ready is closed once the server listens.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Addr is the address the server listens on (host:port); valid after Ready.
+func (s *Server) Addr() string { return s.addr }
+
+// handler is the server's routes, without TLS and client authentication.
+func (s *Server) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		mux.HandleFunc(m+" /exec/{namespace}/{pod}/{container}", s.exec)
+		mux.HandleFunc(m+" /exec/{namespace}/{pod}/{uid}/{container}", s.exec)
+		mux.HandleFunc(m+" /attach/{namespace}/{pod}/{container}", s.attach)
+		mux.HandleFunc(m+" /attach/{namespace}/{pod}/{uid}/{container}", s.attach)
+		mux.HandleFunc(m+" /portForward/{namespace}/{pod}", s.portForward)
+		mux.HandleFunc(m+" /portForward/{namespace}/{pod}/{uid}", s.portForward)
+	}
+	return mux
+}
+
+// tlsConfig serves the node's certificate and requires a client certificate signed by
+// the client CA.
+func (s *Server) tlsConfig() (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(s.cfg.CertFile, s.cfg.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("load serving certificate: %w", err)
+	}
+	caPEM, err := os.ReadFile(s.cfg.ClientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("read client CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("client CA file %s holds no PEM certificate", s.cfg.ClientCAFile)
+	}
+	return &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    pool,
+		MinVersion:   tls.VersionTLS12,
+		// HTTP/1.1 only: exec, attach and port-forward hijack the connection to upgrade it.
+		NextProtos: []string{"http/1.1"},
+	}, nil
+}
+
+// Run serves until ctx ends.
+func (s *Server) Run(ctx context.Context) error {
+	tlsCfg, err := s.tlsConfig()
+	if err != nil {
+		return fmt.Errorf("kubelet server: %w", err)
+	}
+	l, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("kubelet server listen: %w", err)
+	}
+	s.addr = l.Addr().String()
+	srv := &http.Server{
+		Handler:           s.handler(),
+		TLSConfig:         tlsCfg,
+		ReadHeaderTimeout: 30 * time.Second,
+		// Followed logs end with ctx.
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		// Refused handshakes (clients without a certificate of the client CA) and the like.
+		ErrorLog: slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
+	}
+	s.cfg.Logger.InfoContext(ctx, "kubelet server listening", "addr", s.addr)
+	close(s.ready)
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeTLS(l, "", "") }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("kubelet server: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		_ = srv.Close()
+	}
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("kubelet server: %w", err)
+	}
+	return nil
+}

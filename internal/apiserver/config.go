@@ -3,6 +3,7 @@ package apiserver
 import (
 	"errors"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"net"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,9 @@ type Config struct {
 	// MemoryLimit, when positive, is the soft memory limit in bytes Run sets for the
 	// process (debug.SetMemoryLimit); 0 keeps the runtime's (GOMEMLIMIT, or none).
 	MemoryLimit int64
+	// KubeletPreferredAddressTypes are the node address types tried, in order, to reach a
+	// node's kubelet (pods' log, exec, attach, portforward); InternalIP, Hostname when empty.
+	KubeletPreferredAddressTypes []corev1.NodeAddressType
 }
 
 func (c *Config) setDefaults() {

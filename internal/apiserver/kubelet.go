@@ -28,11 +28,19 @@ const defaultKubeletPort = 10250
 // kubelets' serving certificates the cluster CA signed.
 type kubeletClient struct {
 	transport *http.Transport
+	// types are the node address types tried in order.
+	types []corev1.NodeAddressType
 	// nodes is the Node store; set once the Node row is built.
 	nodes rest.Getter
 }
 
-func newKubeletClient(p PKI) (*kubeletClient, error) {
+// defaultKubeletAddressTypes are the node addresses tried when Config names none.
+var defaultKubeletAddressTypes = []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeHostName}
+
+func newKubeletClient(p PKI, types []corev1.NodeAddressType) (*kubeletClient, error) {
+	if len(types) == 0 {
+		types = defaultKubeletAddressTypes
+	}
 	cert, err := tls.LoadX509KeyPair(p.KubeletClientCert(), p.KubeletClientKey())
 	if err != nil {
 		return nil, fmt.Errorf("kubelet client certificate: %w", err)
@@ -46,7 +54,7 @@ func newKubeletClient(p PKI) (*kubeletClient, error) {
 		return nil, errors.New("cluster CA file holds no PEM certificate")
 	}
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	return &kubeletClient{transport: &http.Transport{
+	return &kubeletClient{types: types, transport: &http.Transport{
 		TLSClientConfig:     &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12},
 		DialContext:         dialer.DialContext,
 		TLSHandshakeTimeout: 10 * time.Second,
@@ -56,7 +64,8 @@ func newKubeletClient(p PKI) (*kubeletClient, error) {
 }
 
 // location is the base URL of a node's kubelet: https://<address>:<port>, the address
-// being the Node's InternalIP, else its Hostname, and the port
+// being the Node's first of the preferred address types (InternalIP, else Hostname by
+// default), and the port
 // status.daemonEndpoints.kubeletEndpoint.port (10250 when unset).
 func (k *kubeletClient) location(ctx context.Context, nodeName string) (*url.URL, error) {
 	if k.nodes == nil {
@@ -70,9 +79,9 @@ func (k *kubeletClient) location(ctx context.Context, nodeName string) (*url.URL
 	if !ok {
 		return nil, fmt.Errorf("not a Node: %T", obj)
 	}
-	host := nodeAddress(node)
+	host := nodeAddress(node, k.types)
 	if host == "" {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("node %s reports no InternalIP or Hostname address", nodeName))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("node %s reports no address of the types %v", nodeName, k.types))
 	}
 	port := int(node.Status.DaemonEndpoints.KubeletEndpoint.Port)
 	if port <= 0 {
@@ -81,10 +90,10 @@ func (k *kubeletClient) location(ctx context.Context, nodeName string) (*url.URL
 	return &url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(port))}, nil
 }
 
-// nodeAddress is the address the kubelet is reached at: the first InternalIP, else the
-// first Hostname.
-func nodeAddress(node *corev1.Node) string {
-	for _, typ := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeHostName} {
+// nodeAddress is the address the kubelet is reached at: the node's first address of the
+// first of types it has.
+func nodeAddress(node *corev1.Node, types []corev1.NodeAddressType) string {
+	for _, typ := range types {
 		for _, a := range node.Status.Addresses {
 			if a.Type == typ && a.Address != "" {
 				return a.Address

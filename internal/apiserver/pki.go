@@ -157,7 +157,8 @@ func (p PKI) loadCA() (*x509.Certificate, *ecdsa.PrivateKey, error) {
 
 // IssueKubeletServingCert makes sure dir/kubelet.crt and dir/kubelet.key hold a serving
 // certificate for a node's kubelet, signed by the cluster CA, naming the node (a DNS name)
-// and its addresses ips, and returns their paths. A certificate already there is kept when
+// and its addresses ips (and localhost when one of them is a loopback address), and
+// returns their paths. A certificate already there is kept when
 // the current CA signed it, it names exactly these names and addresses and it stays valid
 // for 30 more days; otherwise a new one replaces it. The CA must exist: the API server
 // makes it at its first start.
@@ -173,6 +174,12 @@ func (p PKI) IssueKubeletServingCert(dir, nodeName string, ips []net.IP) (certFi
 	var dnsNames []string
 	if nodeName != "" {
 		dnsNames = []string{nodeName}
+	}
+	for _, ip := range ips {
+		if ip.IsLoopback() { // a kubelet on this machine's loopback is localhost too
+			dnsNames = append(dnsNames, "localhost")
+			break
+		}
 	}
 	if servingCertCurrent(certFile, keyFile, caCert, dnsNames, ips) {
 		return certFile, keyFile, nil

@@ -123,15 +123,15 @@ func TestPodOptionsFromQuery(t *testing.T) {
 func TestNodeAddress(t *testing.T) {
 	node := &corev1.Node{Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{
 		{Type: corev1.NodeHostName, Address: "node-a"}, {Type: corev1.NodeExternalIP, Address: "1.2.3.4"}, {Type: corev1.NodeInternalIP, Address: "10.0.0.5"}}}}
-	if got := nodeAddress(node); got != "10.0.0.5" {
+	if got := nodeAddress(node, defaultKubeletAddressTypes); got != "10.0.0.5" {
 		t.Errorf("InternalIP first: %q", got)
 	}
 	node.Status.Addresses = node.Status.Addresses[:2]
-	if got := nodeAddress(node); got != "node-a" {
+	if got := nodeAddress(node, defaultKubeletAddressTypes); got != "node-a" {
 		t.Errorf("then Hostname: %q", got)
 	}
 	node.Status.Addresses = node.Status.Addresses[1:]
-	if got := nodeAddress(node); got != "" {
+	if got := nodeAddress(node, defaultKubeletAddressTypes); got != "" {
 		t.Errorf("ExternalIP is not used: %q", got)
 	}
 }
@@ -144,7 +144,7 @@ func TestIssueKubeletServingCert(t *testing.T) {
 	if err := p.ensure(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := newKubeletClient(p); err != nil {
+	if _, err := newKubeletClient(p, nil); err != nil {
 		t.Fatalf("kubelet client from a fresh PKI: %v", err)
 	}
 	dir := filepath.Join(t.TempDir(), "kubelet-pki")
@@ -154,7 +154,7 @@ func TestIssueKubeletServingCert(t *testing.T) {
 		t.Fatal(err)
 	}
 	ca, _, _ := p.loadCA()
-	if !servingCertCurrent(certFile, keyFile, ca, []string{"node-a"}, ips) {
+	if !servingCertCurrent(certFile, keyFile, ca, []string{"node-a", "localhost"}, ips) {
 		t.Fatal("the issued certificate is not current")
 	}
 	first := readFile(t, certFile)
@@ -165,7 +165,7 @@ func TestIssueKubeletServingCert(t *testing.T) {
 	if _, _, err := p.IssueKubeletServingCert(dir, "node-a", ips); err != nil || readFile(t, certFile) == first {
 		t.Errorf("a certificate lacking an address was kept (%v)", err)
 	}
-	if !servingCertCurrent(certFile, keyFile, ca, []string{"node-a"}, ips) {
+	if !servingCertCurrent(certFile, keyFile, ca, []string{"node-a", "localhost"}, ips) {
 		t.Error("the reissued certificate is not current")
 	}
 	// A new CA makes certificates of the old one stale.

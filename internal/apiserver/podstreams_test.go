@@ -208,7 +208,7 @@ func TestPodLogsProxyToKubelet(t *testing.T) {
 		t.Fatal(err)
 	}
 	addPod(t, s.Client, "on-mute", "mute", "app")
-	if _, err := logsOf(s.Client, "on-mute", &corev1.PodLogOptions{}); !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "node mute reports no InternalIP or Hostname") {
+	if _, err := logsOf(s.Client, "on-mute", &corev1.PodLogOptions{}); !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "node mute reports no address of the types [InternalIP Hostname]") {
 		t.Errorf("logs on a node without addresses: %v", err)
 	}
 }

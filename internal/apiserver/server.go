@@ -125,7 +125,7 @@ func (s *Server) Run(ctx context.Context) error {
 	// past the request timeout.
 	cfg.LongRunningFunc = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch"),
 		sets.NewString("attach", "exec", "log", "portforward"))
-	kubelet, err := newKubeletClient(s.pki)
+	kubelet, err := newKubeletClient(s.pki, s.cfg.KubeletPreferredAddressTypes)
 	if err != nil {
 		listener.Close()
 		return fmt.Errorf("apiserver: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"path/filepath"
 
 	"golang.org/x/sync/errgroup"
@@ -73,6 +74,8 @@ func NewControlPlane(cfg ControlPlaneConfig) (*ControlPlane, error) {
 		DataDir: dataDir, BindAddress: cfg.BindAddress, Port: cfg.SecurePort,
 		EtcdServers: servers, EtcdPrefix: cfg.EtcdPrefix, ServiceCIDR: cfg.ServiceCIDR,
 		GCPercent: cfg.GCPercent, MemoryLimit: cfg.MemoryLimit,
+		// Real nodes' kubelets listen on loopback and name it as their InternalDNS address.
+		KubeletPreferredAddressTypes: []corev1.NodeAddressType{corev1.NodeInternalDNS, corev1.NodeInternalIP, corev1.NodeHostName},
 	})
 	if err != nil {
 		return nil, err

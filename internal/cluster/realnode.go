@@ -4,16 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -28,6 +32,7 @@ import (
 	"github.com/kubelab/kubelab/internal/kubelet"
 	"github.com/kubelab/kubelab/internal/kubelet/kuberuntime"
 	"github.com/kubelab/kubelab/internal/kubelet/pluginmanager"
+	"github.com/kubelab/kubelab/internal/kubelet/server"
 )
 
 // A real node is four components, each reaching the others over its wire: its
@@ -41,15 +46,22 @@ func (c *Cluster) nodeDir(n Node) string { return filepath.Join(c.cfg.DataDir, "
 // kubeletRoot is node n's kubelet root dir.
 func (c *Cluster) kubeletRoot(n Node) string { return filepath.Join(c.nodeDir(n), "kubelet") }
 
-// clusterID tells this cluster's machine-wide names (bridges, cgroups) from another's on
-// the same machine: a hash of its data dir.
-func (c *Cluster) clusterID() string { return cni.BridgeName(c.cfg.DataDir)[2:] }
+// The machine-wide names of a node (its bridge, its pods' cgroups) carry a hash of the
+// cluster's data dir, so that two clusters on one machine never share one.
 
 // cgroupParent is where node n's pods get their cgroups.
-func (c *Cluster) cgroupParent(n Node) string { return "/kubelab/" + c.clusterID() + "/" + n.Name }
+func (c *Cluster) cgroupParent(n Node) string { return nodeCgroupParent(c.cfg.DataDir, n.Name) }
 
 // bridge is node n's CNI bridge.
-func (c *Cluster) bridge(n Node) string { return cni.BridgeName(c.nodeDir(n)) }
+func (c *Cluster) bridge(n Node) string { return nodeBridge(c.cfg.DataDir, n.Name) }
+
+func nodeCgroupParent(dataDir, node string) string {
+	return "/kubelab/" + cni.BridgeName(dataDir)[2:] + "/" + node
+}
+
+func nodeBridge(dataDir, node string) string {
+	return cni.BridgeName(filepath.Join(dataDir, "nodes", node))
+}
 
 // nodeContainerd is node n's containerd (not started).
 func (c *Cluster) nodeContainerd(n Node) (*containerd.Containerd, error) {
@@ -146,9 +158,18 @@ func (c *Cluster) runRealKubelet(n Node, criEndpoint string) func(ctx context.Co
 		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 		defer broadcaster.Shutdown()
 		root := c.kubeletRoot(n)
+		restCfg, err := c.restConfig("kubelet/" + n.Name)
+		if err != nil {
+			return err
+		}
+		objects, err := kubelet.NewObjects(kubelet.ObjectsConfig{RootCA: restCfg.CAData, Logger: log}, client)
+		if err != nil {
+			return err
+		}
+		logsDir := filepath.Join(c.nodeDir(n), "pod-logs")
 		rt, err := kuberuntime.New(kuberuntime.Config{
-			NodeName: n.Name, RootDir: root, CgroupParent: c.cgroupParent(n), NodeIP: n.IP,
-			Allocatable: c.cfg.NodeCapacity, Logger: log,
+			NodeName: n.Name, RootDir: root, PodLogsDir: logsDir, CgroupParent: c.cgroupParent(n), NodeIP: n.IP,
+			Allocatable: c.cfg.NodeCapacity, Logger: log, Objects: objects,
 			Recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: n.Name}),
 		}, cri.Runtime, cri.Image)
 		if err != nil {
@@ -163,18 +184,50 @@ func (c *Cluster) runRealKubelet(n Node, criEndpoint string) func(ctx context.Co
 		if err != nil {
 			return err
 		}
+		// The kubelet server (logs, exec, attach, port-forward) on loopback, where the API
+		// server reaches it: the node names localhost as its InternalDNS address.
+		pki := c.cp.APIServer.PKI()
+		cert, key, err := pki.IssueKubeletServingCert(filepath.Join(c.nodeDir(n), "pki"), n.Name, []net.IP{net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			return fmt.Errorf("kubelet %s: %w", n.Name, err)
+		}
+		var running atomic.Pointer[kubelet.Kubelet]
+		srv, err := server.New(server.Config{Addr: "127.0.0.1:0", CertFile: cert, KeyFile: key, ClientCAFile: pki.CACert(),
+			PodLogsDir: logsDir, Runtime: cri.Runtime, Logger: log,
+			PodLookup: func(ns, name string) (*corev1.Pod, error) {
+				if k := running.Load(); k != nil {
+					return k.Pod(ns, name)
+				}
+				return nil, apierrors.NewNotFound(corev1.Resource("pods"), name)
+			}})
+		if err != nil {
+			return err
+		}
+		g, ctx := errgroup.WithContext(ctx)
+		g.Go(func() error { return srv.Run(ctx) })
+		select {
+		case <-srv.Ready():
+		case <-ctx.Done():
+			return g.Wait()
+		}
+		_, port, err := net.SplitHostPort(srv.Addr())
+		if err != nil {
+			return err
+		}
+		serverPort, _ := strconv.Atoi(port)
 		factory := informers.NewSharedInformerFactory(client, 0)
 		k, err := kubelet.New(kubelet.Config{
 			NodeName: n.Name, Zone: n.Zone, InstanceID: n.InstanceID, InstanceType: c.cfg.InstanceType,
 			Capacity: c.cfg.NodeCapacity, NodeIP: n.IP, RootDir: root, CSIDriverName: DriverName,
-			StatusUpdateInterval: c.cfg.NodeStatusInterval, PodEvents: true,
-		}, client, factory, kubelet.Deps{Runtime: rt, Mounter: pluginmanager.NewCSIMounter(pm), Logger: log})
+			StatusUpdateInterval: c.cfg.NodeStatusInterval, PodEvents: true, ServerPort: int32(serverPort),
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalDNS, Address: "localhost"}},
+		}, client, factory, kubelet.Deps{Runtime: rt, Mounter: pluginmanager.NewCSIMounter(pm), Objects: objects, Logger: log})
 		if err != nil {
 			return err
 		}
+		running.Store(k)
 		factory.Start(ctx.Done())
 		defer factory.Shutdown()
-		g, ctx := errgroup.WithContext(ctx)
 		g.Go(func() error { return pm.Run(ctx) })
 		g.Go(func() error { return netconf.Run(ctx) })
 		g.Go(func() error { return k.Run(ctx) })

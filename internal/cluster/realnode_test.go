@@ -3,11 +3,17 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/moby/sys/mountinfo"
@@ -38,7 +44,7 @@ func startRealCluster(t *testing.T, nodes int, zones ...string) *testCluster {
 	var tc *testCluster
 	t.Cleanup(func() { // runs after the cluster has stopped
 		if tc != nil {
-			assertNothingLeft(t, tc.Cluster, tc.Nodes())
+			assertNothingLeft(t, tc.cfg.DataDir, tc.Nodes())
 		}
 	})
 	tc = startCluster(t, func(c *Config) {
@@ -49,8 +55,7 @@ func startRealCluster(t *testing.T, nodes int, zones ...string) *testCluster {
 }
 
 // assertNothingLeft checks that nothing of the cluster on dataDir is left on the machine.
-func assertNothingLeft(t testing.TB, c *Cluster, nodes []Node) {
-	dataDir := c.cfg.DataDir
+func assertNothingLeft(t testing.TB, dataDir string, nodes []Node) {
 	t.Helper()
 	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dataDir))
 	if err != nil {
@@ -72,10 +77,10 @@ func assertNothingLeft(t testing.TB, c *Cluster, nodes []Node) {
 		}
 	}
 	for _, n := range nodes {
-		if _, err := os.Stat(filepath.Join("/sys/class/net", c.bridge(n))); err == nil {
+		if _, err := os.Stat(filepath.Join("/sys/class/net", nodeBridge(dataDir, n.Name))); err == nil {
 			t.Errorf("bridge of node %s left", n.Name)
 		}
-		if left, _ := filepath.Glob("/sys/fs/cgroup/*" + c.cgroupParent(n)); len(left) > 0 {
+		if left, _ := filepath.Glob("/sys/fs/cgroup/*" + nodeCgroupParent(dataDir, n.Name)); len(left) > 0 {
 			t.Errorf("cgroups of node %s left: %v", n.Name, left)
 		}
 	}
@@ -271,4 +276,110 @@ func TestRealRuntimeDown(t *testing.T) {
 		cs := p.Status.ContainerStatuses
 		return len(cs) == 1 && cs[0].State.Running != nil, nil
 	})
+}
+
+// TestRealKubectlStreams drives a real node's kubelet server through the API server with
+// the real kubectl: logs, exec (output, exit code, stdin), cp and port-forward.
+func TestRealKubectlStreams(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl is not installed: this test drives the node with the real kubectl")
+	}
+	tc := startRealCluster(t, 1, "us-east-1a")
+	ctx := context.Background()
+	ns := tc.namespace("streams")
+	run := func(stdin string, args ...string) (string, error) {
+		cmd := exec.Command(kubectl, append([]string{"--kubeconfig", tc.Kubeconfig(), "-n", ns}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, busyboxPod(ns, "talker", corev1.RestartPolicyAlways,
+		"echo hello from kubelab; echo to stderr >&2; sleep 3600"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	web := seedObject[*corev1.Pod](t, "20-pod.yaml")
+	web.Name, web.Namespace, web.Spec.Volumes = "web", ns, nil
+	web.Spec.Containers[0].VolumeMounts = nil
+	if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, web, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tc.waitPodRunning(ns, "talker")
+	tc.waitPodRunning(ns, "web")
+
+	// stdout and stderr reach the log through separate pipes: their order may vary.
+	var logs string
+	waitFor(t, "kubectl logs talker", func() (bool, error) {
+		out, err := run("", "logs", "talker")
+		logs = out
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		sort.Strings(lines)
+		if err == nil && strings.Join(lines, "|") == "hello from kubelab|to stderr" {
+			return true, nil
+		}
+		return false, fmt.Errorf("kubectl logs: %v: %q", err, logs)
+	})
+	if out, err := run("", "exec", "talker", "--", "sh", "-c", "echo $((6*7))"); err != nil || out != "42\n" {
+		t.Errorf("kubectl exec: %v %q", err, out)
+	}
+	if out, err := run("", "exec", "talker", "--", "sh", "-c", "exit 7"); err == nil || !strings.Contains(err.Error(), "exit status 7") {
+		t.Errorf("kubectl exec of exit 7: %v %q, want exit status 7", err, out)
+	}
+	if out, err := run("from stdin\n", "exec", "-i", "talker", "--", "cat"); err != nil || out != "from stdin\n" {
+		t.Errorf("kubectl exec -i: %v %q", err, out)
+	}
+	local := filepath.Join(t.TempDir(), "copied")
+	if err := os.WriteFile(local, []byte("copied by kubectl cp\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run("", "cp", local, "talker:/tmp/copied"); err != nil {
+		t.Errorf("kubectl cp: %v %s", err, out)
+	} else if out, err := run("", "exec", "talker", "--", "cat", "/tmp/copied"); err != nil || out != "copied by kubectl cp\n" {
+		t.Errorf("file copied by kubectl cp: %v %q", err, out)
+	}
+
+	// Port-forward to nginx in the pod: a local port on 127.0.0.1 reaches port 80 in the
+	// pod's network namespace.
+	pf := exec.Command(kubectl, "--kubeconfig", tc.Kubeconfig(), "-n", ns, "port-forward", "pod/web", ":80")
+	var pfOut syncBuffer
+	pf.Stdout, pf.Stderr = &pfOut, &pfOut
+	if err := pf.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pf.Process.Kill(); pf.Wait() })
+	var port string
+	waitFor(t, "kubectl port-forward listening", func() (bool, error) {
+		m := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 80`).FindStringSubmatch(pfOut.String())
+		if m != nil {
+			port = m[1]
+		}
+		return m != nil, nil
+	})
+	resp, err := http.Get("http://127.0.0.1:" + port + "/")
+	if err != nil {
+		t.Fatalf("through port-forward: %v\n%s", err, pfOut.String())
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "nginx") {
+		t.Errorf("through port-forward: %d %q", resp.StatusCode, body)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's writes and the test's reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -32,6 +32,12 @@ type Config struct {
 	RootDir string
 	// NodeIP is the node's InternalIP (optional).
 	NodeIP string
+	// Addresses are more addresses the node reports (a real node on this machine names
+	// localhost as its InternalDNS, where its kubelet server listens).
+	Addresses []corev1.NodeAddress
+	// ServerPort is the kubelet server's port the node reports in
+	// status.daemonEndpoints (10250 when 0).
+	ServerPort int32
 	// Labels are added to the node's labels.
 	Labels map[string]string
 	// CSIDriverName is the CSI driver registered in the CSINode (ebs.csi.aws.com).
@@ -128,5 +134,8 @@ func (c *Config) defaults() {
 	}
 	if c.Workers == 0 {
 		c.Workers = 4
+	}
+	if c.ServerPort == 0 {
+		c.ServerPort = kubeletPort
 	}
 }

@@ -30,6 +30,26 @@
 //   - completes deletions: on a deletionTimestamp it stops the containers, unpublishes and
 //     (when no other pod uses the volume) unstages, drops the volume from volumesInUse,
 //     reports a terminal phase and deletes the pod with grace 0.
+//   - in real mode, writes the configMap, secret, downwardAPI and projected volumes of its
+//     pods (configvolumes.go) under pods/<uid>/volumes/kubernetes.io~<plugin>/<volume> with
+//     the atomic-writer layout (atomicwriter.go: a ..data symlink to a timestamped dir, a
+//     symlink per top-level name), secret and projected volumes on a tmpfs unmounted at
+//     teardown; a missing ConfigMap or Secret keeps the pod ContainerCreating with a
+//     FailedMount event; Objects (objects.go) watches the ConfigMaps, Secrets and Services
+//     of its pods' namespaces, syncs a pod again when one it references changes, and gives
+//     the runtime the containers' ConfigMap/Secret references and Service variables
+//     (serviceenv.go).
+//   - in real mode, runs its containers' probes (prober.go, probeworker.go) when the Runtime
+//     also implements ContainerProber: a worker per pod, container and probe (startup,
+//     liveness, readiness) while the container instance runs, first at its start plus
+//     initialDelaySeconds, then every periodSeconds; a verdict flips after
+//     successThreshold/failureThreshold equal results in a row and syncs the pod again. The
+//     startup probe holds back the other two; readiness makes the container's ready and the
+//     pod's Ready and ContainersReady (so its endpoints follow); a liveness or startup
+//     failure has the container killed (ContainerProber.KillContainer, with the probe's or
+//     the pod's grace period) before the runtime syncs the pod, which restarts it as the
+//     restartPolicy says. Failures are Unhealthy events ("Liveness probe failed: …").
+//     Hollow nodes run no probes: their running containers are ready.
 //
 // The Runtime (CRI) and Mounter (CSI node calls) are injected interfaces; hollow mode uses
 // fakes that touch nothing on the machine. It talks to the API server only through

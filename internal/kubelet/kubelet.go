@@ -31,6 +31,9 @@ import (
 type Deps struct {
 	Runtime Runtime
 	Mounter Mounter
+	// Objects is the source of the ConfigMaps, Secrets and Services the pods reference
+	// (real mode: one of the kubelet's own when nil); the kubelet runs it.
+	Objects *Objects
 	// Logger defaults to slog.Default() with the node's name.
 	Logger *slog.Logger
 }
@@ -43,6 +46,10 @@ type Kubelet struct {
 	runtime Runtime
 	mounter Mounter
 	volumes *volumeManager
+	objects *Objects // real mode only
+	// prober and probes run the containers' probes (real mode, when the runtime can).
+	prober  ContainerProber
+	probes  *probeManager
 	ipam    *podIPs
 	nodeUID atomic.Pointer[types.UID]
 
@@ -152,6 +159,15 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	}
 	k.broadcaster = record.NewBroadcaster()
 	k.recorder = k.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: cfg.NodeName})
+	if p, ok := deps.Runtime.(ContainerProber); ok && !cfg.Hollow {
+		k.prober = p
+		k.probes = newProbeManager(p, clock.RealClock{}, k.recorder, k.log, func(key string) { k.queue.Add(key) })
+	}
+	if !cfg.Hollow {
+		if err := k.useObjects(deps.Objects); err != nil {
+			return nil, fmt.Errorf("kubelet %s: %w", cfg.NodeName, err)
+		}
+	}
 	return k, nil
 }
 
@@ -177,6 +193,9 @@ func (k *Kubelet) onNode(obj any) {
 		}
 	}
 }
+
+// Pod is the node's pod ns/name as the kubelet sees it (for its server).
+func (k *Kubelet) Pod(ns, name string) (*corev1.Pod, error) { return k.podLister.Pods(ns).Get(name) }
 
 // Registered is closed once the Node, its CSINode entry and first status are written.
 func (k *Kubelet) Registered() <-chan struct{} { return k.registered }
@@ -225,9 +244,17 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		return nil
 	}
 	k.adoptRunningPods()
+	if k.objects != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); k.runObjects(ctx) }()
+	}
 	if !k.cfg.Hollow {
 		wg.Add(1)
 		go func() { defer wg.Done(); k.runPLEG(ctx) }()
+	}
+	if k.probes != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); k.probes.run(ctx) }()
 	}
 	k.log.Info("kubelet running", "zone", k.cfg.Zone, "instance", k.cfg.InstanceID, "hollow", k.cfg.Hollow)
 	for i := 0; i < k.cfg.Workers; i++ {

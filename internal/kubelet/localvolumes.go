@@ -21,7 +21,8 @@ func emptyDirPath(root string, uid types.UID, volume string) string {
 }
 
 // hostPaths maps the pod's volumes to the host paths its containers bind: published CSI
-// volumes at their target paths, emptyDirs (created here) and hostPaths.
+// volumes at their target paths, emptyDirs (created here), hostPaths, and the configMap,
+// secret, downwardAPI and projected volumes setUp wrote.
 func (m *volumeManager) hostPaths(pod *corev1.Pod) (PodVolumes, error) {
 	out := PodVolumes{}
 	m.mu.Lock()
@@ -44,6 +45,10 @@ func (m *volumeManager) hostPaths(pod *corev1.Pod) (PodVolumes, error) {
 				}
 			}
 			out[v.Name] = v.HostPath.Path
+		default:
+			if plugin, _ := configVolumePlugin(&v); plugin != "" {
+				out[v.Name] = configVolumePath(m.root, pod.UID, plugin, v.Name)
+			}
 		}
 	}
 	return out, nil

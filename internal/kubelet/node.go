@@ -28,7 +28,8 @@ const (
 	annCSINodeID               = "csi.volume.kubernetes.io/nodeid"
 	annControllerManagedAttach = "volumes.kubernetes.io/controller-managed-attach-detach"
 	labelEBSZone               = "topology.ebs.csi.aws.com/zone"
-	kubeletPort                = 10250
+	kubeletPort                = 10250 // the kubelet server's port unless told
+
 )
 
 // nodeLabels are the labels the kubelet owns on its Node.
@@ -128,7 +129,8 @@ func applyNodeStatus(node *corev1.Node, cfg *Config, inUse []corev1.UniqueVolume
 	if cfg.NodeIP != "" {
 		s.Addresses = append([]corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: cfg.NodeIP}}, s.Addresses...)
 	}
-	s.DaemonEndpoints = corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: kubeletPort}}
+	s.Addresses = append(s.Addresses, cfg.Addresses...)
+	s.DaemonEndpoints = corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: cfg.ServerPort}}
 	runtimeVersion := "containerd://1.6"
 	if cfg.Hollow {
 		runtimeVersion = "hollow://" + version.Kubelab

@@ -105,6 +105,9 @@ func (k *Kubelet) runPod(ctx context.Context, key string, pod *corev1.Pod, st *p
 		if err != nil {
 			return fmt.Errorf("pod %s: %w", key, err)
 		}
+		if err := k.killUnhealthy(ctx, pod); err != nil {
+			return err
+		}
 		rs, err := k.runtime.SyncPod(ctx, pod, paths)
 		st.states, st.started, syncErr = rs.Containers, rs.SandboxID != "", err
 		if rs.IP != "" {
@@ -115,6 +118,7 @@ func (k *Kubelet) runPod(ctx context.Context, key string, pod *corev1.Pod, st *p
 		if rs.SandboxID == "" && err != nil {
 			return fmt.Errorf("sync pod %s: %w", key, err)
 		}
+		st.states = k.probes.observe(key, pod, st.states)
 	case !st.started:
 		if adopted := adoptedStates(pod); adopted != nil {
 			st.states = adopted // started by an earlier run of this kubelet
@@ -162,6 +166,7 @@ func adoptedStates(pod *corev1.Pod) []ContainerState {
 
 // stopPod stops a terminal pod's containers and releases its volumes and address.
 func (k *Kubelet) stopPod(ctx context.Context, pod *corev1.Pod, st *podState) error {
+	k.probes.removePod(pod.UID)
 	if st.started || !k.cfg.Hollow {
 		if _, err := k.runtime.KillPod(ctx, pod, 0); err != nil {
 			return fmt.Errorf("stop pod %s: %w", pod.Name, err)
@@ -178,6 +183,7 @@ func (k *Kubelet) stopPod(ctx context.Context, pod *corev1.Pod, st *podState) er
 // terminatePod stops the containers within the grace period, unmounts, reports a terminal
 // status and completes the deletion.
 func (k *Kubelet) terminatePod(ctx context.Context, key string, pod *corev1.Pod, st *podState) error {
+	k.probes.removePod(pod.UID)
 	grace := time.Duration(0)
 	if pod.DeletionGracePeriodSeconds != nil {
 		grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
@@ -227,6 +233,7 @@ func (k *Kubelet) cleanup(ctx context.Context, key string, _ *corev1.Pod) error 
 	if st == nil {
 		return nil
 	}
+	k.probes.removePod(st.uid)
 	gone := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: st.uid}}
 	if st.started || !k.cfg.Hollow {
 		if _, err := k.runtime.KillPod(ctx, gone, 0); err != nil {

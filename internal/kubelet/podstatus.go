@@ -128,7 +128,7 @@ func runtimeStatus(pod *corev1.Pod, states []ContainerState, hostIP, podIP strin
 	}
 	s.QOSClass = qosClass(pod)
 	initialized := initDone(pod, states)
-	ready := initialized && s.Phase == corev1.PodRunning && allRunning(pod.Spec.Containers, states)
+	ready := initialized && s.Phase == corev1.PodRunning && allRunning(pod.Spec.Containers, states) && probesReady(states)
 	s.Conditions = podConditions(s.Conditions, ready, initialized, sandbox, now)
 	s.InitContainerStatuses = containerStatuses(pod.Spec.InitContainers, states)
 	s.ContainerStatuses = containerStatuses(pod.Spec.Containers, states)
@@ -177,6 +177,17 @@ func allRunning(cs []corev1.Container, states []ContainerState) bool {
 	for _, c := range cs {
 		st, ok := byName[c.Name]
 		if !ok || st.Terminated || st.Waiting {
+			return false
+		}
+	}
+	return true
+}
+
+// probesReady says whether no app container or sidecar is held back by its probes (not
+// started, or not ready).
+func probesReady(states []ContainerState) bool {
+	for _, st := range states {
+		if st.Ready != nil && !*st.Ready && !st.Terminated && !st.Waiting {
 			return false
 		}
 	}
@@ -283,7 +294,7 @@ func containerStatuses(cs []corev1.Container, states []ContainerState) []corev1.
 		}
 		cs := corev1.ContainerStatus{Name: c.Name, Image: image, ImageID: st.ImageID, ContainerID: st.ContainerID,
 			RestartCount: st.RestartCount}
-		started := !st.Terminated && !st.Waiting
+		started := !st.Terminated && !st.Waiting && (st.Started == nil || *st.Started)
 		cs.Started = &started
 		switch {
 		case st.Waiting:
@@ -291,7 +302,7 @@ func containerStatuses(cs []corev1.Container, states []ContainerState) []corev1.
 		case st.Terminated:
 			cs.State.Terminated = terminatedState(st)
 		default:
-			cs.Ready = true
+			cs.Ready = st.Ready == nil || *st.Ready
 			cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(st.StartedAt)}
 		}
 		if st.LastTerminated != nil {

@@ -31,6 +31,10 @@ type ContainerState struct {
 	// previous instance's end (the status' lastState), when there was one.
 	RestartCount   int32
 	LastTerminated *ContainerState
+	// Started and Ready are what the kubelet's probes say of a running container: its
+	// startup probe passed, and then its readiness probe passed. Nil for a container
+	// without probes, which counts as both while it runs.
+	Started, Ready *bool
 }
 
 // PodStatus is what the runtime reports about one pod.

@@ -71,6 +71,8 @@ type volumeManager struct {
 	drivers    storagelisters.CSIDriverLister
 	vas        cache.Indexer
 	mounter    Mounter
+	// config writes configMap, secret, downwardAPI and projected volumes (real mode only).
+	config *configVolumes
 	// requeue asks the pod workers to look at pods again.
 	requeue func(keys ...string)
 	// changed signals that the set of volumes in use changed.
@@ -165,9 +167,23 @@ func (m *volumeManager) attachment(pv string) (*storagev1.VolumeAttachment, bool
 	return nil, false
 }
 
-// setUp makes the pod's volumes ready: in use, attached, staged, published. It returns an
-// error wrapping errVolumesNotReady while waiting for others (the pod is requeued then).
+// setUp makes the pod's volumes ready: configMap, secret, downwardAPI and projected
+// volumes written (real mode), CSI volumes in use, attached, staged, published. It
+// returns an error wrapping errVolumesNotReady while waiting for others (the pod is
+// requeued then).
 func (m *volumeManager) setUp(ctx context.Context, pod *corev1.Pod, key string) error {
+	var configErr error
+	if m.config != nil {
+		configErr = m.config.setUp(pod)
+	}
+	if err := m.setUpCSI(ctx, pod, key); err != nil {
+		return err
+	}
+	return configErr
+}
+
+// setUpCSI makes the pod's CSI volumes ready: in use, attached, staged, published.
+func (m *volumeManager) setUpCSI(ctx context.Context, pod *corev1.Pod, key string) error {
 	vols, err := m.podVolumes(pod)
 	if err != nil {
 		if errors.Is(err, errVolumesNotReady) {
@@ -243,6 +259,11 @@ func (m *volumeManager) setUp(ctx context.Context, pod *corev1.Pod, key string) 
 // tearDown unpublishes the pod's volumes, unstages those no other pod uses and takes them
 // out of the volumes in use.
 func (m *volumeManager) tearDown(ctx context.Context, uid types.UID) error {
+	if m.config != nil {
+		if err := m.config.tearDown(uid); err != nil {
+			return err
+		}
+	}
 	m.mu.Lock()
 	vols := m.mounted[uid]
 	m.mu.Unlock()

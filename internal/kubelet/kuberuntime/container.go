@@ -28,11 +28,11 @@ type containerInput struct {
 }
 
 // containerConfig is the CRI config of a new instance of c. Its errors are the pod's
-// (CreateContainerConfigError); warnings name the mounts it skipped.
-func containerConfig(pod *corev1.Pod, c *corev1.Container, in containerInput) (*runtimeapi.ContainerConfig, []string, error) {
+// (CreateContainerConfigError).
+func containerConfig(pod *corev1.Pod, c *corev1.Container, in containerInput) (*runtimeapi.ContainerConfig, error) {
 	env, err := containerEnv(pod, c, in.env)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	values := make(map[string]string, len(env))
 	kvs := make([]*runtimeapi.KeyValue, 0, len(env))
@@ -51,14 +51,14 @@ func containerConfig(pod *corev1.Pod, c *corev1.Container, in containerInput) (*
 		}
 		return out
 	}
-	mounts, warnings, err := containerMounts(pod, c, in.volumes, values)
+	mounts, err := containerMounts(pod, c, in.volumes, values)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if c.TerminationMessagePath != "" {
 		file, err := terminationFile(in.podDir, c.Name)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		mounts = append(mounts, &runtimeapi.Mount{HostPath: file, ContainerPath: c.TerminationMessagePath})
 	}
@@ -81,33 +81,28 @@ func containerConfig(pod *corev1.Pod, c *corev1.Container, in containerInput) (*
 			SecurityContext: containerSecurityContext(pod, c),
 		},
 	}
-	return cfg, warnings, nil
+	return cfg, nil
 }
 
-// kubeletVolumeless says whether a volume is of a kind the kubelet does not set up yet
-// (its mounts are skipped so that pods with a service-account token still start).
-func kubeletVolumeless(v *corev1.Volume) bool {
-	return v.ConfigMap != nil || v.Secret != nil || v.Projected != nil || v.DownwardAPI != nil
+// readOnlyVolume says whether the volume's mounts are read-only whatever the
+// volumeMount says: the kubelet owns the files of configMap, secret, downwardAPI and
+// projected volumes.
+func readOnlyVolume(pod *corev1.Pod, name string) bool {
+	for i := range pod.Spec.Volumes {
+		if v := &pod.Spec.Volumes[i]; v.Name == name {
+			return v.ConfigMap != nil || v.Secret != nil || v.Projected != nil || v.DownwardAPI != nil
+		}
+	}
+	return false
 }
 
 // containerMounts binds the container's volumeMounts to the volumes' host paths.
-func containerMounts(pod *corev1.Pod, c *corev1.Container, volumes kubelet.PodVolumes, env map[string]string) ([]*runtimeapi.Mount, []string, error) {
+func containerMounts(pod *corev1.Pod, c *corev1.Container, volumes kubelet.PodVolumes, env map[string]string) ([]*runtimeapi.Mount, error) {
 	var out []*runtimeapi.Mount
-	var warnings []string
 	for _, m := range c.VolumeMounts {
 		host, ok := volumes[m.Name]
 		if !ok {
-			var vol *corev1.Volume
-			for i := range pod.Spec.Volumes {
-				if pod.Spec.Volumes[i].Name == m.Name {
-					vol = &pod.Spec.Volumes[i]
-				}
-			}
-			if vol != nil && kubeletVolumeless(vol) {
-				warnings = append(warnings, fmt.Sprintf("volume %q (mounted at %s) is not set up on this node yet; the mount is skipped", m.Name, m.MountPath))
-				continue
-			}
-			return nil, nil, fmt.Errorf("cannot find volume %q to mount into container %q", m.Name, c.Name)
+			return nil, fmt.Errorf("cannot find volume %q to mount into container %q", m.Name, c.Name)
 		}
 		sub := m.SubPath
 		if m.SubPathExpr != "" {
@@ -116,14 +111,14 @@ func containerMounts(pod *corev1.Pod, c *corev1.Container, volumes kubelet.PodVo
 		if sub != "" {
 			p, err := subPath(host, sub)
 			if err != nil {
-				return nil, nil, fmt.Errorf("volume %q subPath %q: %w", m.Name, sub, err)
+				return nil, fmt.Errorf("volume %q subPath %q: %w", m.Name, sub, err)
 			}
 			host = p
 		}
-		out = append(out, &runtimeapi.Mount{HostPath: host, ContainerPath: m.MountPath, Readonly: m.ReadOnly,
+		out = append(out, &runtimeapi.Mount{HostPath: host, ContainerPath: m.MountPath, Readonly: m.ReadOnly || readOnlyVolume(pod, m.Name),
 			Propagation: propagation(m.MountPropagation)})
 	}
-	return out, warnings, nil
+	return out, nil
 }
 
 // subPath is the host path of sub inside the volume at root, created as a directory when

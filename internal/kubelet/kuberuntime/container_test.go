@@ -47,13 +47,11 @@ func TestContainerConfig(t *testing.T) {
 		AllowPrivilegeEscalation: &no, Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}, Drop: []corev1.Capability{"ALL"}}}
 	c.Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}}
 	podDir := filepath.Join(tmp, "pods", "uid-1")
-	cfg, warnings, err := containerConfig(pod, c, containerInput{ctype: typeApp, restartCount: 3, imageRef: "sha256:abc",
-		volumes: kubelet.PodVolumes{"data": data}, podDir: podDir, nodeMemory: 8 << 30})
+	token := filepath.Join(tmp, "token")
+	cfg, err := containerConfig(pod, c, containerInput{ctype: typeApp, restartCount: 3, imageRef: "sha256:abc",
+		volumes: kubelet.PodVolumes{"data": data, "token": token}, podDir: podDir, nodeMemory: 8 << 30})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if len(warnings) != 1 || !strings.Contains(warnings[0], `volume "token"`) {
-		t.Errorf("warnings = %q, want one for the projected volume", warnings)
 	}
 	if m := cfg.GetMetadata(); m.GetName() != "app" || m.GetAttempt() != 3 {
 		t.Errorf("metadata = %v", m)
@@ -71,8 +69,12 @@ func TestContainerConfig(t *testing.T) {
 	for _, m := range cfg.GetMounts() {
 		mounts[m.GetContainerPath()] = m
 	}
-	if len(mounts) != 4 {
+	if len(mounts) != 5 {
 		t.Fatalf("mounts = %v", cfg.GetMounts())
+	}
+	// The kubelet's projected volume is mounted read-only though the volumeMount does not say so.
+	if m := mounts["/var/run/secrets/kubernetes.io/serviceaccount"]; m.GetHostPath() != token || !m.GetReadonly() {
+		t.Errorf("token mount = %v", m)
 	}
 	if m := mounts["/data"]; m.GetHostPath() != data || m.GetReadonly() || m.GetPropagation() != runtimeapi.MountPropagation_PROPAGATION_PRIVATE {
 		t.Errorf("/data mount = %v", m)
@@ -136,7 +138,7 @@ func TestContainerMountErrors(t *testing.T) {
 	for _, tt := range tests {
 		pod := testPod(corev1.RestartPolicyAlways, nil, "app")
 		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{tt.mount}
-		_, _, err := containerMounts(pod, &pod.Spec.Containers[0], kubelet.PodVolumes{"data": tmp}, nil)
+		_, err := containerMounts(pod, &pod.Spec.Containers[0], kubelet.PodVolumes{"data": tmp}, nil)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err = %v, want %q", tt.name, err, tt.want)
 		}

@@ -20,12 +20,27 @@
 //     Waiting CrashLoopBackOff meanwhile), makes its image present (ImageStatus, PullImage as
 //     imagePullPolicy says; ErrImagePull then ImagePullBackOff with a back-off per pod and
 //     image), builds its config (command and args with $(VAR) expanded, environment with the
-//     downward API and ConfigMap/Secret references, bind mounts of the pod's volumes and of
-//     a termination-message file, cgroup resources, security context, log path
+//     downward API, ConfigMap/Secret references and Service variables, bind mounts of the
+//     pod's volumes — those the kubelet writes (configMap, secret, downwardAPI, projected)
+//     always read-only — and of a termination-message file, cgroup resources, security context, log path
 //     <container>/<restartCount>.log under the pod's log directory) and creates and starts it;
 //   - records the events the kubelet records (Pulling, Pulled, Created, Started, Killing,
 //     BackOff, Failed, SandboxChanged, FailedCreatePodSandBox) and returns the containers'
 //     states for the pod's status.
+//
+// Lifecycle hooks (hooks.go): a container's postStart hook (exec, httpGet or sleep) runs
+// right after it started, and when it fails the container is killed
+// (FailedPostStartHook) and waits with PostStartHookError; before a running container is
+// stopped its preStop hook runs within the grace period (FailedPreStopHook when it
+// fails), then StopContainer sends SIGTERM with what is left of it (at least 2 s) before
+// SIGKILL.
+//
+// Probes (probe.go, netprobes.go) implement kubelet.ContainerProber: exec through CRI
+// ExecSync within timeoutSeconds; httpGet, tcpSocket and grpc (grpc.health.v1) connect from
+// inside the pod's network namespace (netns.go: the namespace containerd's verbose sandbox
+// status names, joined by a locked thread for the time of the connect), since the node has
+// no route to its pods' addresses. KillContainer stops one container for the kubelet when
+// it failed its liveness or startup probe.
 //
 // KillPod stops a pod's containers and sandboxes and removes them; Relist gives the PLEG a
 // fingerprint per pod; Ready reports the runtime's RuntimeReady and NetworkReady

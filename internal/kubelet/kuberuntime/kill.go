@@ -107,16 +107,40 @@ func (r *Runtime) stopPod(ctx context.Context, pod *corev1.Pod, v *podView, grac
 	return nil
 }
 
-// stopContainer stops an instance within grace (the runtime sends SIGTERM, then SIGKILL),
+// stopContainer stops an instance within grace: its preStop hook first (when it runs and
+// has one), then the runtime sends SIGTERM and, once the rest of grace is over, SIGKILL;
 // with a Killing event (message, or "Stopping container <name>").
 func (r *Runtime) stopContainer(ctx context.Context, pod *corev1.Pod, in *instance, grace time.Duration, message string) error {
 	if message == "" {
 		message = "Stopping container " + in.name
 	}
 	r.event(pod, in.name, corev1.EventTypeNormal, eventKilling, "%s", message)
+	if spent, ran := r.preStop(ctx, pod, in, grace); ran {
+		grace = max(grace-spent, minStopGrace)
+	}
 	timeout := int64(math.Ceil(max(grace, 0).Seconds()))
 	if _, err := r.rs.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: in.id, Timeout: timeout}); err != nil && !isNotFound(err) {
 		return fmt.Errorf("%w: stop container %s (%s): %v", ErrKillContainer, in.name, in.id, err)
+	}
+	return nil
+}
+
+// KillContainer stops the running container containerID ("<runtime>://<id>" or the bare
+// id) of pod within grace, as stopContainer does, with a Killing event carrying message;
+// the next SyncPod starts it again as the pod's restartPolicy says. An instance that is
+// not running (or gone) is left alone. It implements kubelet.ContainerProber.
+func (r *Runtime) KillContainer(ctx context.Context, pod *corev1.Pod, containerID string, grace time.Duration, message string) error {
+	id := runtimeID(containerID)
+	v, err := r.observe(ctx, pod.UID)
+	if err != nil {
+		return err
+	}
+	for _, is := range v.containers {
+		for i := range is {
+			if is[i].id == id && is[i].state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				return r.stopContainer(ctx, pod, &is[i], grace, message)
+			}
+		}
 	}
 	return nil
 }

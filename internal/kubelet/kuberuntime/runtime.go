@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -32,6 +33,10 @@ type Runtime struct {
 	// waiting holds, per pod and container, why the last attempt to start the container
 	// failed; a successful start clears it.
 	waiting map[types.UID]map[string]waitReason
+
+	// dialPod connects from inside a pod's network namespace (dialInNetNS unless a test
+	// sets it).
+	dialPod func(ctx context.Context, nsPath, network, addr string) (net.Conn, error)
 }
 
 var _ kubelet.Runtime = (*Runtime)(nil)

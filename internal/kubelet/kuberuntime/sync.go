@@ -128,10 +128,7 @@ func (r *Runtime) startContainer(ctx context.Context, pod *corev1.Pod, sandboxID
 		return fail(ir.reason, ir.message, ir.err)
 	}
 	in.ctype, in.restartCount, in.imageRef = s.ctype, s.attempt, imageRef
-	cfg, warnings, err := containerConfig(pod, c, in)
-	for _, w := range warnings {
-		log.Warn("skipping a volume mount", "container", c.Name, "reason", w)
-	}
+	cfg, err := containerConfig(pod, c, in)
 	if err != nil {
 		r.event(pod, c.Name, corev1.EventTypeWarning, eventFailed, "Error: %v", err)
 		return fail(ErrCreateContainerConfig.Error(), err.Error(), ErrCreateContainerConfig)
@@ -149,6 +146,9 @@ func (r *Runtime) startContainer(ctx context.Context, pod *corev1.Pod, sandboxID
 		return fail(ErrRunContainer.Error(), msg, ErrRunContainer)
 	}
 	r.event(pod, c.Name, corev1.EventTypeNormal, eventStarted, "Started container %s", c.Name)
+	if msg, err := r.postStart(ctx, pod, c, resp.GetContainerId(), log); err != nil {
+		return fail(ErrPostStartHook.Error(), msg, ErrPostStartHook)
+	}
 	r.clearReason(pod.UID, c.Name)
 	log.Info("started container", "container", c.Name, "id", resp.GetContainerId(), "restartCount", s.attempt)
 	return nil

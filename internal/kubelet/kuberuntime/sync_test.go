@@ -342,7 +342,8 @@ func TestSyncPodConfigErrors(t *testing.T) {
 	}
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "claim", MountPath: "/data"}}
 	pod.Spec.Containers[1].VolumeMounts = []corev1.VolumeMount{{Name: "sa", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}}
-	st, err := r.SyncPod(ctx, pod, kubelet.PodVolumes{})
+	sa := t.TempDir()
+	st, err := r.SyncPod(ctx, pod, kubelet.PodVolumes{"sa": sa})
 	if !errors.Is(err, ErrCreateContainerConfig) {
 		t.Fatalf("err = %v", err)
 	}
@@ -351,13 +352,13 @@ func TestSyncPodConfigErrors(t *testing.T) {
 		t.Errorf("app = %+v", app)
 	}
 	if tok := stateOf(t, st, "token"); tok.Waiting || tok.Terminated {
-		t.Errorf("a container mounting only a projected volume must run: %+v", tok)
+		t.Errorf("a container whose volumes are all there must run: %+v", tok)
 	}
 	if evs := env.events(); !hasEvent(evs, "Warning Failed Error: "+want) {
 		t.Errorf("events = %q", evs)
 	}
 	// The volume shows up: the container starts and its reason is gone.
-	st, err = r.SyncPod(ctx, pod, kubelet.PodVolumes{"claim": t.TempDir()})
+	st, err = r.SyncPod(ctx, pod, kubelet.PodVolumes{"claim": t.TempDir(), "sa": sa})
 	if err != nil {
 		t.Fatal(err)
 	}

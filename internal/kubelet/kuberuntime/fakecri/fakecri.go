@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -66,6 +68,9 @@ type CRI struct {
 	startHook  func(*Container)
 	conditions map[string]*runtimeapi.RuntimeCondition
 	calls      []string
+	execFn     ExecFunc
+	execs      []Exec
+	netNSPath  string
 }
 
 // New returns an empty fake whose runtime and network are ready.
@@ -124,6 +129,39 @@ func (f *CRI) OnStart(hook func(*Container)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.startHook = hook
+}
+
+// ExecFunc answers an ExecSync call: the command's output and exit code, or an error.
+type ExecFunc func(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (stdout, stderr string, exitCode int32, err error)
+
+// Exec is an ExecSync call the fake answered.
+type Exec struct {
+	ContainerID string
+	Cmd         []string
+	Timeout     time.Duration
+}
+
+// OnExec sets how ExecSync calls in running containers are answered (by default: no
+// output, exit code 0). fn is called without the fake locked and may block.
+func (f *CRI) OnExec(fn ExecFunc) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.execFn = fn
+}
+
+// Execs are the ExecSync calls so far, in order.
+func (f *CRI) Execs() []Exec {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Exec(nil), f.execs...)
+}
+
+// SetNetNSPath makes the verbose status of sandboxes with a network of their own name
+// path as their network namespace (host-network sandboxes name the process's own).
+func (f *CRI) SetNetNSPath(path string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.netNSPath = path
 }
 
 // SetCondition sets a runtime condition (RuntimeReady, NetworkReady).
@@ -307,10 +345,50 @@ func (f *CRI) PodSandboxStatus(_ context.Context, in *runtimeapi.PodSandboxStatu
 	if !ok {
 		return nil, notFound("sandbox", in.GetPodSandboxId())
 	}
-	return &runtimeapi.PodSandboxStatusResponse{Status: &runtimeapi.PodSandboxStatus{
+	resp := &runtimeapi.PodSandboxStatusResponse{Status: &runtimeapi.PodSandboxStatus{
 		Id: s.ID, Metadata: s.Config.GetMetadata(), State: s.State, CreatedAt: s.CreatedAt.UnixNano(),
 		Network: &runtimeapi.PodSandboxNetworkStatus{Ip: s.IP}, Labels: s.Config.GetLabels(), Annotations: s.Config.GetAnnotations(),
-	}}, nil
+	}}
+	if in.GetVerbose() {
+		// As containerd: the pause process and the runtime spec's namespaces.
+		info := map[string]any{"pid": 1}
+		if s.IP != "" {
+			info["runtimeSpec"] = map[string]any{"linux": map[string]any{"namespaces": []map[string]string{
+				{"type": "pid"}, {"type": "network", "path": f.netNSPath}}}}
+		} else {
+			info["pid"] = os.Getpid()
+		}
+		b, err := json.Marshal(info)
+		if err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		resp.Info = map[string]string{"info": string(b)}
+	}
+	return resp, nil
+}
+
+// ExecSync implements runtimeapi.RuntimeServiceClient: the command is answered by the
+// function set with OnExec; a container that is not running refuses it.
+func (f *CRI) ExecSync(ctx context.Context, in *runtimeapi.ExecSyncRequest, _ ...grpc.CallOption) (*runtimeapi.ExecSyncResponse, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, "ExecSync")
+	c, ok := f.containers[in.GetContainerId()]
+	if !ok || c.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		f.mu.Unlock()
+		return nil, status.Errorf(codes.NotFound, "container %q is not created or running", in.GetContainerId())
+	}
+	timeout := time.Duration(in.GetTimeout()) * time.Second
+	f.execs = append(f.execs, Exec{ContainerID: c.ID, Cmd: append([]string(nil), in.GetCmd()...), Timeout: timeout})
+	fn := f.execFn
+	f.mu.Unlock()
+	if fn == nil {
+		return &runtimeapi.ExecSyncResponse{}, nil
+	}
+	stdout, stderr, code, err := fn(ctx, in.GetContainerId(), in.GetCmd(), timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ExecSyncResponse{Stdout: []byte(stdout), Stderr: []byte(stderr), ExitCode: code}, nil
 }
 
 // ListPodSandbox implements runtimeapi.RuntimeServiceClient.

@@ -1,0 +1,158 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+)
+
+// TestObjects looks ConfigMaps, Secrets and Service variables up through Objects against
+// a real API server: before Run (direct requests) and after (watched namespaces), with
+// the change notifications, the kube-root-ca.crt stand-in and Retain.
+func TestObjects(t *testing.T) {
+	api := apiservertest.Start(t, apiservertest.Options{})
+	c, ctx := api.Client, context.Background()
+	for _, ns := range []string{"objs-a", "objs-b"} {
+		if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.CoreV1().ConfigMaps("objs-a").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app"},
+		Data: map[string]string{"k": "v1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Secrets("objs-a").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"},
+		Data: map[string][]byte{"p": []byte("s")}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Services("objs-a").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "backend"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	o, err := NewObjects(ObjectsConfig{RootCA: []byte("-----BEGIN CERTIFICATE-----\n")}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Before Run: answers come from the API server.
+	if cm, err := o.ConfigMap("objs-a", "app"); err != nil || cm.Data["k"] != "v1" {
+		t.Fatalf("configmap before Run: %v %v", cm, err)
+	}
+	if _, err := o.Secret("objs-a", "nope"); !apierrors.IsNotFound(err) || err.Error() != `secret "nope" not found` {
+		t.Errorf("missing secret: %v", err)
+	}
+	if len(o.Watched()) != 0 {
+		t.Errorf("watching %v before Run", o.Watched())
+	}
+
+	var mu sync.Mutex
+	var changes []ObjectRef
+	o.OnChange(func(r ObjectRef) {
+		mu.Lock()
+		changes = append(changes, r)
+		mu.Unlock()
+	})
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- o.Run(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("run: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("Objects did not stop")
+		}
+	})
+	poll(t, "Objects running", func(context.Context) (bool, error) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.ctx != nil, nil
+	})
+
+	if s, err := o.Secret("objs-a", "creds"); err != nil || string(s.Data["p"]) != "s" {
+		t.Fatalf("secret: %v %v", s, err)
+	}
+	if got := o.Watched(); !slices.Equal(got, []string{"objs-a"}) {
+		t.Errorf("watched %v, want objs-a", got)
+	}
+	// A ConfigMap created after the namespace is watched is found at once (the cache may
+	// not have it yet: the API server is asked).
+	if _, err := c.CoreV1().ConfigMaps("objs-a").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "fresh"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.ConfigMap("objs-a", "fresh"); err != nil {
+		t.Errorf("fresh configmap: %v", err)
+	}
+	if _, err := o.ConfigMap("objs-a", "gone"); err == nil || err.Error() != `configmap "gone" not found` {
+		t.Errorf("missing configmap: %v", err)
+	}
+
+	// Updates are heard and served from the cache.
+	poll(t, "initial ConfigMaps heard", func(context.Context) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(changes, ObjectRef{Kind: "ConfigMap", Namespace: "objs-a", Name: "app"}), nil
+	})
+	mu.Lock()
+	changes = nil
+	mu.Unlock()
+	cm, _ := c.CoreV1().ConfigMaps("objs-a").Get(ctx, "app", metav1.GetOptions{})
+	cm.Data["k"] = "v2"
+	if _, err := c.CoreV1().ConfigMaps("objs-a").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "update of app heard", func(context.Context) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(changes, ObjectRef{Kind: "ConfigMap", Namespace: "objs-a", Name: "app"}), nil
+	})
+	if cm, err := o.ConfigMap("objs-a", "app"); err != nil || cm.Data["k"] != "v2" {
+		t.Errorf("after the update: %v %v", cm, err)
+	}
+
+	// No kube-root-ca.crt in the namespace: the cluster CA stands in.
+	if cm, err := o.ConfigMap("objs-b", "kube-root-ca.crt"); err != nil || cm.Data["ca.crt"] != "-----BEGIN CERTIFICATE-----\n" {
+		t.Errorf("kube-root-ca.crt: %v %v", cm, err)
+	}
+
+	// Service variables: the namespace's Services and the API server's.
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "objs-a", Name: "p"}}
+	env, err := o.ServiceEnv(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env["BACKEND_SERVICE_PORT"] != "8080" || env["BACKEND_SERVICE_HOST"] == "" || env["KUBERNETES_SERVICE_PORT"] != "443" {
+		t.Errorf("service env: %v", env)
+	}
+	pod.Spec.EnableServiceLinks = ptr.To(false)
+	if env, err := o.ServiceEnv(pod); err != nil || env["BACKEND_SERVICE_HOST"] != "" || env["KUBERNETES_SERVICE_HOST"] == "" {
+		t.Errorf("service env without links: %v %v", env, err)
+	}
+
+	// Namespaces without pods are no longer watched; default always is.
+	o.Retain(func(ns string) bool { return ns == "objs-a" })
+	if got := o.Watched(); !slices.Equal(got, []string{"default", "objs-a"}) {
+		t.Errorf("watched after Retain: %v", got)
+	}
+	cancel()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("run: %v", err)
+	}
+	done <- nil // for the cleanup
+	if got := o.Watched(); len(got) != 0 {
+		t.Errorf("still watching %v after Run", got)
+	}
+}

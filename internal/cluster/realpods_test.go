@@ -73,6 +73,11 @@ func TestRealPods(t *testing.T) {
 	missing.Spec.Containers[0].Image = "kubelab-test/no-such-image:v1"
 	create(missing)
 
+	// A command the image does not have: the start fails, as upstream names it.
+	badCmd := busyboxPod(ns, "bad-command", corev1.RestartPolicyAlways, "")
+	badCmd.Spec.Containers[0].Command = []string{"/kubelab/no-such-binary"}
+	create(badCmd)
+
 	p := tc.waitPodRunning(ns, "init-order")
 	for _, cs := range p.Status.InitContainerStatuses {
 		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 || cs.State.Terminated.Reason != "Completed" {
@@ -111,7 +116,20 @@ func TestRealPods(t *testing.T) {
 		t.Errorf("no-image: phase %s, want Pending", p.Status.Phase)
 	}
 
-	for _, name := range []string{"init-order", "crash", "done", "no-image"} {
+	tc.waitContainer(ns, "bad-command", "RunContainerError or its back-off", func(cs corev1.ContainerStatus) bool {
+		w := cs.State.Waiting
+		return w != nil && (w.Reason == "RunContainerError" || w.Reason == "CrashLoopBackOff" && cs.RestartCount >= 1)
+	})
+	waitFor(t, "Failed event naming the missing binary", func() (bool, error) {
+		for _, w := range tc.warnings(ns, "bad-command") {
+			if strings.HasPrefix(w, "Failed: ") && strings.Contains(w, "/kubelab/no-such-binary") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+
+	for _, name := range []string{"init-order", "crash", "done", "no-image", "bad-command"} {
 		tc.deletePodAndWait(ns, name)
 	}
 }

@@ -1,7 +1,6 @@
 package kuberuntime
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/moby/sys/mountinfo"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -150,24 +150,13 @@ func (r *Runtime) removePodCgroup(uid types.UID) error {
 
 // cgroupRoots are the mount points of the cgroup hierarchies (v1 and v2).
 func cgroupRoots() ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	ms, err := mountinfo.GetMounts(mountinfo.FSTypeFilter("cgroup", "cgroup2"))
 	if err != nil {
 		return nil, fmt.Errorf("read mount table: %w", err)
 	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		for i, f := range fields {
-			if f == "-" && i+1 < len(fields) && len(fields) > 4 {
-				if fs := fields[i+1]; fs == "cgroup" || fs == "cgroup2" {
-					out = append(out, fields[4])
-				}
-				break
-			}
-		}
+	out := make([]string, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, m.Mountpoint)
 	}
-	return out, sc.Err()
+	return out, nil
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -382,4 +383,61 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestRealResizeInUse grows a claim while its pod runs on a real node. With
+// CAP_SYS_RESOURCE the kubelet's NodeExpandVolume grows the mounted ext4 filesystem
+// online; without it (some VMs and containers) the pod gets VolumeResizeFailed naming the
+// reason and keeps running, and the filesystem grows at the next NodeStageVolume, when the
+// pod is started again. Either way the container then sees 3 GiB at its mountPath.
+func TestRealResizeInUse(t *testing.T) {
+	tc := startRealCluster(t, 1, "us-east-1a")
+	ctx := context.Background()
+	pod, pvc := tc.growInUse("real-resize")
+	if !hasCapSysResource(t) {
+		waitFor(t, "VolumeResizeFailed naming CAP_SYS_RESOURCE", func() (bool, error) {
+			for _, w := range tc.warnings(pod.Namespace, pod.Name) {
+				if strings.HasPrefix(w, "VolumeResizeFailed: ") && strings.Contains(w, "CAP_SYS_RESOURCE") {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		tc.deletePodAndWait(pod.Namespace, pod.Name)
+		again := seedObject[*corev1.Pod](t, "20-pod.yaml")
+		again.Name, again.Namespace = pod.Name, pod.Namespace
+		again.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = pvc.Name
+		if _, err := tc.client.CoreV1().Pods(pod.Namespace).Create(ctx, again, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pod = tc.waitPodRunning(pod.Namespace, pod.Name)
+	}
+	tc.waitResized(pod, pvc)
+	pod, err := tc.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := tc.containerPID(pod, "my-container")
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Join("/proc", strconv.Itoa(pid), "root/usr/share/nginx/html"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if size := int64(st.Blocks) * st.Bsize; size < 2900<<20 || size > 3<<30 {
+		t.Errorf("the container's filesystem holds %d bytes, want about 3 GiB", size)
+	}
+}
+
+// hasCapSysResource says whether this process may grow a mounted ext4 filesystem.
+func hasCapSysResource(t *testing.T) bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && caps&(1<<unix.CAP_SYS_RESOURCE) != 0
+		}
+	}
+	return false
 }

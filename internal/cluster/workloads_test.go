@@ -339,8 +339,16 @@ func TestClaimWithoutClassGetsTheDefault(t *testing.T) {
 // claim are told (FileSystemResizeSuccessful).
 func TestResizeInUse(t *testing.T) {
 	tc := startCluster(t, nil)
+	pod, pvc := tc.growInUse("resize")
+	tc.waitResized(pod, pvc)
+}
+
+// growInUse runs the seed's claim and pod in namespace ns on a class that allows
+// expansion and asks for 3Gi while the pod runs; it returns the pod and the claim.
+func (tc *testCluster) growInUse(ns string) (*corev1.Pod, *corev1.PersistentVolumeClaim) {
+	t := tc.t
 	ctx := context.Background()
-	ns := tc.namespace("resize")
+	tc.namespace(ns)
 	wffc := storagev1.VolumeBindingWaitForFirstConsumer
 	if _, err := tc.client.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "gp3-expandable"}, Provisioner: DriverName,
@@ -349,11 +357,18 @@ func TestResizeInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	pvc, _ := tc.seedPair(ns, "data", "app", "gp3-expandable")
-	tc.waitPodRunning(ns, "app")
+	pod := tc.waitPodRunning(ns, "app")
 	patch := []byte(`{"spec":{"resources":{"requests":{"storage":"3Gi"}}}}`)
 	if _, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, pvc.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	return pod, pvc
+}
+
+// waitResized waits until the claim of pod has grown to 3Gi, the pod and the claim have
+// been told, and the cloud volume is 3 GiB.
+func (tc *testCluster) waitResized(pod *corev1.Pod, pvc *corev1.PersistentVolumeClaim) {
+	t, ctx, ns := tc.t, context.Background(), pvc.Namespace
 	waitFor(t, "the claim's capacity at 3Gi with no resize pending", func() (bool, error) {
 		got, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pvc.Name, metav1.GetOptions{})
 		if err != nil {
@@ -365,7 +380,7 @@ func TestResizeInUse(t *testing.T) {
 			fmt.Errorf("capacity %s, conditions %v, resize statuses %v", size.String(), got.Status.Conditions, got.Status.AllocatedResourceStatuses)
 	})
 	waitFor(t, "FileSystemResizeSuccessful on the pod and on the claim", func() (bool, error) {
-		return tc.hasEvent(ns, "app", "FileSystemResizeSuccessful") && tc.hasEvent(ns, pvc.Name, "FileSystemResizeSuccessful"), nil
+		return tc.hasEvent(ns, pod.Name, "FileSystemResizeSuccessful") && tc.hasEvent(ns, pvc.Name, "FileSystemResizeSuccessful"), nil
 	})
 	vols := tc.cloudVolumes("pvc-" + string(pvc.UID))
 	if len(vols) != 1 || aws.ToInt32(vols[0].Size) != 3 {

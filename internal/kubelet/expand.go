@@ -21,8 +21,14 @@ import (
 // the resize condition and status, and tells the pod and the claim
 // (FileSystemResizeSuccessful).
 
-// ReasonFileSystemResizeSuccessful is the event of a finished node expansion.
-const ReasonFileSystemResizeSuccessful = "FileSystemResizeSuccessful"
+// ReasonFileSystemResizeSuccessful is the event of a finished node expansion, and
+// ReasonVolumeResizeFailed the pod's warning when NodeExpandVolume failed (the claim
+// stays FileSystemResizePending; a volume the node cannot grow while it is mounted grows
+// at its next NodeStageVolume, when its pods are started again).
+const (
+	ReasonFileSystemResizeSuccessful = "FileSystemResizeSuccessful"
+	ReasonVolumeResizeFailed         = "VolumeResizeFailed"
+)
 
 // nodeExpansion says whether claim's filesystem waits for the node to grow it, and to
 // what size: the claim asks for it (the FileSystemResizePending condition, or

@@ -94,8 +94,11 @@ func (k *Kubelet) runPod(ctx context.Context, key string, pod *corev1.Pod, st *p
 		k.recorder.Event(pod, corev1.EventTypeNormal, ReasonFileSystemResizeSuccessful, msg)
 		k.recorder.Event(e.claim, corev1.EventTypeNormal, ReasonFileSystemResizeSuccessful, msg)
 	}
-	if err != nil {
-		return err
+	// A volume that cannot grow now (the claim stays FileSystemResizePending) does not
+	// hold the pod's containers back; the sync is retried for it.
+	expandErr := err
+	if expandErr != nil {
+		k.recorder.Event(pod, corev1.EventTypeWarning, ReasonVolumeResizeFailed, "MountVolume.NodeExpandVolume failed: "+expandErr.Error())
 	}
 	var syncErr error
 	switch {
@@ -138,7 +141,7 @@ func (k *Kubelet) runPod(ctx context.Context, key string, pod *corev1.Pod, st *p
 	if syncErr != nil {
 		return fmt.Errorf("sync pod %s: %w", key, syncErr)
 	}
-	return nil
+	return expandErr
 }
 
 // adoptedStates rebuilds container states from a Running pod's status.

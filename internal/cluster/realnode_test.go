@@ -141,7 +141,7 @@ func hostMount(t *testing.T, path string) *mountinfo.Info {
 	return ms[len(ms)-1]
 }
 
-// TestRealSeedFlow is seed 004 on real nodes: the seed's claim and nginx pod run with an
+// TestRealSeedFlow runs the claim and nginx pod of examples/seed on real nodes, with an
 // ext4 filesystem on the cloud's loop device, staged at the global mount and bind-mounted
 // into the pod dir and the container's mountPath; nginx serves a file written there; the
 // pod runs again on another node of the zone and finds the file; deleting the claim

@@ -36,8 +36,13 @@ func lockDataDir(dataDir string) (release func(), err error) {
 		}
 		return nil, fmt.Errorf("lock %s: %w", pidFile(dataDir), err)
 	}
-	if err := f.Truncate(0); err == nil {
+	err = f.Truncate(0)
+	if err == nil {
 		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("write %s: %w", pidFile(dataDir), err)
 	}
 	return func() {
 		f.Truncate(0)
@@ -70,6 +75,10 @@ func readPID(dataDir string) (int, error) {
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || pid <= 0 {
 		return 0, fmt.Errorf("%s holds no process id", pidFile(dataDir))
+	}
+	// The pid is only ever that of a kubelab up: a recycled one is not signalled.
+	if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err != nil || !strings.Contains(string(cmd), "kubelab") {
+		return 0, errNotRunning
 	}
 	return pid, nil
 }

@@ -82,6 +82,10 @@ type nodeDirs struct {
 
 // openNode finds node name of the cluster on dataDir.
 func openNode(dataDir, name string) (nodeDirs, error) {
+	dataDir, err := filepath.Abs(dataDir) // as kubelab up has it, wherever this runs
+	if err != nil {
+		return nodeDirs{}, err
+	}
 	dir := filepath.Join(dataDir, "nodes", name)
 	if _, err := os.Stat(filepath.Join(dir, "kubelet")); err != nil {
 		entries, _ := os.ReadDir(filepath.Join(dataDir, "nodes"))

@@ -247,7 +247,13 @@ func (c *Cluster) tearDownNode(ctx context.Context, n Node) error {
 	}
 	sort.Slice(mounts, func(i, j int) bool { return len(mounts[i].Mountpoint) > len(mounts[j].Mountpoint) })
 	for _, m := range mounts {
-		if err := unix.Unmount(m.Mountpoint, 0); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		err := unix.Unmount(m.Mountpoint, 0)
+		if errors.Is(err, unix.EBUSY) {
+			// Still in use (a process of a pod that outlived its sandbox): detach it now,
+			// the kernel lets go when the last user does.
+			err = unix.Unmount(m.Mountpoint, unix.MNT_DETACH)
+		}
+		if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
 			errs = append(errs, fmt.Errorf("unmount %s: %w", m.Mountpoint, err))
 		}
 	}

@@ -179,7 +179,12 @@ func (c *configVolumes) tearDown(uid types.UID) error {
 		}
 		for _, e := range entries {
 			dir := filepath.Join(pdir, e.Name())
-			if mounted, err := mountinfo.Mounted(dir); err == nil && mounted {
+			mounted, err := mountinfo.Mounted(dir)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("is %s mounted: %w", dir, err))
+				continue // never remove through a mount that may be there
+			}
+			if mounted {
 				if err := unix.Unmount(dir, 0); err != nil && !errors.Is(err, unix.EINVAL) {
 					errs = append(errs, fmt.Errorf("unmount %s: %w", dir, err))
 					continue

@@ -63,6 +63,7 @@ func (k *Kubelet) plegChanges(ctx context.Context, seen, cur map[types.UID]strin
 		gone := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}}
 		if _, err := k.runtime.KillPod(ctx, gone, 0); err != nil {
 			k.log.Warn("end orphaned pod", "uid", uid, "err", err)
+			delete(cur, uid) // unseen, so the next relist tries again
 		}
 	}
 }

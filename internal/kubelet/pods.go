@@ -119,6 +119,12 @@ func (k *Kubelet) runPod(ctx context.Context, key string, pod *corev1.Pod, st *p
 			st.ip = k.hostIP()
 		}
 		if rs.SandboxID == "" && err != nil {
+			// No sandbox yet: the pod is Pending, its containers ContainerCreating.
+			if pod.Status.Phase == "" || pod.Status.Phase == corev1.PodPending {
+				if werr := k.writeStatus(ctx, pod, pendingStatus(pod, k.hostIP(), metav1.Now())); werr != nil {
+					return werr
+				}
+			}
 			return fmt.Errorf("sync pod %s: %w", key, err)
 		}
 		st.states = k.probes.observe(key, pod, st.states)
@@ -135,7 +141,7 @@ func (k *Kubelet) runPod(ctx context.Context, key string, pod *corev1.Pod, st *p
 		}
 		st.started = true
 	}
-	if err := k.writeStatus(ctx, pod, runtimeStatus(pod, st.states, k.hostIP(), st.ip, true, metav1.Now())); err != nil {
+	if err := k.writeStatus(ctx, pod, runtimeStatus(pod, st.states, k.hostIP(), st.ip, st.started, metav1.Now())); err != nil {
 		return err
 	}
 	if syncErr != nil {

@@ -156,8 +156,8 @@ func initDone(pod *corev1.Pod, states []ContainerState) bool {
 		case !ok:
 			return false
 		case isSidecar(c):
-			if st.Terminated || st.Waiting && st.LastTerminated == nil {
-				return false // a sidecar counts once it has started
+			if st.Terminated || st.Waiting && st.LastTerminated == nil || st.Started != nil && !*st.Started {
+				return false // a sidecar counts once it has started (its startup probe passed)
 			}
 		case !st.Terminated || st.ExitCode != 0:
 			return false

@@ -84,6 +84,9 @@ type probeWorker struct {
 
 // startLocked starts the worker k for the running instance st of container c.
 func (m *probeManager) startLocked(k probeKey, podKey string, pod *corev1.Pod, c *corev1.Container, spec *corev1.Probe, st ContainerState) {
+	if m.ctx.Err() != nil {
+		return // stopping: run is waiting for the workers it has
+	}
 	ctx, cancel := context.WithCancel(m.ctx)
 	w := &probeWorker{m: m, key: k, podKey: podKey, pod: pod, container: c, spec: withProbeDefaults(spec),
 		containerID: st.ContainerID, startedAt: st.StartedAt, cancel: cancel, wake: make(chan struct{}, 1),

@@ -133,14 +133,30 @@ func subPath(root, sub string) (string, error) {
 		}
 	}
 	p := filepath.Join(root, sub)
-	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(p, 0o755); err != nil {
-			return "", err
-		}
-	}
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return "", err
+	}
+	// Directories are made only under the volume: a link on the way that leads out of it
+	// is refused before anything is created.
+	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+		parent := filepath.Dir(p)
+		for {
+			if _, err := os.Lstat(parent); err == nil {
+				break
+			}
+			parent = filepath.Dir(parent)
+		}
+		realParent, err := filepath.EvalSymlinks(parent)
+		if err != nil {
+			return "", err
+		}
+		if realParent != realRoot && !strings.HasPrefix(realParent, realRoot+string(filepath.Separator)) {
+			return "", fmt.Errorf("resolves to %s, outside the volume", realParent)
+		}
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return "", err
+		}
 	}
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {

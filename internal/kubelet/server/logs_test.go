@@ -241,6 +241,13 @@ func TestClientCertificateRequired(t *testing.T) {
 	if _, err := f.httpClient(nil, nil).Get(f.base + "/healthz"); err == nil {
 		t.Error("a client without a certificate was served")
 	}
+	// The cluster CA signs other clients too (a node, a user): they may not use it.
+	nodeCert, nodeKey := f.ca.issue(t, "system:node:other", false)
+	if resp, err := f.httpClient(nodeCert, nodeKey).Get(f.base + "/containerLogs/default/p/c"); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("another client of the cluster CA: %v %v, want 403", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	other := newTestCA(t, "other-ca")
 	cert, key := other.issue(t, "intruder", false)
 	if _, err := f.httpClient(cert, key).Get(f.base + "/healthz"); err == nil {

@@ -10,7 +10,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // Server is the kubelet's HTTPS server.
@@ -54,6 +58,35 @@ func (s *Server) handler() http.Handler {
 	return mux
 }
 
+// Who may use the server beyond /healthz: the API server's kubelet client, and the
+// cluster's administrators.
+const (
+	kubeletClientUser = "kube-apiserver-kubelet-client"
+	mastersGroup      = "system:masters"
+)
+
+// authorize lets a client whose certificate names the API server's kubelet client (or
+// the system:masters group) through, and answers anyone else the CA also signed with 403.
+func authorize(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" || r.TLS == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if len(r.TLS.PeerCertificates) > 0 {
+			subj := r.TLS.PeerCertificates[0].Subject
+			if subj.CommonName == kubeletClientUser || slices.Contains(subj.Organization, mastersGroup) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			writeStatus(w, apierrors.NewForbidden(corev1.Resource("nodes"), "proxy",
+				fmt.Errorf("user %q may not use the kubelet's API", subj.CommonName)))
+			return
+		}
+		writeStatus(w, apierrors.NewUnauthorized("a client certificate is required"))
+	})
+}
+
 // tlsConfig serves the node's certificate and requires a client certificate signed by
 // the client CA.
 func (s *Server) tlsConfig() (*tls.Config, error) {
@@ -91,7 +124,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.addr = l.Addr().String()
 	srv := &http.Server{
-		Handler:           s.handler(),
+		Handler:           authorize(s.handler()),
 		TLSConfig:         tlsCfg,
 		ReadHeaderTimeout: 30 * time.Second,
 		// Followed logs end with ctx.

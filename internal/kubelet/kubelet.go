@@ -27,6 +27,9 @@ import (
 	"k8s.io/utils/clock"
 )
 
+// runtimeStartWait bounds how long the first node status waits for the runtime.
+const runtimeStartWait = 30 * time.Second
+
 // Deps are the node's runtime and mounter; in hollow mode nil ones get the hollow fakes.
 type Deps struct {
 	Runtime Runtime
@@ -207,6 +210,11 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		k.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.client.CoreV1().Events("")})
 	}
 	defer k.broadcaster.Shutdown()
+	// A node whose runtime is starting with it reports Ready at once rather than NotReady
+	// until its next status: its first status waits (briefly) for the runtime.
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, runtimeStartWait, true, func(ctx context.Context) (bool, error) {
+		return k.runtime.Ready(ctx) == nil, nil
+	})
 	// The API server may come up after us: keep trying.
 	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 		err := k.registerNode(ctx)

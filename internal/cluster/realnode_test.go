@@ -19,6 +19,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -440,4 +441,37 @@ func hasCapSysResource(t *testing.T) bool {
 		}
 	}
 	return false
+}
+
+// TestRealPodDeletedWhileKubeletDown deletes a pod with a mounted volume while its
+// node's kubelet is stopped: the restarted kubelet finds the volume it had published
+// (vol_data.json), unpublishes and unstages it, and the pod goes; nothing stays mounted.
+func TestRealPodDeletedWhileKubeletDown(t *testing.T) {
+	tc := startRealCluster(t, 1, "us-east-1a")
+	ctx := context.Background()
+	ns := tc.namespace("kubelet-down")
+	node := tc.Nodes()[0]
+	_, pod := tc.seedPair(ns, "data", "app", "gp2")
+	tc.waitPodRunning(ns, pod.Name)
+	root := tc.kubeletRoot(node)
+	if ms, _ := mountinfo.GetMounts(mountinfo.PrefixFilter(root)); len(ms) < 2 {
+		t.Fatalf("mounts under %s with the pod running: %d, want the global mount and the pod's", root, len(ms))
+	}
+	if err := tc.Stop(ctx, "kubelet/"+node.Name); err != nil {
+		t.Fatal(err)
+	}
+	if err := tc.client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tc.Start(ctx, "kubelet/"+node.Name); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "pod app gone", func() (bool, error) {
+		_, err := tc.client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	waitFor(t, "nothing mounted on the node", func() (bool, error) {
+		ms, err := mountinfo.GetMounts(mountinfo.PrefixFilter(root))
+		return err == nil && len(ms) == 0, err
+	})
 }

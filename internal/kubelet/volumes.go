@@ -2,8 +2,10 @@ package kubelet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -259,6 +261,7 @@ func (m *volumeManager) setUpCSI(ctx context.Context, pod *corev1.Pod, key strin
 // tearDown unpublishes the pod's volumes, unstages those no other pod uses and takes them
 // out of the volumes in use.
 func (m *volumeManager) tearDown(ctx context.Context, uid types.UID) error {
+	m.reconstruct(uid)
 	if m.config != nil {
 		if err := m.config.tearDown(uid); err != nil {
 			return err
@@ -387,5 +390,49 @@ func (m *volumeManager) forget(uid types.UID) {
 	}
 	if changed {
 		m.signal()
+	}
+}
+
+// reconstruct takes back the CSI volumes an earlier run of this kubelet published for
+// pod uid, from the vol_data.json beside each target path, when this run has not set
+// them up itself: a pod deleted while its kubelet was down is then unpublished and
+// unstaged like any other (an unstage is skipped while another pod uses the volume).
+func (m *volumeManager) reconstruct(uid types.UID) {
+	m.mu.Lock()
+	_, known := m.mounted[uid]
+	m.mu.Unlock()
+	if known {
+		return
+	}
+	files, _ := filepath.Glob(filepath.Join(m.root, "pods", string(uid), "volumes", "kubernetes.io~csi", "*", "vol_data.json"))
+	var vols []*Volume
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var d struct {
+			VolumeHandle string `json:"volumeHandle"`
+			DriverName   string `json:"driverName"`
+		}
+		if json.Unmarshal(b, &d) != nil || d.VolumeHandle == "" || d.DriverName == "" {
+			continue
+		}
+		vols = append(vols, &Volume{PVName: filepath.Base(filepath.Dir(f)), Driver: d.DriverName, Handle: d.VolumeHandle,
+			UniqueName: string(uniqueVolumeName(d.DriverName, d.VolumeHandle))})
+	}
+	if len(vols) == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.mounted[uid] = vols
+	for _, v := range vols {
+		name := corev1.UniqueVolumeName(v.UniqueName)
+		if m.users[name] == nil {
+			m.users[name] = sets.New[types.UID]()
+		}
+		m.users[name].Insert(uid)
+		m.staged.Insert(name)
 	}
 }

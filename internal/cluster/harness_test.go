@@ -76,6 +76,7 @@ func startCluster(t testing.TB, tweak func(*Config)) *testCluster {
 	select {
 	case <-c.Ready():
 	case err := <-done:
+		done <- err // for the cleanup, which waits for it
 		t.Fatalf("cluster stopped before it was ready: %v", err)
 	case <-time.After(3 * time.Minute):
 		t.Fatal("cluster not ready after 3 minutes")

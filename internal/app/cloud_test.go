@@ -1,32 +1,18 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 )
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is the tests' buffer for output written while they read it.
+type syncBuffer = apiservertest.SyncBuffer
 
 // TestCloudCommand runs `kubelab cloud --hollow` and checks that it prints its endpoint,
 // region and the client files, and that those files exist.

@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/moby/sys/mountinfo"
@@ -21,6 +20,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 )
 
 // startRealCluster runs a cluster of nodes real nodes (containerd, real mounts) spread
@@ -343,7 +344,7 @@ func TestRealKubectlStreams(t *testing.T) {
 	// Port-forward to nginx in the pod: a local port on 127.0.0.1 reaches port 80 in the
 	// pod's network namespace.
 	pf := exec.Command(kubectl, "--kubeconfig", tc.Kubeconfig(), "-n", ns, "port-forward", "pod/web", ":80")
-	var pfOut syncBuffer
+	var pfOut apiservertest.SyncBuffer
 	pf.Stdout, pf.Stderr = &pfOut, &pfOut
 	if err := pf.Start(); err != nil {
 		t.Fatal(err)
@@ -366,24 +367,6 @@ func TestRealKubectlStreams(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "nginx") {
 		t.Errorf("through port-forward: %d %q", resp.StatusCode, body)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's writes and the test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestRealResizeInUse grows a claim while its pod runs on a real node. With

@@ -2,18 +2,23 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/cni"
 )
 
 // buildKubelab builds kubelab and kubelab-pause into a temporary dir and returns
@@ -95,6 +100,7 @@ func TestUpRealKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { releaseDataDir(t, dir) }) // after a failure midway: nothing stays
 	t.Cleanup(func() { assertDataDirReleased(t, dir) })
 	args := func() []string {
 		return []string{"--data-dir", dir, "--nodes", "1", "--zones", "us-east-1a", "--secure-port", "0",
@@ -202,5 +208,74 @@ func assertDataDirReleased(t *testing.T, dir string) {
 		if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte(dir)) {
 			t.Errorf("process left: %s: %s", f, bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
 		}
+	}
+}
+
+// releaseDataDir ends and removes what a kubelab up on dir left on the machine when the
+// test failed before `kubelab down` (after its kill -9, say), so that removing dir never
+// reaches into a mounted volume: the processes of its pods (in its pods' cgroups) and its
+// containerds and shims (their command lines name dir), then its mounts, deepest first,
+// then its loop devices, its nodes' bridges and its pods' cgroups. Everything it ends or
+// removes was made by this test's cluster.
+func releaseDataDir(t *testing.T, dir string) {
+	t.Helper()
+	var pids []int
+	for _, root := range []string{"/sys/fs/cgroup/pids", "/sys/fs/cgroup"} {
+		_ = filepath.WalkDir(filepath.Join(root, "kubelab", cni.BridgeName(dir)[2:]), func(p string, e os.DirEntry, err error) error {
+			if err == nil && e.Name() == "cgroup.procs" {
+				b, _ := os.ReadFile(p)
+				for _, f := range strings.Fields(string(b)) {
+					if pid, err := strconv.Atoi(f); err == nil {
+						pids = append(pids, pid)
+					}
+				}
+			}
+			return nil
+		})
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range procs {
+		if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte(dir)) {
+			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil && pid != os.Getpid() {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	ms, _ := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
+	sort.Slice(ms, func(i, j int) bool { return len(ms[i].Mountpoint) > len(ms[j].Mountpoint) })
+	for _, m := range ms {
+		_ = syscall.Unmount(m.Mountpoint, syscall.MNT_DETACH)
+	}
+	loops, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, f := range loops {
+		if b, err := os.ReadFile(f); err == nil && strings.HasPrefix(string(b), dir) {
+			dev := "/dev/" + filepath.Base(filepath.Dir(filepath.Dir(f)))
+			if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
+				t.Logf("detach %s: %v %s", dev, err, out)
+			}
+		}
+	}
+	nodes, _ := os.ReadDir(filepath.Join(dir, "nodes"))
+	for _, n := range nodes {
+		if err := cni.RemoveBridge(context.Background(), cni.BridgeName(filepath.Join(dir, "nodes", n.Name()))); err != nil {
+			t.Log(err)
+		}
+	}
+	cgroups, _ := filepath.Glob("/sys/fs/cgroup/*/kubelab/" + cni.BridgeName(dir)[2:])
+	for _, root := range cgroups {
+		var tree []string
+		_ = filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+			if err == nil && e.IsDir() {
+				tree = append(tree, p)
+			}
+			return nil
+		})
+		for i := len(tree) - 1; i >= 0; i-- {
+			_ = syscall.Rmdir(tree[i])
+		}
+		_ = syscall.Rmdir(filepath.Dir(root))
 	}
 }

@@ -198,6 +198,10 @@ func (c *Cloud) CredentialsFile() string { return filepath.Join(c.cfg.DataDir, "
 // EndpointFile is the path of the file that holds the endpoint URL.
 func (c *Cloud) EndpointFile() string { return filepath.Join(c.cfg.DataDir, "endpoint") }
 
+// APIHandler serves the EC2 API as Run's listener does (without the fault injection
+// endpoints), for a listener the caller makes elsewhere: the VPC endpoint of a cluster.
+func (c *Cloud) APIHandler() http.Handler { return http.HandlerFunc(c.serveAPI) }
+
 // Run reconciles the state with the machine, serves the API (and the instances' IMDS)
 // until ctx ends, then stops. It may be called once.
 func (c *Cloud) Run(ctx context.Context) error {

@@ -55,6 +55,20 @@ type xmlInstance struct {
 	MetadataOptions  xmlMetadataOpts  `xml:"metadataOptions"`
 	AmiLaunchIndex   int              `xml:"amiLaunchIndex"`
 	VirtualizationTy string           `xml:"virtualizationType"`
+	Interfaces       []xmlInterface   `xml:"networkInterfaceSet>item"`
+}
+
+// xmlInterface is an instance's primary network interface: its MAC is the one the
+// instance's eth0 has on the VPC.
+type xmlInterface struct {
+	InterfaceID string `xml:"networkInterfaceId"`
+	MacAddress  string `xml:"macAddress"`
+	PrivateIP   string `xml:"privateIpAddress"`
+	Status      string `xml:"status"`
+	Attachment  struct {
+		DeviceIndex int    `xml:"deviceIndex"`
+		Status      string `xml:"status"`
+	} `xml:"attachment"`
 }
 
 type xmlPlacement struct {
@@ -93,6 +107,9 @@ func (c *Cloud) toXMLInstanceLocked(i *Instance, state string) xmlInstance {
 		Architecture: "x86_64", RootDeviceType: "ebs", RootDeviceName: "/dev/xvda", Hypervisor: "xen",
 		Tags: xmlTags(i.Tags), MetadataOptions: xmlMetadataOpts{"applied", i.HTTPTokens, "enabled"}, VirtualizationTy: "hvm",
 	}
+	eni := xmlInterface{InterfaceID: "eni-" + strings.TrimPrefix(i.ID, "i-"), MacAddress: i.MAC, PrivateIP: i.PrivateIP, Status: "in-use"}
+	eni.Attachment.Status = "attached"
+	out.Interfaces = []xmlInterface{eni}
 	for _, v := range sortedVolumes(c.volumes) {
 		if a := v.attachment(i.ID); a != nil {
 			var bd xmlBlockDevice

@@ -46,6 +46,10 @@ func TestTagsInstancesSnapshotsZones(t *testing.T) {
 	if *i.Placement.AvailabilityZone != "us-east-1b" || i.InstanceType != types.InstanceTypeM5Large || *i.PrivateIpAddress == "" {
 		t.Errorf("instance: %+v", i)
 	}
+	if len(i.NetworkInterfaces) != 1 || aws.ToString(i.NetworkInterfaces[0].MacAddress) == "" ||
+		aws.ToString(i.NetworkInterfaces[0].PrivateIpAddress) != aws.ToString(i.PrivateIpAddress) {
+		t.Errorf("instance's network interfaces: %+v; want its primary one with a MAC and the instance's address", i.NetworkInterfaces)
+	}
 	_, err = r.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{"i-0000000000000eeee"}})
 	wantCode(t, err, "InvalidInstanceID.NotFound")
 

@@ -1,6 +1,7 @@
 package vpc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -139,4 +140,17 @@ func ensureAddr(h *netlink.Handle, link netlink.Link, cidr string) error {
 		return fmt.Errorf("add %s to %s: %w", cidr, link.Attrs().Name, err)
 	}
 	return nil
+}
+
+// DialContext dials from inside the namespace at path; the connection stays there.
+func DialContext(path string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var c net.Conn
+		err := Do(path, func() (err error) {
+			var d net.Dialer
+			c, err = d.DialContext(ctx, network, addr)
+			return err
+		})
+		return c, err
+	}
 }

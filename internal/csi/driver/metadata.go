@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 )
@@ -31,6 +34,14 @@ type IMDS struct {
 // honours AWS_EC2_METADATA_SERVICE_ENDPOINT, else 169.254.169.254).
 func NewIMDS(endpoint string) *IMDS {
 	return &IMDS{client: imds.New(imds.Options{Endpoint: endpoint})}
+}
+
+// NewIMDSVia returns a metadata reader for endpoint whose connections dial makes: a
+// node plugin that runs outside its node's network namespace reaches 169.254.169.254
+// inside it.
+func NewIMDSVia(endpoint string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *IMDS {
+	tr := &http.Transport{DialContext: dial, Proxy: nil, MaxIdleConns: 2, IdleConnTimeout: 30 * time.Second}
+	return &IMDS{client: imds.New(imds.Options{Endpoint: endpoint, HTTPClient: &http.Client{Transport: tr}})}
 }
 
 // InstanceIdentity implements Metadata.

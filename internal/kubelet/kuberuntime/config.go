@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -14,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 )
@@ -59,6 +61,13 @@ type Config struct {
 	// RuntimeName prefixes container IDs in the status ("containerd" →
 	// containerd://<id>).
 	RuntimeName string
+	// ClusterDNS are the nameservers (addresses) of pods whose dnsPolicy is ClusterFirst
+	// (or ClusterFirstWithHostNet); when empty such pods get the node's resolv.conf, with
+	// a MissingClusterDNS warning event.
+	ClusterDNS []string
+	// ClusterDomain is the cluster's DNS domain ("cluster.local" when empty): the search
+	// list of ClusterFirst pods is <namespace>.svc.<domain> svc.<domain> <domain>.
+	ClusterDomain string
 }
 
 // Objects gives the runtime the API objects containers' environments refer to. Errors for
@@ -93,6 +102,16 @@ func (c *Config) validate() error {
 	if c.ImagePullBackOff > 0 && c.MaxImagePullBackOff > 0 && c.MaxImagePullBackOff < c.ImagePullBackOff {
 		errs = append(errs, fmt.Errorf("max image pull back-off %v is shorter than the first %v", c.MaxImagePullBackOff, c.ImagePullBackOff))
 	}
+	for _, ns := range c.ClusterDNS {
+		if _, err := netip.ParseAddr(ns); err != nil {
+			errs = append(errs, fmt.Errorf("cluster DNS %q is not an IP address", ns))
+		}
+	}
+	if d := strings.TrimSuffix(c.ClusterDomain, "."); c.ClusterDomain != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(d) {
+			errs = append(errs, fmt.Errorf("cluster domain %q: %s", c.ClusterDomain, msg))
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("kuberuntime config: %w", err)
 	}
@@ -123,6 +142,10 @@ func (c *Config) defaults() {
 	}
 	if c.RuntimeName == "" {
 		c.RuntimeName = "containerd"
+	}
+	c.ClusterDomain = strings.TrimSuffix(c.ClusterDomain, ".")
+	if c.ClusterDomain == "" {
+		c.ClusterDomain = "cluster.local"
 	}
 	alloc := corev1.ResourceList{}
 	for k, v := range c.Allocatable {

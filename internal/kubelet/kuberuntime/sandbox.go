@@ -45,6 +45,7 @@ func (r *Runtime) sandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.Pod
 			CgroupParent:    r.podCgroup(pod.UID),
 			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod)},
 		},
+		DnsConfig: r.podDNS(pod),
 	}
 	for k, v := range pod.Annotations {
 		cfg.Annotations[k] = v

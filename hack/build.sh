@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds kubelab into ${1:-bin/kubelab} and the pod sandbox's pause process,
 # kubelab-pause, static next to it (the image registry.k8s.io/pause that kubelab serves
-# is built from that file). The embedded kubectl reports the Kubernetes
+# is built from that file), and the nodes' CNI plugin, kubelab-cni, static next to it too.
+# The embedded kubectl reports the Kubernetes
 # release of the k8s.io libraries kubelab is built on (k8s.io/client-go v0.X.Y belongs to
 # Kubernetes v1.X.Y), as `kubelab kubectl version` shows; Go sets those build variables
 # only through -ldflags, so builds without this script report v0.0.0-master, which
@@ -21,3 +22,4 @@ done
 mkdir -p "$(dirname "$out")"
 go build -ldflags "${ldflags[*]}" -o "$out" ./cmd/kubelab
 CGO_ENABLED=0 go build -ldflags "-s -w" -o "$(dirname "$out")/kubelab-pause" ./cmd/kubelab-pause
+CGO_ENABLED=0 go build -ldflags "-s -w" -o "$(dirname "$out")/kubelab-cni" ./cmd/kubelab-cni

@@ -1,0 +1,67 @@
+package plugin
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// BenchmarkADD measures ADD+DEL of a pod, each plugin exec'd as a runtime execs it inside
+// the node's namespace: kubelab-cni against the reference bridge + host-local plugins
+// (/usr/lib/cni) with the same bridge, subnet, MTU, hairpin mode and gateway. ns/op is
+// ADD+DEL; p50-ms and p90-ms are the ADD latencies.
+func BenchmarkADD(b *testing.B) {
+	requireRoot(b)
+	kubelab := pluginBinary(b)
+	refConf := func(dataDir string) []byte {
+		c, _ := json.Marshal(map[string]any{
+			"cniVersion": "1.0.0", "name": "bench", "type": "bridge",
+			"bridge": "cni0", "isGateway": true, "hairpinMode": true, "mtu": 1450,
+			"ipam": map[string]any{
+				"type":    "host-local",
+				"ranges":  [][]map[string]string{{{"subnet": "10.244.40.0/24"}}},
+				"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
+				"dataDir": dataDir,
+			},
+		})
+		return c
+	}
+	for _, bc := range []struct {
+		name string
+		bin  string
+		conf func(n *node) []byte
+	}{
+		{"kubelab-cni", kubelab, func(n *node) []byte { return n.conf(nil) }},
+		{"reference-bridge+host-local", "/usr/lib/cni/bridge", func(n *node) []byte { return refConf(n.dataDir) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			n := newNode(b, "10.244.40.0/24")
+			pod := newNS(b)
+			conf := bc.conf(n)
+			bin, err := filepath.Abs(bc.bin)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var adds []time.Duration
+			i := 0
+			for b.Loop() {
+				id := fmt.Sprintf("bench%08d", i)
+				i++
+				start := time.Now()
+				if _, err := execPlugin(n.ns, bin, cniEnv("ADD", id, pod), conf); err != nil {
+					b.Fatalf("ADD: %v", err)
+				}
+				adds = append(adds, time.Since(start))
+				if _, err := execPlugin(n.ns, bin, cniEnv("DEL", id, pod), conf); err != nil {
+					b.Fatalf("DEL: %v", err)
+				}
+			}
+			slices.Sort(adds)
+			b.ReportMetric(float64(adds[len(adds)/2])/1e6, "p50-ms")
+			b.ReportMetric(float64(adds[len(adds)*9/10])/1e6, "p90-ms")
+		})
+	}
+}

@@ -3,11 +3,18 @@ package apiserver
 import (
 	"errors"
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
+
+// DefaultServiceRepairInterval is how often the Service allocations are checked against
+// the Services when Config.ServiceRepairInterval is 0.
+const DefaultServiceRepairInterval = 3 * time.Minute
 
 // Config is what `kubelab apiserver` and `kubelab up` set.
 type Config struct {
@@ -33,6 +40,28 @@ type Config struct {
 	// KubeletPreferredAddressTypes are the node address types tried, in order, to reach a
 	// node's kubelet (pods' log, exec, attach, portforward); InternalIP, Hostname when empty.
 	KubeletPreferredAddressTypes []corev1.NodeAddressType
+	// ServiceRepairInterval is how often the ClusterIP and NodePort reservations are
+	// checked against the Services (servicerepair.go); the first check runs at start.
+	// DefaultServiceRepairInterval when 0.
+	ServiceRepairInterval time.Duration
+
+	// AdvertiseAddress, when set, is the IPv4 address pods reach the API server at (its
+	// address on the cluster network): the serving certificate names it, and the
+	// "kubernetes" Service of the default namespace is kept pointing at
+	// AdvertiseAddress:AdvertisePort through its Endpoints and EndpointSlice
+	// (kubernetesservice.go). Empty: the Service targets the loopback port and has no
+	// endpoints.
+	AdvertiseAddress string
+	// AdvertisePort is the port at AdvertiseAddress; 443 when 0.
+	AdvertisePort int
+	// ExtraListeners are sockets the caller opened (in another network namespace, say),
+	// served with the same handler and certificate as the main address. Run closes them
+	// when it returns. Server.AddListener hands one over later (after New, before or
+	// during Run), for callers that open it only once the cluster runs.
+	ExtraListeners []net.Listener
+
+	// Logger receives the server's own logs; slog.Default() when nil.
+	Logger *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -44,6 +73,15 @@ func (c *Config) setDefaults() {
 	}
 	if c.ServiceCIDR == "" {
 		c.ServiceCIDR = "10.96.0.0/12"
+	}
+	if c.ServiceRepairInterval == 0 {
+		c.ServiceRepairInterval = DefaultServiceRepairInterval
+	}
+	if c.AdvertiseAddress != "" && c.AdvertisePort == 0 {
+		c.AdvertisePort = 443
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
 	}
 	if c.KubeconfigPath == "" && c.DataDir != "" {
 		c.KubeconfigPath = filepath.Join(c.DataDir, "kubeconfig")
@@ -80,6 +118,24 @@ func (c *Config) validate() error {
 	}
 	if _, n, err := net.ParseCIDR(c.ServiceCIDR); err != nil || n.IP.To4() == nil {
 		errs = append(errs, fmt.Errorf("service CIDR %q is not an IPv4 CIDR", c.ServiceCIDR))
+	} else if ones, _ := n.Mask.Size(); ones > 30 {
+		errs = append(errs, fmt.Errorf("service CIDR %q is too small: it needs at least /30 (the kubernetes Service and one more)", c.ServiceCIDR))
+	}
+	if c.ServiceRepairInterval < 0 {
+		errs = append(errs, fmt.Errorf("service repair interval %s must not be negative", c.ServiceRepairInterval))
+	}
+	if c.AdvertiseAddress != "" {
+		if ip := net.ParseIP(c.AdvertiseAddress); ip == nil || ip.To4() == nil || ip.IsUnspecified() {
+			errs = append(errs, fmt.Errorf("advertise address %q is not an IPv4 address", c.AdvertiseAddress))
+		}
+	}
+	if c.AdvertisePort < 0 || c.AdvertisePort > 65535 {
+		errs = append(errs, fmt.Errorf("advertise port %d is out of range", c.AdvertisePort))
+	}
+	for i, l := range c.ExtraListeners {
+		if l == nil {
+			errs = append(errs, fmt.Errorf("extra listener %d is nil", i))
+		}
 	}
 	return errors.Join(errs...)
 }

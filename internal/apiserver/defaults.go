@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -37,6 +38,7 @@ func addDefaults(s *runtime.Scheme) {
 			pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
 		}
 	})
+	s.AddTypeDefaultingFunc(&networkingv1.NetworkPolicy{}, func(o interface{}) { defaultNetworkPolicy(o.(*networkingv1.NetworkPolicy)) })
 	s.AddTypeDefaultingFunc(&corev1.Secret{}, func(o interface{}) {
 		if sec := o.(*corev1.Secret); sec.Type == "" {
 			sec.Type = corev1.SecretTypeOpaque

@@ -8,13 +8,24 @@
 // validation; tables; discovery and OpenAPI v2/v3; resourceVersion and pagination rules.
 //
 // What kubelab adds is the registry: one row per kind (resource.go; the rows are in
-// core.go, apps.go, storage.go, other.go) saying its names, scope, subresources, table
+// core.go, apps.go, storage.go, networking.go, other.go) saying its names, scope, subresources, table
 // columns and selectable fields, plus a few hooks for the kind's own rules. A generic
 // strategy (strategy.go) applies the rules all kinds share. Kinds with behaviour beyond
 // storage have a file each: pods.go (binding, eviction, graceful deletion),
 // podstreams.go (log, exec, attach and portforward, proxied to the kubelet of the pod's
 // node, reached as kubelet.go says), namespaces.go (two-step deletion, /finalize),
-// services.go (ClusterIP and NodePort allocation), scale.go (/scale).
+// services.go (the rules of Services), scale.go (/scale).
+//
+// Service ClusterIPs (Config.ServiceCIDR; its first host is the "kubernetes" Service's)
+// and NodePorts (30000-32767) are reserved as etcd keys, one per value, on create and on
+// every update that needs more (a change of type, added ports) and given back when a
+// Service is deleted or an update drops them; a failed or dry-run request gives back
+// what it reserved (serviceallocator.go, reservations.go). A repair loop reconciles the
+// keys with the Services at start and every Config.ServiceRepairInterval
+// (servicerepair.go). With Config.AdvertiseAddress the "kubernetes" Service, its
+// Endpoints and its EndpointSlice point at that address (kubernetesservice.go), and the
+// server serves on sockets handed to it (Config.ExtraListeners, Server.AddListener) as on
+// its own.
 //
 // Kubelets are reached at https://<Node's InternalIP, else Hostname>:<Node's
 // status.daemonEndpoints.kubeletEndpoint.port, 10250 when unset>, with the client

@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -54,8 +55,11 @@ const (
 const KubeletClientUser = "kube-apiserver-kubelet-client"
 
 // ensure creates whatever of the PKI is missing; existing files are kept, so clients'
-// kubeconfigs stay valid across restarts.
-func (p PKI) ensure() error {
+// kubeconfigs stay valid across restarts. The serving certificate names localhost,
+// 127.0.0.1, the "kubernetes" Service's DNS names and servingIPs (its ClusterIP, the
+// advertised address); one lacking any of them, not signed by the CA or expiring within
+// 30 days is replaced (clients trust the CA, not the certificate).
+func (p PKI) ensure(servingIPs ...net.IP) error {
 	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
 		return fmt.Errorf("create pki dir: %w", err)
 	}
@@ -82,13 +86,13 @@ func (p PKI) ensure() error {
 	if err != nil {
 		return err
 	}
-	if !exists(p.ServingCert()) || !exists(p.ServingKey()) {
+	dnsNames, ips := servingNames(servingIPs)
+	if !servingCertCovers(p.ServingCert(), p.ServingKey(), caCert, dnsNames, ips) {
 		tmpl := &x509.Certificate{
 			Subject:     pkix.Name{CommonName: "kube-apiserver"},
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-			DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
-				"kubernetes.default.svc.cluster.local"},
-			IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")},
+			DNSNames:    dnsNames,
+			IPAddresses: ips,
 		}
 		if err := issue(tmpl, caCert, caKey, p.ServingCert(), p.ServingKey()); err != nil {
 			return err
@@ -197,6 +201,52 @@ func (p PKI) IssueKubeletServingCert(dir, nodeName string, ips []net.IP) (certFi
 		return "", "", err
 	}
 	return certFile, keyFile, nil
+}
+
+// servingNames are the DNS names and addresses the API server's certificate names.
+func servingNames(extra []net.IP) ([]string, []net.IP) {
+	dnsNames := []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+		"kubernetes.default.svc.cluster.local"}
+	ips := []net.IP{net.ParseIP("127.0.0.1")}
+	for _, ip := range extra {
+		if ip != nil && !containsIP(ips, ip) {
+			ips = append(ips, ip)
+		}
+	}
+	return dnsNames, ips
+}
+
+func containsIP(list []net.IP, ip net.IP) bool {
+	for _, x := range list {
+		if x.Equal(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// servingCertCovers says whether certFile and keyFile are a pair, signed by ca, naming
+// at least dnsNames and ips, and valid for 30 more days.
+func servingCertCovers(certFile, keyFile string, ca *x509.Certificate, dnsNames []string, ips []net.IP) bool {
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return false
+	}
+	cert := pair.Leaf
+	if cert == nil || cert.CheckSignatureFrom(ca) != nil || time.Until(cert.NotAfter) < 30*24*time.Hour {
+		return false
+	}
+	for _, n := range dnsNames {
+		if !slices.Contains(cert.DNSNames, n) {
+			return false
+		}
+	}
+	for _, ip := range ips {
+		if !containsIP(cert.IPAddresses, ip) {
+			return false
+		}
+	}
+	return true
 }
 
 // servingCertCurrent says whether certFile and keyFile are a pair, signed by ca, naming

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -32,7 +33,7 @@ import (
 var addToSchemes = []func(*runtime.Scheme) error{
 	corev1.AddToScheme, appsv1.AddToScheme, storagev1.AddToScheme, discoveryv1.AddToScheme,
 	coordinationv1.AddToScheme, eventsv1.AddToScheme, rbacv1.AddToScheme, policyv1.AddToScheme,
-	autoscalingv1.AddToScheme, snapshotv1.AddToScheme,
+	autoscalingv1.AddToScheme, networkingv1.AddToScheme, snapshotv1.AddToScheme,
 }
 
 var metav1Pkg = reflect.TypeOf(metav1.Status{}).PkgPath()
@@ -72,7 +73,7 @@ func newScheme(resources []resource) (*runtime.Scheme, serializer.CodecFactory, 
 	for _, gv := range []schema.GroupVersion{corev1.SchemeGroupVersion, appsv1.SchemeGroupVersion,
 		storagev1.SchemeGroupVersion, discoveryv1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion,
 		eventsv1.SchemeGroupVersion, rbacv1.SchemeGroupVersion, policyv1.SchemeGroupVersion,
-		autoscalingv1.SchemeGroupVersion, snapshotv1.SchemeGroupVersion} {
+		autoscalingv1.SchemeGroupVersion, networkingv1.SchemeGroupVersion, snapshotv1.SchemeGroupVersion} {
 		if err := scheme.SetVersionPriority(gv); err != nil {
 			return nil, serializer.CodecFactory{}, err
 		}

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -52,8 +54,16 @@ import (
 type Server struct {
 	cfg   Config
 	pki   PKI
+	log   *slog.Logger
 	ready chan struct{}
 	url   string
+
+	// The listeners besides the main one (AddListener): pending until Run serves, then
+	// live's; stopped once Run has returned.
+	mu      sync.Mutex
+	pending []net.Listener
+	live    *multiListener
+	stopped bool
 }
 
 // New checks cfg and prepares a Server; Run starts it.
@@ -62,7 +72,64 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("apiserver config: %w", err)
 	}
-	return &Server{cfg: cfg, pki: PKI{Dir: filepath.Join(cfg.DataDir, "pki")}, ready: make(chan struct{})}, nil
+	return &Server{cfg: cfg, pki: PKI{Dir: filepath.Join(cfg.DataDir, "pki")}, log: cfg.Logger, ready: make(chan struct{})}, nil
+}
+
+// AddListener has the server serve HTTPS on l too, with the same handler, certificate
+// and authentication as its main address: a socket the caller opened in another network
+// namespace, say, so that pods reach the API there. It may be called any time after New,
+// before Run or while it serves; the server closes l when Run returns. After Run has
+// returned, l is closed and an error returned.
+func (s *Server) AddListener(l net.Listener) error {
+	if l == nil {
+		return errors.New("apiserver: add listener: nil listener")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.stopped:
+		l.Close()
+		return fmt.Errorf("apiserver: add listener %s: %w", l.Addr(), errServerStopped)
+	case s.live != nil:
+		if err := s.live.add(l); err != nil {
+			return fmt.Errorf("apiserver: add listener %s: %w", l.Addr(), err)
+		}
+	default:
+		s.pending = append(s.pending, l)
+	}
+	return nil
+}
+
+// serveListeners makes the listener the HTTPS server accepts from: primary, the
+// configured extra listeners and the ones added so far.
+func (s *Server) serveListeners(primary net.Listener) *multiListener {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := newMultiListener(primary, s.log)
+	for _, l := range append(append([]net.Listener(nil), s.cfg.ExtraListeners...), s.pending...) {
+		_ = m.add(l)
+	}
+	s.pending, s.live = nil, m
+	return m
+}
+
+// closeListeners ends the listeners' service when Run returns, whether or not it got
+// to serve them.
+func (s *Server) closeListeners() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	if s.live != nil {
+		s.live.Close()
+	} else {
+		for _, l := range s.cfg.ExtraListeners {
+			l.Close()
+		}
+	}
+	for _, l := range s.pending {
+		l.Close()
+	}
+	s.pending = nil
 }
 
 // Ready is closed once the server serves requests and the built-in namespaces exist.
@@ -86,14 +153,26 @@ func allResources() []resource {
 	}
 	rs = append(rs, appsResources()...)
 	rs = append(rs, storageResources()...)
+	rs = append(rs, networkingResources()...)
 	rs = append(rs, otherResources()...)
 	return rs
 }
 
 // Run serves until ctx ends.
 func (s *Server) Run(ctx context.Context) error {
+	// The extra listeners are the caller's to open and Run's to close.
+	defer s.closeListeners()
 	s.applyGC(ctx)
-	if err := s.pki.ensure(); err != nil {
+	_, cidr, _ := net.ParseCIDR(s.cfg.ServiceCIDR)
+	kubernetesIP := addIP(cidr.IP, 1)
+	servingIPs := []net.IP{kubernetesIP}
+	if s.cfg.AdvertiseAddress != "" {
+		servingIPs = append(servingIPs, net.ParseIP(s.cfg.AdvertiseAddress))
+	}
+	if bind := net.ParseIP(s.cfg.BindAddress); !bind.IsUnspecified() {
+		servingIPs = append(servingIPs, bind)
+	}
+	if err := s.pki.ensure(servingIPs...); err != nil {
 		return fmt.Errorf("apiserver pki: %w", err)
 	}
 	resources := allResources()
@@ -106,7 +185,8 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("apiserver listen: %w", err)
 	}
-	listener := newTrackingListener(l)
+	listener := newTrackingListener(s.serveListeners(l))
+	defer listener.Close()
 	defer listener.closeAll()
 	s.url = "https://" + listener.Addr().String()
 
@@ -173,8 +253,10 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("apiserver etcd client: %w", err)
 	}
 	defer etcdClient.Close()
-	_, cidr, _ := net.ParseCIDR(s.cfg.ServiceCIDR)
-	alloc := &serviceAllocator{etcd: etcdClient, prefix: s.cfg.EtcdPrefix, cidr: cidr}
+	alloc := newServiceAllocator(etcdReservations{etcdClient}, s.cfg.EtcdPrefix, cidr, s.log)
+	// Loops started once the server serves end before the etcd client closes.
+	var background sync.WaitGroup
+	defer background.Wait()
 
 	server, err := cfg.Complete(factory).New("kubelab-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
@@ -188,15 +270,30 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	server.AddPostStartHookOrDie("kubelab-bootstrap", func(hook genericapiserver.PostStartHookContext) error {
-		if err := bootstrap(hook, hook.LoopbackClientConfig, alloc.firstIP().String(), listener.Addr().(*net.TCPAddr).Port); err != nil {
+		loopback, err := kubernetes.NewForConfig(hook.LoopbackClientConfig)
+		if err != nil {
+			return err
+		}
+		ks := &kubernetesService{client: loopback, clusterIP: kubernetesIP.String(),
+			targetPort: int32(listener.Addr().(*net.TCPAddr).Port), address: s.cfg.AdvertiseAddress, log: s.log}
+		if s.cfg.AdvertiseAddress != "" {
+			ks.targetPort = int32(s.cfg.AdvertisePort)
+		}
+		if err := bootstrap(hook, ks); err != nil {
 			// Only a stop ends the bootstrap early; a failed post-start hook would exit the process.
-			slog.ErrorContext(ctx, "bootstrap did not finish", "err", err)
+			s.log.ErrorContext(ctx, "bootstrap did not finish", "err", err)
 			return nil
+		}
+		repair := &serviceRepair{alloc: alloc, services: alloc.listServices, log: s.log}
+		background.Go(func() { repair.run(ctx, s.cfg.ServiceRepairInterval) })
+		if s.cfg.AdvertiseAddress != "" {
+			background.Go(func() { ks.run(ctx, kubernetesServiceResync) })
 		}
 		if err := s.pki.WriteAdminKubeconfig(s.cfg.KubeconfigPath, s.url); err != nil {
 			return fmt.Errorf("write kubeconfig: %w", err)
 		}
-		slog.InfoContext(ctx, "API server is ready", "url", s.url, "kubeconfig", s.cfg.KubeconfigPath)
+		s.log.InfoContext(ctx, "API server is ready", "url", s.url, "kubeconfig", s.cfg.KubeconfigPath,
+			"advertiseAddress", s.cfg.AdvertiseAddress)
 		close(s.ready)
 		return nil
 	})
@@ -400,7 +497,7 @@ func restStorages(scheme *runtime.Scheme, r *resource, optsGetter generic.RESTOp
 		out["namespaces"] = withMeta{&namespaceREST{store}, r}
 		out["namespaces/finalize"] = newFinalizeREST(store)
 	case corev1.SchemeGroupVersion.WithKind("Service"):
-		alloc.decorate(store)
+		out[r.plural] = withMeta{alloc.decorate(store), r}
 	}
 	return out, nil
 }

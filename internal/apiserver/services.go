@@ -1,215 +1,20 @@
 package apiserver
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"math/big"
-	"math/rand/v2"
 	"net"
-	"strconv"
-	"time"
+	"reflect"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 )
 
-// Service ClusterIPs and NodePorts are allocated here, each reservation an etcd key
-// created only if absent, so two API servers never hand out the same address.
-const (
-	serviceIPPrefix = "/kubelab/serviceips/"
-	nodePortPrefix  = "/kubelab/nodeports/"
-	nodePortMin     = 30000
-	nodePortMax     = 32767
-)
-
-var errAllocated = errors.New("provided IP is already allocated")
-
-type serviceAllocator struct {
-	etcd   *clientv3.Client
-	prefix string // the API server's etcd prefix, e.g. /registry
-	cidr   *net.IPNet
-}
-
-// firstIP is the address of the "kubernetes" Service: the range's first host.
-func (a *serviceAllocator) firstIP() net.IP { return addIP(a.cidr.IP, 1) }
-
-func (a *serviceAllocator) reserve(ctx context.Context, key, owner string) (bool, error) {
-	resp, err := a.etcd.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, owner)).
-		Commit()
-	if err != nil {
-		return false, fmt.Errorf("reserve %s: %w", key, err)
-	}
-	return resp.Succeeded, nil
-}
-
-func (a *serviceAllocator) release(ctx context.Context, key string) {
-	_, _ = a.etcd.Delete(ctx, key)
-}
-
-func (a *serviceAllocator) ipKey(ip string) string { return a.prefix + serviceIPPrefix + ip }
-func (a *serviceAllocator) portKey(p int32) string {
-	return a.prefix + nodePortPrefix + strconv.Itoa(int(p))
-}
-func ownerOf(s *corev1.Service) string { return s.Namespace + "/" + s.Name }
-func needsClusterIP(s *corev1.Service) bool {
-	return s.Spec.Type != corev1.ServiceTypeExternalName && s.Spec.ClusterIP != corev1.ClusterIPNone
-}
-func needsNodePorts(s *corev1.Service) bool {
-	return s.Spec.Type == corev1.ServiceTypeNodePort || s.Spec.Type == corev1.ServiceTypeLoadBalancer
-}
-
-// allocate gives s its ClusterIP and node ports, or fails naming the field; on failure
-// nothing stays reserved.
-func (a *serviceAllocator) allocate(ctx context.Context, s *corev1.Service) (func(), error) {
-	var keys []string
-	release := func() {
-		for _, k := range keys {
-			a.release(context.WithoutCancel(ctx), k)
-		}
-	}
-	done := false
-	defer func() {
-		if !done {
-			release()
-		}
-	}()
-	if needsClusterIP(s) {
-		ip, err := a.allocateIP(ctx, s)
-		if err != nil {
-			return nil, err
-		}
-		keys = append(keys, a.ipKey(ip))
-		s.Spec.ClusterIP, s.Spec.ClusterIPs = ip, []string{ip}
-	}
-	if needsNodePorts(s) {
-		for i := range s.Spec.Ports {
-			p := &s.Spec.Ports[i]
-			port, err := a.allocatePort(ctx, s, p.NodePort, field.NewPath("spec", "ports").Index(i).Child("nodePort"))
-			if err != nil {
-				return nil, err
-			}
-			keys = append(keys, a.portKey(port))
-			p.NodePort = port
-		}
-	}
-	done = true
-	return release, nil
-}
-
-func (a *serviceAllocator) allocateIP(ctx context.Context, s *corev1.Service) (string, error) {
-	p := field.NewPath("spec", "clusterIPs").Index(0)
-	if s.Spec.ClusterIP != "" {
-		ip := net.ParseIP(s.Spec.ClusterIP)
-		if ip == nil || ip.To4() == nil || !a.cidr.Contains(ip) {
-			return "", invalidService(s, field.Invalid(p, s.Spec.ClusterIP,
-				fmt.Sprintf("failed to allocate IP %s: the provided IP (%s) is not in the valid range. The range of valid IPs is %s", s.Spec.ClusterIP, s.Spec.ClusterIP, a.cidr)))
-		}
-		ok, err := a.reserve(ctx, a.ipKey(ip.String()), ownerOf(s))
-		if err != nil {
-			return "", err
-		}
-		if !ok {
-			return "", invalidService(s, field.Invalid(p, s.Spec.ClusterIP, fmt.Sprintf("failed to allocate IP %s: %v", s.Spec.ClusterIP, errAllocated)))
-		}
-		return ip.String(), nil
-	}
-	ones, bits := a.cidr.Mask.Size()
-	size := int64(1) << (bits - ones)
-	for try := 0; try < 64; try++ {
-		// Skip the network address, the "kubernetes" Service's .1 and the broadcast address.
-		ip := addIP(a.cidr.IP, 2+rand.Int64N(size-3)).String()
-		ok, err := a.reserve(ctx, a.ipKey(ip), ownerOf(s))
-		if err != nil {
-			return "", err
-		}
-		if ok {
-			return ip, nil
-		}
-	}
-	return "", apierrors.NewInternalError(fmt.Errorf("failed to allocate a serviceIP: range %s is full", a.cidr))
-}
-
-func (a *serviceAllocator) allocatePort(ctx context.Context, s *corev1.Service, want int32, p *field.Path) (int32, error) {
-	if want != 0 {
-		if want < nodePortMin || want > nodePortMax {
-			return 0, invalidService(s, field.Invalid(p, want, fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %d-%d", nodePortMin, nodePortMax)))
-		}
-		ok, err := a.reserve(ctx, a.portKey(want), ownerOf(s))
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			return 0, invalidService(s, field.Invalid(p, want, "provided port is already allocated"))
-		}
-		return want, nil
-	}
-	for try := 0; try < 64; try++ {
-		port := int32(nodePortMin + rand.IntN(nodePortMax-nodePortMin+1))
-		ok, err := a.reserve(ctx, a.portKey(port), ownerOf(s))
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			return port, nil
-		}
-	}
-	return 0, apierrors.NewInternalError(errors.New("failed to allocate a nodePort: range is full"))
-}
-
-func (a *serviceAllocator) releaseService(s *corev1.Service) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if needsClusterIP(s) && s.Spec.ClusterIP != "" {
-		a.release(ctx, a.ipKey(s.Spec.ClusterIP))
-	}
-	for _, p := range s.Spec.Ports {
-		if p.NodePort != 0 {
-			a.release(ctx, a.portKey(p.NodePort))
-		}
-	}
-}
-
-func invalidService(s *corev1.Service, errs ...*field.Error) error {
-	return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), s.Name, errs)
-}
-
-// decorate installs the allocator on the services store: reserve before the object is
-// written (released again if the write fails), release after it is deleted.
-func (a *serviceAllocator) decorate(store *genericregistry.Store) {
-	store.BeginCreate = func(ctx context.Context, obj runtime.Object, _ *metav1.CreateOptions) (genericregistry.FinishFunc, error) {
-		release, err := a.allocate(ctx, obj.(*corev1.Service))
-		if err != nil {
-			return nil, err
-		}
-		return func(ctx context.Context, success bool) {
-			if !success {
-				release()
-			}
-		}, nil
-	}
-	store.AfterDelete = func(obj runtime.Object, _ *metav1.DeleteOptions) {
-		a.releaseService(obj.(*corev1.Service))
-	}
-}
-
-func addIP(base net.IP, n int64) net.IP {
-	v := new(big.Int).SetBytes(base.To4())
-	v.Add(v, big.NewInt(n))
-	b := v.Bytes()
-	out := make(net.IP, 4)
-	copy(out[4-len(b):], b)
-	return out
-}
+// The rules of Services: their names, the fields each type uses, what an update may
+// change, and what the server fills in or drops when a writer changes the type. The
+// values allocated from ranges (ClusterIPs, node ports) are serviceallocator.go's.
 
 func parseCIDR(s string) (*net.IPNet, error) {
 	_, n, err := net.ParseCIDR(s)
@@ -225,29 +30,27 @@ func serviceHooks() hooks {
 			return utilvalidation.IsDNS1035Label(name)
 		},
 		validate: validateService,
+		// The services store's BeginUpdate did this before allocating; doing it again is
+		// a no-op there, and keeps the strategy whole for any other caller.
 		prepareForUpdate: func(o, old runtime.Object) {
-			// Allocated values stay when the writer (kubectl apply, say) left them out.
-			s, os := o.(*corev1.Service), old.(*corev1.Service)
-			if s.Spec.ClusterIP == "" && needsClusterIP(s) {
-				s.Spec.ClusterIP, s.Spec.ClusterIPs = os.Spec.ClusterIP, os.Spec.ClusterIPs
-			}
-			for i := range s.Spec.Ports {
-				for _, op := range os.Spec.Ports {
-					if s.Spec.Ports[i].NodePort == 0 && op.Port == s.Spec.Ports[i].Port && op.Protocol == s.Spec.Ports[i].Protocol {
-						s.Spec.Ports[i].NodePort = op.NodePort
-					}
-				}
-			}
+			prepareServiceUpdate(o.(*corev1.Service), old.(*corev1.Service))
 		},
 		validateUpdate: func(o, old runtime.Object) field.ErrorList {
 			s, os := o.(*corev1.Service), old.(*corev1.Service)
-			if needsClusterIP(os) && s.Spec.ClusterIP != os.Spec.ClusterIP {
+			// The ClusterIP may change only with a change to or from ExternalName, and
+			// between "None" and "None".
+			if !hasClusterIP(s) || !hasClusterIP(os) || (isHeadless(s) && isHeadless(os)) {
+				return nil
+			}
+			if s.Spec.ClusterIP != os.Spec.ClusterIP {
 				return field.ErrorList{field.Invalid(field.NewPath("spec", "clusterIPs").Index(0), s.Spec.ClusterIP, "may not change once set")}
 			}
 			return nil
 		},
 	}
 }
+
+func isHeadless(s *corev1.Service) bool { return s.Spec.ClusterIP == corev1.ClusterIPNone }
 
 // maskTrailingDash lets a generateName prefix end in "-" (a name made from it goes on with
 // random characters).
@@ -258,23 +61,199 @@ func maskTrailingDash(name string) string {
 	return name
 }
 
+// prepareServiceUpdate fills in and drops fields of an updated Service s the way every
+// Kubernetes API server does, so that writers need not repeat what the server allocated
+// and a type change does not leave fields of the old type behind.
+func prepareServiceUpdate(s, old *corev1.Service) {
+	normalizeClusterIPs(s, old)
+	patchAllocatedValues(s, old)
+	dropTypeDependentFields(s, old)
+}
+
+// normalizeClusterIPs keeps spec.clusterIP and spec.clusterIPs in step for writers that
+// set only the first (old clients) or left both out of an update.
+func normalizeClusterIPs(s, old *corev1.Service) {
+	if old == nil {
+		if s.Spec.ClusterIP != "" && len(s.Spec.ClusterIPs) == 0 {
+			s.Spec.ClusterIPs = []string{s.Spec.ClusterIP}
+		}
+		return
+	}
+	// An old client patching something else left clusterIPs out.
+	if len(old.Spec.ClusterIPs) > 0 && len(s.Spec.ClusterIPs) == 0 && old.Spec.ClusterIP == s.Spec.ClusterIP {
+		s.Spec.ClusterIPs = append([]string(nil), old.Spec.ClusterIPs...)
+	}
+	if old.Spec.ClusterIP != s.Spec.ClusterIP {
+		switch {
+		case old.Spec.ClusterIP != "" && s.Spec.ClusterIP == "":
+			// Clearing clusterIP clears clusterIPs too when the writer left them as they were.
+			if sameStrings(old.Spec.ClusterIPs, s.Spec.ClusterIPs) {
+				s.Spec.ClusterIPs = nil
+			}
+		case sameStrings(old.Spec.ClusterIPs, s.Spec.ClusterIPs):
+			s.Spec.ClusterIPs = []string{s.Spec.ClusterIP}
+		}
+	}
+}
+
+// patchAllocatedValues carries allocated values over that the writer of an update left
+// out (kubectl apply of a manifest without them, say): the ClusterIP, and node ports by
+// port name when the port's node port is not taken by another port of the update.
+func patchAllocatedValues(s, old *corev1.Service) {
+	if hasClusterIP(old) && hasClusterIP(s) {
+		if s.Spec.ClusterIP == "" {
+			s.Spec.ClusterIP = old.Spec.ClusterIP
+		}
+		if len(s.Spec.ClusterIPs) == 0 && len(old.Spec.ClusterIPs) > 0 {
+			s.Spec.ClusterIPs = append([]string(nil), old.Spec.ClusterIPs...)
+		}
+	}
+	if needsNodePorts(old) && needsNodePorts(s) {
+		oldPorts, newPorts := nodePortSet(old), nodePortSet(s)
+		byName := map[string]int32{}
+		for _, p := range old.Spec.Ports {
+			byName[p.Name] = p.NodePort
+		}
+		for i := range s.Spec.Ports {
+			p := &s.Spec.Ports[i]
+			if v := byName[p.Name]; p.NodePort == 0 && v != 0 && !(oldPorts[v] && newPorts[v]) {
+				p.NodePort = v
+			}
+		}
+	}
+}
+
+// dropTypeDependentFields clears fields the Service's new type does not use, when the
+// writer left them as they were (a value the writer changed stays, for validation to
+// refuse): clusterIP(s) and the IP family fields on a change to ExternalName, node ports
+// on a change away from NodePort and LoadBalancer, and the load-balancer fields.
+func dropTypeDependentFields(s, old *corev1.Service) {
+	if hasClusterIP(old) && !hasClusterIP(s) {
+		if old.Spec.ClusterIP == s.Spec.ClusterIP && sameStrings(old.Spec.ClusterIPs, s.Spec.ClusterIPs) {
+			s.Spec.ClusterIP, s.Spec.ClusterIPs = "", nil
+		}
+		if reflect.DeepEqual(old.Spec.IPFamilies, s.Spec.IPFamilies) {
+			s.Spec.IPFamilies = nil
+		}
+		if derefString(old.Spec.IPFamilyPolicy) == derefString(s.Spec.IPFamilyPolicy) {
+			s.Spec.IPFamilyPolicy = nil
+		}
+	}
+	if needsNodePorts(old) && !needsNodePorts(s) && isSubset(nodePortSet(s), nodePortSet(old)) {
+		for i := range s.Spec.Ports {
+			s.Spec.Ports[i].NodePort = 0
+		}
+	}
+	if needsHealthCheckNodePort(old) && !needsHealthCheckNodePort(s) && old.Spec.HealthCheckNodePort == s.Spec.HealthCheckNodePort {
+		s.Spec.HealthCheckNodePort = 0
+	}
+	if old.Spec.Type == corev1.ServiceTypeLoadBalancer && s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		if a, b := old.Spec.AllocateLoadBalancerNodePorts, s.Spec.AllocateLoadBalancerNodePorts; a != nil && b != nil && *a == *b {
+			s.Spec.AllocateLoadBalancerNodePorts = nil
+		}
+		if derefString(old.Spec.LoadBalancerClass) == derefString(s.Spec.LoadBalancerClass) {
+			s.Spec.LoadBalancerClass = nil
+		}
+	}
+	if externallyAccessible(old) && !externallyAccessible(s) && old.Spec.ExternalTrafficPolicy == s.Spec.ExternalTrafficPolicy {
+		s.Spec.ExternalTrafficPolicy = ""
+	}
+	if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		s.Status.LoadBalancer = corev1.LoadBalancerStatus{}
+	}
+}
+
+func needsHealthCheckNodePort(s *corev1.Service) bool {
+	return s.Spec.Type == corev1.ServiceTypeLoadBalancer && s.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+}
+
+func externallyAccessible(s *corev1.Service) bool {
+	return needsNodePorts(s) || (s.Spec.Type == corev1.ServiceTypeClusterIP && len(s.Spec.ExternalIPs) > 0)
+}
+
+func nodePortSet(s *corev1.Service) map[int32]bool {
+	out := map[int32]bool{}
+	for _, p := range s.Spec.Ports {
+		if p.NodePort != 0 {
+			out[p.NodePort] = true
+		}
+	}
+	return out
+}
+
+func isSubset(a, b map[int32]bool) bool {
+	for v := range a {
+		if !b[v] {
+			return false
+		}
+	}
+	return true
+}
+
+func sameStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func derefString[T ~string](p *T) string {
+	if p == nil {
+		return ""
+	}
+	return string(*p)
+}
+
 func validateService(o runtime.Object) field.ErrorList {
 	s := o.(*corev1.Service)
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
 	switch s.Spec.Type {
 	case corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer:
-		if len(s.Spec.Ports) == 0 && s.Spec.ClusterIP != corev1.ClusterIPNone {
+		if len(s.Spec.Ports) == 0 && !isHeadless(s) {
 			errs = append(errs, field.Required(spec.Child("ports"), ""))
+		}
+		if isHeadless(s) && s.Spec.Type != corev1.ServiceTypeClusterIP {
+			errs = append(errs, field.Invalid(spec.Child("clusterIPs").Index(0), s.Spec.ClusterIP,
+				fmt.Sprintf("may not be set to 'None' for %s services", s.Spec.Type)))
 		}
 	case corev1.ServiceTypeExternalName:
 		if s.Spec.ExternalName == "" {
 			errs = append(errs, field.Required(spec.Child("externalName"), ""))
 		}
+		if s.Spec.ClusterIP != "" || len(s.Spec.ClusterIPs) > 0 {
+			errs = append(errs, field.Forbidden(spec.Child("clusterIPs"), "may not be set for ExternalName services"))
+		}
+		if len(s.Spec.IPFamilies) > 0 {
+			errs = append(errs, field.Forbidden(spec.Child("ipFamilies"), "may not be set for ExternalName services"))
+		}
+		if s.Spec.IPFamilyPolicy != nil {
+			errs = append(errs, field.Forbidden(spec.Child("ipFamilyPolicy"), "may not be set for ExternalName services"))
+		}
 	default:
 		errs = append(errs, field.NotSupported(spec.Child("type"), s.Spec.Type, []string{"ClusterIP", "ExternalName", "LoadBalancer", "NodePort"}))
 	}
+	if hasClusterIP(s) {
+		switch {
+		case len(s.Spec.ClusterIPs) > 1:
+			errs = append(errs, field.Invalid(spec.Child("clusterIPs"), s.Spec.ClusterIPs, "this cluster is not configured for dual-stack services"))
+		case s.Spec.ClusterIP == "" && len(s.Spec.ClusterIPs) > 0:
+			errs = append(errs, field.Invalid(spec.Child("clusterIPs"), s.Spec.ClusterIPs, "must be empty when `clusterIP` is not specified"))
+		case len(s.Spec.ClusterIPs) == 1 && s.Spec.ClusterIPs[0] != s.Spec.ClusterIP:
+			errs = append(errs, field.Invalid(spec.Child("clusterIPs").Index(0), s.Spec.ClusterIPs, "first value must match `clusterIP`"))
+		}
+	}
 	names := map[string]bool{}
+	type protoPort struct {
+		proto corev1.Protocol
+		port  int32
+	}
+	nodePorts := map[protoPort]bool{}
 	for i, p := range s.Spec.Ports {
 		pp := spec.Child("ports").Index(i)
 		if len(s.Spec.Ports) > 1 && p.Name == "" {
@@ -295,6 +274,20 @@ func validateService(o runtime.Object) field.ErrorList {
 		default:
 			errs = append(errs, field.NotSupported(pp.Child("protocol"), p.Protocol, []string{"SCTP", "TCP", "UDP"}))
 		}
+		if p.NodePort == 0 {
+			continue
+		}
+		if s.Spec.Type == corev1.ServiceTypeClusterIP {
+			errs = append(errs, field.Forbidden(pp.Child("nodePort"), "may not be used when `type` is 'ClusterIP'"))
+		}
+		if p.NodePort < 0 || p.NodePort > 65535 {
+			errs = append(errs, field.Invalid(pp.Child("nodePort"), p.NodePort, "must be between 1 and 65535, inclusive"))
+		}
+		key := protoPort{p.Protocol, p.NodePort}
+		if nodePorts[key] {
+			errs = append(errs, field.Duplicate(pp.Child("nodePort"), p.NodePort))
+		}
+		nodePorts[key] = true
 	}
 	return errs
 }

@@ -30,6 +30,15 @@ type Options struct {
 	Port int
 	// EtcdPorts of the embedded etcd (client, peer); zero picks free ones.
 	EtcdClientPort, EtcdPeerPort int
+	// ServiceCIDR, ServiceRepairInterval, AdvertiseAddress and AdvertisePort are passed
+	// to the API server's Config; zero values take its defaults.
+	ServiceCIDR           string
+	ServiceRepairInterval time.Duration
+	AdvertiseAddress      string
+	AdvertisePort         int
+	// Listeners are handed to the server (Server.AddListener) between New and Run; the
+	// server closes them when it stops, so a restart needs new ones.
+	Listeners []net.Listener
 }
 
 // Server is a running API server.
@@ -39,6 +48,8 @@ type Server struct {
 	Kubeconfig string
 	Config     *rest.Config
 	Client     kubernetes.Interface
+	// API is the server itself (for AddListener, say).
+	API *apiserver.Server
 
 	stop func()
 }
@@ -76,7 +87,16 @@ func Start(t testing.TB, opts Options) *Server {
 		go func() { etcdDone <- e.Run(etcdCtx) }()
 		servers, etcdReady = e.Endpoints(), e.Ready()
 	}
-	api, err := apiserver.New(apiserver.Config{DataDir: opts.DataDir, Port: opts.Port, EtcdServers: servers})
+	api, err := apiserver.New(apiserver.Config{DataDir: opts.DataDir, Port: opts.Port, EtcdServers: servers,
+		ServiceCIDR: opts.ServiceCIDR, ServiceRepairInterval: opts.ServiceRepairInterval,
+		AdvertiseAddress: opts.AdvertiseAddress, AdvertisePort: opts.AdvertisePort})
+	if err == nil {
+		for _, l := range opts.Listeners {
+			if err = api.AddListener(l); err != nil {
+				break
+			}
+		}
+	}
 	if err != nil {
 		cancel()
 		cancelEtcd()
@@ -93,7 +113,7 @@ func Start(t testing.TB, opts Options) *Server {
 		}
 		done <- api.Run(ctx)
 	}()
-	s := &Server{Options: opts}
+	s := &Server{Options: opts, API: api}
 	stopped := false
 	s.stop = func() {
 		if stopped {

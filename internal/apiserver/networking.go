@@ -1,0 +1,188 @@
+package apiserver
+
+import (
+	"net"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// networkingResources are the rows of networking.k8s.io/v1: NetworkPolicy, which the
+// network policy agent of every node turns into packet filters for its pods.
+func networkingResources() []resource {
+	return []resource{{
+		group: networkingv1.GroupName, version: "v1", kind: "NetworkPolicy", plural: "networkpolicies", singular: "networkpolicy",
+		shortNames: []string{"netpol"}, namespaced: true, generation: true,
+		newObj:  func() runtime.Object { return &networkingv1.NetworkPolicy{} },
+		newList: func() runtime.Object { return &networkingv1.NetworkPolicyList{} },
+		columns: []metav1.TableColumnDefinition{nameCol(),
+			col("Pod-Selector", "string", networkingv1.NetworkPolicySpec{}.SwaggerDoc()["podSelector"]), ageCol()},
+		row: func(o runtime.Object) []interface{} {
+			np := o.(*networkingv1.NetworkPolicy)
+			return []interface{}{np.Name, metav1.FormatLabelSelector(&np.Spec.PodSelector), age(np.CreationTimestamp)}
+		},
+		hooks: hooks{validate: func(o runtime.Object) field.ErrorList {
+			return validateNetworkPolicySpec(&o.(*networkingv1.NetworkPolicy).Spec, field.NewPath("spec"))
+		}},
+	}}
+}
+
+// defaultNetworkPolicy fills in what a writer may leave out: the protocol of a port is
+// TCP, and a policy naming no policyTypes is an Ingress policy, and an Egress one too
+// when it has egress rules.
+func defaultNetworkPolicy(np *networkingv1.NetworkPolicy) {
+	defaultPorts := func(ports []networkingv1.NetworkPolicyPort) {
+		for i := range ports {
+			if ports[i].Protocol == nil {
+				tcp := corev1.ProtocolTCP
+				ports[i].Protocol = &tcp
+			}
+		}
+	}
+	for i := range np.Spec.Ingress {
+		defaultPorts(np.Spec.Ingress[i].Ports)
+	}
+	for i := range np.Spec.Egress {
+		defaultPorts(np.Spec.Egress[i].Ports)
+	}
+	if len(np.Spec.PolicyTypes) == 0 {
+		np.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+		if len(np.Spec.Egress) > 0 {
+			np.Spec.PolicyTypes = append(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress)
+		}
+	}
+}
+
+// validateNetworkPolicySpec checks a policy's selectors, ports, peers and policy types
+// with the rules (and messages) of every Kubernetes API server.
+func validateNetworkPolicySpec(spec *networkingv1.NetworkPolicySpec, path *field.Path) field.ErrorList {
+	selectorOpts := metav1validation.LabelSelectorValidationOptions{}
+	errs := metav1validation.ValidateLabelSelector(&spec.PodSelector, selectorOpts, path.Child("podSelector"))
+	for i, rule := range spec.Ingress {
+		rp := path.Child("ingress").Index(i)
+		for j := range rule.Ports {
+			errs = append(errs, validateNetworkPolicyPort(&rule.Ports[j], rp.Child("ports").Index(j))...)
+		}
+		for j := range rule.From {
+			errs = append(errs, validateNetworkPolicyPeer(&rule.From[j], rp.Child("from").Index(j))...)
+		}
+	}
+	for i, rule := range spec.Egress {
+		rp := path.Child("egress").Index(i)
+		for j := range rule.Ports {
+			errs = append(errs, validateNetworkPolicyPort(&rule.Ports[j], rp.Child("ports").Index(j))...)
+		}
+		for j := range rule.To {
+			errs = append(errs, validateNetworkPolicyPeer(&rule.To[j], rp.Child("to").Index(j))...)
+		}
+	}
+	allowed := []string{string(networkingv1.PolicyTypeIngress), string(networkingv1.PolicyTypeEgress)}
+	if len(spec.PolicyTypes) > len(allowed) {
+		return append(errs, field.Invalid(path.Child("policyTypes"), spec.PolicyTypes, "may not specify more than two policyTypes"))
+	}
+	for i, t := range spec.PolicyTypes {
+		if t != networkingv1.PolicyTypeIngress && t != networkingv1.PolicyTypeEgress {
+			errs = append(errs, field.NotSupported(path.Child("policyTypes").Index(i), t, allowed))
+		}
+	}
+	return errs
+}
+
+// validateNetworkPolicyPort: a known protocol; a port number in range or a port name;
+// an end port only after a numeric port, no lower than it.
+func validateNetworkPolicyPort(p *networkingv1.NetworkPolicyPort, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if p.Protocol != nil {
+		switch *p.Protocol {
+		case corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP:
+		default:
+			errs = append(errs, field.NotSupported(path.Child("protocol"), *p.Protocol, []string{"TCP", "UDP", "SCTP"}))
+		}
+	}
+	switch {
+	case p.Port == nil:
+		if p.EndPort != nil {
+			errs = append(errs, field.Invalid(path.Child("endPort"), *p.EndPort, "may not be specified when `port` is not specified"))
+		}
+	case p.Port.Type == intstr.Int:
+		for _, msg := range utilvalidation.IsValidPortNum(int(p.Port.IntVal)) {
+			errs = append(errs, field.Invalid(path.Child("port"), p.Port.IntVal, msg))
+		}
+		if p.EndPort != nil {
+			if *p.EndPort < p.Port.IntVal {
+				errs = append(errs, field.Invalid(path.Child("endPort"), *p.EndPort, "must be greater than or equal to `port`"))
+			}
+			for _, msg := range utilvalidation.IsValidPortNum(int(*p.EndPort)) {
+				errs = append(errs, field.Invalid(path.Child("endPort"), *p.EndPort, msg))
+			}
+		}
+	default:
+		if p.EndPort != nil {
+			errs = append(errs, field.Invalid(path.Child("endPort"), *p.EndPort, "may not be specified when `port` is non-numeric"))
+		}
+		for _, msg := range utilvalidation.IsValidPortName(p.Port.StrVal) {
+			errs = append(errs, field.Invalid(path.Child("port"), p.Port.StrVal, msg))
+		}
+	}
+	return errs
+}
+
+// validateNetworkPolicyPeer: at least one of podSelector, namespaceSelector and ipBlock,
+// and ipBlock alone.
+func validateNetworkPolicyPeer(peer *networkingv1.NetworkPolicyPeer, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	selectorOpts := metav1validation.LabelSelectorValidationOptions{}
+	n := 0
+	if peer.PodSelector != nil {
+		n++
+		errs = append(errs, metav1validation.ValidateLabelSelector(peer.PodSelector, selectorOpts, path.Child("podSelector"))...)
+	}
+	if peer.NamespaceSelector != nil {
+		n++
+		errs = append(errs, metav1validation.ValidateLabelSelector(peer.NamespaceSelector, selectorOpts, path.Child("namespaceSelector"))...)
+	}
+	if peer.IPBlock != nil {
+		n++
+		errs = append(errs, validateIPBlock(peer.IPBlock, path.Child("ipBlock"))...)
+	}
+	switch {
+	case n == 0:
+		errs = append(errs, field.Required(path, "must specify a peer"))
+	case n > 1 && peer.IPBlock != nil:
+		errs = append(errs, field.Forbidden(path, "may not specify both ipBlock and another peer"))
+	}
+	return errs
+}
+
+// validateIPBlock: cidr is a CIDR and every except entry a CIDR strictly inside it.
+func validateIPBlock(b *networkingv1.IPBlock, path *field.Path) field.ErrorList {
+	if b.CIDR == "" {
+		return field.ErrorList{field.Required(path.Child("cidr"), "")}
+	}
+	errs := utilvalidation.IsValidCIDRForLegacyField(path.Child("cidr"), b.CIDR, false, nil)
+	_, cidr, err := net.ParseCIDR(b.CIDR)
+	if err != nil {
+		return errs
+	}
+	ones, _ := cidr.Mask.Size()
+	for i, e := range b.Except {
+		ep := path.Child("except").Index(i)
+		exceptErrs := utilvalidation.IsValidCIDRForLegacyField(ep, e, false, nil)
+		errs = append(errs, exceptErrs...)
+		_, except, err := net.ParseCIDR(e)
+		if err != nil || len(exceptErrs) > 0 {
+			continue
+		}
+		exceptOnes, _ := except.Mask.Size()
+		if !cidr.Contains(except.IP) || ones >= exceptOnes {
+			errs = append(errs, field.Invalid(ep, e, "must be a strict subset of `cidr`"))
+		}
+	}
+	return errs
+}

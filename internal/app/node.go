@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubelab/kubelab/internal/containerd"
+	"github.com/kubelab/kubelab/internal/vpc"
 )
 
 // newNodeCommand is `kubelab node`: a look at a real node as if logged into it.
@@ -27,12 +28,14 @@ func newNodeCommand() *cobra.Command {
 	cmd.PersistentFlags().StringVar(&dataDir, "data-dir", DefaultDataDir, "data dir of the cluster")
 	shell := &cobra.Command{
 		Use:   "shell NODE [-- COMMAND [ARG...]]",
-		Short: "Open a shell as on NODE: in its kubelet root dir, with its containerd as the CRI endpoint",
-		Long: `Open a shell (or run COMMAND) as on NODE: the working directory is the node's kubelet
-root (plugins_registry/, plugins/<driver>/csi.sock, plugins/kubernetes.io/csi/pv/<pv>/globalmount,
-pods/<uid>/volumes/...), and the environment names its containerd:
-CONTAINER_RUNTIME_ENDPOINT and IMAGE_SERVICE_ENDPOINT (as crictl reads them) and
-CONTAINERD_ADDRESS with CONTAINERD_NAMESPACE=k8s.io (as ctr reads them).`,
+		Short: "Open a shell as on NODE: in its network namespace and kubelet root dir, with its containerd as the CRI endpoint",
+		Long: `Open a shell (or run COMMAND) as on NODE: in the node's network namespace (eth0 on the
+VPC with the node's private IP, the pod bridge cni0, the overlay device, the node's nftables
+rules, and the instance metadata service at 169.254.169.254), the working directory the node's
+kubelet root (plugins_registry/, plugins/<driver>/csi.sock,
+plugins/kubernetes.io/csi/pv/<pv>/globalmount, pods/<uid>/volumes/...), and the environment
+naming its containerd: CONTAINER_RUNTIME_ENDPOINT and IMAGE_SERVICE_ENDPOINT (as crictl reads
+them) and CONTAINERD_ADDRESS with CONTAINERD_NAMESPACE=k8s.io (as ctr reads them).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, err := openNode(dataDir, args[0])
@@ -46,8 +49,12 @@ CONTAINERD_ADDRESS with CONTAINERD_NAMESPACE=k8s.io (as ctr reads them).`,
 					sh = "/bin/sh"
 				}
 				argv = []string{sh}
-				fmt.Fprintf(cmd.OutOrStdout(), "node %s\n  kubelet root: %s\n  containerd:   %s\n  pods:         kubelab node ps %s\n  mounts:       findmnt -R %s\n  containers:   ctr containers ls\n",
-					n.name, n.kubeletRoot, n.endpoint, n.name, n.kubeletRoot)
+				netns := n.netns
+				if netns == "" {
+					netns = "none (kubelab up is not running)"
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "node %s\n  network:      %s (ip addr, ip route, nft list ruleset)\n  kubelet root: %s\n  containerd:   %s\n  pods:         kubelab node ps %s\n  mounts:       findmnt -R %s\n  containers:   ctr containers ls\n",
+					n.name, netns, n.kubeletRoot, n.endpoint, n.name, n.kubeletRoot)
 			}
 			c := exec.CommandContext(cmd.Context(), argv[0], argv[1:]...)
 			c.Dir = n.kubeletRoot
@@ -56,7 +63,11 @@ CONTAINERD_ADDRESS with CONTAINERD_NAMESPACE=k8s.io (as ctr reads them).`,
 				"CONTAINER_RUNTIME_ENDPOINT="+n.endpoint, "IMAGE_SERVICE_ENDPOINT="+n.endpoint,
 				"CONTAINERD_ADDRESS="+sock, "CONTAINERD_NAMESPACE=k8s.io", "PS1=["+n.name+"] \\w# ")
 			c.Stdin, c.Stdout, c.Stderr = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-			return c.Run()
+			// Started from a thread inside the node's namespace, the command is in it too.
+			if err := vpc.Do(n.netns, c.Start); err != nil {
+				return err
+			}
+			return c.Wait()
 		},
 	}
 	ps := &cobra.Command{
@@ -78,6 +89,7 @@ CONTAINERD_ADDRESS with CONTAINERD_NAMESPACE=k8s.io (as ctr reads them).`,
 // nodeDirs are where a real node's parts are on this machine.
 type nodeDirs struct {
 	name, kubeletRoot, endpoint string
+	netns                       string // "" while the node has none (kubelab up not running)
 }
 
 // openNode finds node name of the cluster on dataDir.
@@ -102,7 +114,15 @@ func openNode(dataDir, name string) (nodeDirs, error) {
 	if err != nil {
 		return nodeDirs{}, err
 	}
-	return nodeDirs{name: name, kubeletRoot: filepath.Join(dir, "kubelet"), endpoint: ctrd.Endpoint()}, nil
+	out := nodeDirs{name: name, kubeletRoot: filepath.Join(dir, "kubelet"), endpoint: ctrd.Endpoint()}
+	v, err := vpc.New(vpc.Config{DataDir: dataDir})
+	if err != nil {
+		return nodeDirs{}, err
+	}
+	if _, err := os.Stat(v.NodePath(name)); err == nil {
+		out.netns = v.NodePath(name)
+	}
+	return out, nil
 }
 
 // listNode prints the node's sandboxes and containers.

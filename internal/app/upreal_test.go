@@ -2,7 +2,6 @@ package app
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,15 +17,16 @@ import (
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
-	"github.com/kubelab/kubelab/internal/cni"
+	"github.com/kubelab/kubelab/internal/cluster"
+	"github.com/kubelab/kubelab/internal/vpc"
 )
 
-// buildKubelab builds kubelab and kubelab-pause into a temporary dir and returns
+// buildKubelab builds kubelab, kubelab-pause and kubelab-cni into a temporary dir and returns
 // kubelab's path.
 func buildKubelab(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, pkg := range []string{"cmd/kubelab", "cmd/kubelab-pause"} {
+	for _, pkg := range []string{"cmd/kubelab", "cmd/kubelab-pause", "cmd/kubelab-cni"} {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, filepath.Base(pkg)), "github.com/kubelab/kubelab/"+pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -119,6 +119,7 @@ func TestUpRealKill9(t *testing.T) {
 	seed := filepath.Join("..", "..", "examples", "seed")
 	run("apply", "-f", filepath.Join(seed, "10-pvc.yaml"), "-f", filepath.Join(seed, "20-pod.yaml"))
 	run("wait", "--for=condition=Ready", "pod/my-app-pod", "--timeout=120s")
+	ipBefore := run("get", "pod", "my-app-pod", "-o", "jsonpath={.status.podIP}")
 	before := mountCounts(t, dir)
 	if len(before) < 2 {
 		t.Fatalf("mounts under %s with the pod running: %v, want its global mount and its pod mount", dir, before)
@@ -138,6 +139,10 @@ func TestUpRealKill9(t *testing.T) {
 
 	second := startUpProcess(t, bin, args()...)
 	run("wait", "--for=condition=Ready", "pod/my-app-pod", "--timeout=120s")
+	// The pod kept its sandbox, and with it its address.
+	if ip := run("get", "pod", "my-app-pod", "-o", "jsonpath={.status.podIP}"); ip != ipBefore || ip == "" {
+		t.Errorf("pod IP %q after the restart, %q before", ip, ipBefore)
+	}
 	after := mountCounts(t, dir)
 	for mp, n := range after {
 		if n != 1 {
@@ -156,9 +161,11 @@ func TestUpRealKill9(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "default/my-app-pod") || !regexp.MustCompile(`RUNNING\s+my-container`).Match(out) {
 		t.Errorf("kubelab node ps %s: %v\n%s", node, err, out)
 	}
-	out, err = exec.Command(bin, "node", "shell", node, "--data-dir", dir, "--", "sh", "-c", "pwd; ls plugins_registry; ctr containers ls -q | wc -l").CombinedOutput()
+	out, err = exec.Command(bin, "node", "shell", node, "--data-dir", dir, "--", "sh", "-c",
+		"pwd; ls plugins_registry; ctr containers ls -q | wc -l; curl -s http://169.254.169.254/latest/meta-data/placement/availability-zone").CombinedOutput()
 	lines := strings.Fields(string(out))
-	if err != nil || len(lines) != 3 || lines[0] != filepath.Join(dir, "nodes", node, "kubelet") || lines[1] != "ebs.csi.aws.com-reg.sock" || lines[2] == "0" {
+	if err != nil || len(lines) != 4 || lines[0] != filepath.Join(dir, "nodes", node, "kubelet") || lines[1] != "ebs.csi.aws.com-reg.sock" || lines[2] == "0" ||
+		lines[3] != "us-east-1a" {
 		t.Errorf("kubelab node shell %s: %v\n%s", node, err, out)
 	}
 
@@ -203,6 +210,9 @@ func assertDataDirReleased(t *testing.T, dir string) {
 			t.Errorf("loop device left: %s → %s", f, strings.TrimSpace(string(b)))
 		}
 	}
+	for _, ns := range vpc.Namespaces(dir) {
+		t.Errorf("network namespace left: %s", ns)
+	}
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, f := range procs {
 		if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte(dir)) {
@@ -215,13 +225,13 @@ func assertDataDirReleased(t *testing.T, dir string) {
 // test failed before `kubelab down` (after its kill -9, say), so that removing dir never
 // reaches into a mounted volume: the processes of its pods (in its pods' cgroups) and its
 // containerds and shims (their command lines name dir), then its mounts, deepest first,
-// then its loop devices, its nodes' bridges and its pods' cgroups. Everything it ends or
+// then its loop devices, its network namespaces and its pods' cgroups. Everything it ends or
 // removes was made by this test's cluster.
 func releaseDataDir(t *testing.T, dir string) {
 	t.Helper()
 	var pids []int
 	for _, root := range []string{"/sys/fs/cgroup/pids", "/sys/fs/cgroup"} {
-		_ = filepath.WalkDir(filepath.Join(root, "kubelab", cni.BridgeName(dir)[2:]), func(p string, e os.DirEntry, err error) error {
+		_ = filepath.WalkDir(filepath.Join(root, cluster.CgroupRoot(dir)), func(p string, e os.DirEntry, err error) error {
 			if err == nil && e.Name() == "cgroup.procs" {
 				b, _ := os.ReadFile(p)
 				for _, f := range strings.Fields(string(b)) {
@@ -258,13 +268,10 @@ func releaseDataDir(t *testing.T, dir string) {
 			}
 		}
 	}
-	nodes, _ := os.ReadDir(filepath.Join(dir, "nodes"))
-	for _, n := range nodes {
-		if err := cni.RemoveBridge(context.Background(), cni.BridgeName(filepath.Join(dir, "nodes", n.Name()))); err != nil {
-			t.Log(err)
-		}
+	if err := vpc.RemoveAll(dir); err != nil {
+		t.Log(err)
 	}
-	cgroups, _ := filepath.Glob("/sys/fs/cgroup/*/kubelab/" + cni.BridgeName(dir)[2:])
+	cgroups, _ := filepath.Glob("/sys/fs/cgroup/*" + cluster.CgroupRoot(dir))
 	for _, root := range cgroups {
 		var tree []string
 		_ = filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {

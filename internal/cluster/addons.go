@@ -45,26 +45,7 @@ func addons() (*storagev1.CSIDriver, *storagev1.StorageClass) {
 // the user changed them.
 func ensureAddons(ctx context.Context, client kubernetes.Interface) error {
 	drv, sc := addons()
-	create := func(what string, f func(ctx context.Context) error) error {
-		var last error
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			last = f(ctx)
-			switch {
-			case last == nil || apierrors.IsAlreadyExists(last):
-				return true, nil
-			case apierrors.IsInvalid(last) || apierrors.IsBadRequest(last):
-				return false, last
-			}
-			return false, nil // the API server may still be settling: retry
-		})
-		if err != nil && last != nil {
-			err = last
-		}
-		if err != nil {
-			return fmt.Errorf("create %s: %w", what, err)
-		}
-		return nil
-	}
+	create := func(what string, f func(ctx context.Context) error) error { return createAddon(ctx, what, f) }
 	if err := create("CSIDriver "+drv.Name, func(ctx context.Context) error {
 		_, err := client.StorageV1().CSIDrivers().Create(ctx, drv, metav1.CreateOptions{})
 		return err
@@ -76,6 +57,29 @@ func ensureAddons(ctx context.Context, client kubernetes.Interface) error {
 		return err
 	}); err != nil {
 		return fmt.Errorf("cluster: %w", err)
+	}
+	return nil
+}
+
+// createAddon creates one add-on object with f, retrying while the API server settles;
+// an object that exists already is left as it is.
+func createAddon(ctx context.Context, what string, f func(ctx context.Context) error) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		last = f(ctx)
+		switch {
+		case last == nil || apierrors.IsAlreadyExists(last):
+			return true, nil
+		case apierrors.IsInvalid(last) || apierrors.IsBadRequest(last):
+			return false, last
+		}
+		return false, nil // the API server may still be settling: retry
+	})
+	if err != nil && last != nil {
+		err = last
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", what, err)
 	}
 	return nil
 }

@@ -55,7 +55,7 @@ func benchRealPrereqs(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("real nodes need root (loop devices, mounts, containerd)")
 	}
-	for _, bin := range []string{"containerd", "runc", "ctr", "/usr/lib/cni/bridge", "mkfs.ext4", "losetup"} {
+	for _, bin := range []string{"containerd", "runc", "ctr", "/usr/lib/cni/loopback", "mkfs.ext4", "losetup"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			b.Skipf("real node benchmarks need %s: %v", bin, err)
 		}
@@ -65,7 +65,7 @@ func benchRealPrereqs(b *testing.B) {
 
 // otherRealNodes lists the containerds of real nodes on this machine that are not under
 // dataDir (any when it is empty): other kubelab clusters, whose nodes have the same names
-// as ours, hence the same CNI bridges and cgroup parents.
+// as ours, hence the same cgroup parents.
 func otherRealNodes(dataDir string) []string {
 	var out []string
 	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
@@ -95,7 +95,7 @@ func waitNoOtherRealNodes(b *testing.B) {
 			return
 		}
 		if time.Now().After(deadline) {
-			b.Skipf("another kubelab cluster runs real nodes here; ours would share their names, bridges and cgroups: %v", others)
+			b.Skipf("another kubelab cluster runs real nodes here; ours would share their names and cgroups: %v", others)
 		}
 		time.Sleep(2 * time.Second)
 	}
@@ -103,7 +103,7 @@ func waitNoOtherRealNodes(b *testing.B) {
 
 // othersWatch counts, every five seconds, the containerds of other kubelab clusters' real
 // nodes: the most it saw since the last take tells whether another cluster shared the
-// machine (and our nodes' names, bridges and cgroups) during a measurement.
+// machine (and our nodes' names and cgroups) during a measurement.
 type othersWatch struct {
 	most atomic.Int32
 	stop chan struct{}
@@ -132,25 +132,13 @@ func watchOthers(b *testing.B, dataDir string) *othersWatch {
 // take returns the most containerds of other clusters seen since the last take.
 func (w *othersWatch) take() float64 { return float64(w.most.Swap(0)) }
 
-// buildPause builds the pods' sandbox program for the pause image.
-func buildPause(b *testing.B) string {
-	b.Helper()
-	pause := filepath.Join(b.TempDir(), "kubelab-pause")
-	build := exec.Command("go", "build", "-o", pause, "github.com/kubelab/kubelab/cmd/kubelab-pause")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build kubelab-pause: %v\n%s", err, out)
-	}
-	return pause
-}
-
 // startRealBenchCluster runs three real nodes, one per zone, logging only errors, runs a
 // pod on each (pause and busybox pulled, as on nodes that ran pods before), and checks at
 // the end that nothing of it is left on the machine.
 func startRealBenchCluster(b *testing.B) *testCluster {
 	b.Helper()
 	benchRealPrereqs(b)
-	pause := buildPause(b)
+	pause, plugin := buildCommand(b, "kubelab-pause"), buildCommand(b, "kubelab-cni")
 	var dataDir string
 	var started []Node
 	b.Cleanup(func() {
@@ -159,7 +147,7 @@ func startRealBenchCluster(b *testing.B) *testCluster {
 		}
 	})
 	tc := startCluster(b, func(c *Config) {
-		c.Hollow, c.PauseBinary = false, pause
+		c.Hollow, c.PauseBinary, c.CNIBinary = false, pause, plugin
 		c.Logger = cloudtest.Logger(b, slog.LevelError)
 		dataDir = c.DataDir
 	})
@@ -177,7 +165,7 @@ func startRealBenchCluster(b *testing.B) *testCluster {
 // which shows how much of the boot is the wait for the kubelet's next node status.
 func BenchmarkRealUp(b *testing.B) {
 	benchRealPrereqs(b)
-	pause := buildPause(b)
+	pause, plugin := buildCommand(b, "kubelab-pause"), buildCommand(b, "kubelab-cni")
 	for _, interval := range []time.Duration{0, time.Second} {
 		name := map[time.Duration]string{0: "up-defaults", time.Second: "node-status-1s"}[interval]
 		b.Run(name, func(b *testing.B) {
@@ -191,7 +179,7 @@ func BenchmarkRealUp(b *testing.B) {
 			cfg := Config{
 				ControlPlaneConfig: ControlPlaneConfig{DataDir: dir, SecurePort: apiservertest.FreePort(b),
 					EtcdClientPort: apiservertest.FreePort(b), EtcdPeerPort: apiservertest.FreePort(b)},
-				PauseBinary: pause, NodeStatusInterval: interval,
+				PauseBinary: pause, CNIBinary: plugin, NodeStatusInterval: interval,
 			}
 			var nodes []Node
 			b.Cleanup(func() { assertNothingLeft(b, dir, nodes) })

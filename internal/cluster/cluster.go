@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"sync"
 	"time"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/kubelab/kubelab/internal/cloud"
 	"github.com/kubelab/kubelab/internal/image"
+	"github.com/kubelab/kubelab/internal/vpc"
 )
 
 // Cluster is a whole kubelab cluster on this machine: the control plane, the cloud, the
@@ -24,6 +27,7 @@ type Cluster struct {
 	cp       *ControlPlane
 	cloud    *cloud.Cloud
 	registry *image.Registry // real nodes' images; nil in hollow mode
+	vpc      *vpc.VPC        // real nodes' network; nil in hollow mode
 	units    units
 	ready    chan struct{}
 	nodes    []Node // set once, before ready is closed
@@ -38,6 +42,8 @@ type Cluster struct {
 // Node is one node of the cluster and the instance it runs on.
 type Node struct {
 	Name, Zone, InstanceID, IP string
+	// MAC is the instance's interface's, which the node's eth0 has.
+	MAC string
 	// DeviceDir is where the node finds its attached volumes (xvdXX, disk/by-id).
 	DeviceDir string
 }
@@ -53,7 +59,11 @@ func New(cfg Config) (*Cluster, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cp, err := NewControlPlane(cfg.ControlPlaneConfig)
+	cpCfg := cfg.ControlPlaneConfig
+	if !cfg.Hollow && cpCfg.AdvertiseAddress == "" {
+		cpCfg.AdvertiseAddress = vpc.ControlPlaneIP // the VPC listener is added at Run
+	}
+	cp, err := NewControlPlane(cpCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -73,6 +83,9 @@ func New(cfg Config) (*Cluster, error) {
 		cl.registry, err = image.New(image.Config{Dir: filepath.Join(cfg.DataDir, "images"), PauseBinary: cfg.PauseBinary,
 			Logger: cfg.Logger.With("component", "image-registry")})
 		if err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+		if cl.vpc, err = vpc.New(vpc.Config{DataDir: cfg.DataDir, Logger: cfg.Logger.With("component", "vpc")}); err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
 	}
@@ -127,7 +140,27 @@ func (c *Cluster) Start(ctx context.Context, component string) error {
 // Run runs the cluster until ctx ends. The control plane starts first, then the cloud,
 // the CSI controller, the sidecars, the controllers and the scheduler, then the nodes.
 // Everything stops when ctx ends; the API server stops before etcd.
-func (c *Cluster) Run(ctx context.Context) error {
+func (c *Cluster) Run(ctx context.Context) (err error) {
+	if c.vpc != nil {
+		// The VPC's namespace goes when everything in it has stopped; a kill -9 leaves it,
+		// with the nodes' and the pods' network, for the next start to find.
+		if err := c.vpc.Ensure(); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		// The API server on the VPC, where pods reach it through the kubernetes Service.
+		l, err := vpc.Listen(c.vpc.Path(), "tcp", net.JoinHostPort(vpc.ControlPlaneIP, "443"))
+		if err != nil {
+			return fmt.Errorf("cluster: api server on the vpc: %w", err)
+		}
+		if err := c.cp.APIServer.AddListener(l); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		defer func() {
+			if rerr := c.vpc.Remove(); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("cluster: %w", rerr))
+			}
+		}()
+	}
 	g, ctx := errgroup.WithContext(ctx)
 	c.cp.Start(ctx, g)
 	cloudCtx, stopCloud := context.WithCancel(context.WithoutCancel(ctx))
@@ -189,6 +222,13 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 	start("csi-snapshotter", c.runSnapshotter)
 	start("controller-manager", c.runControllerManager)
 	start("scheduler", c.runScheduler)
+	if c.vpc != nil {
+		if err := ensureClusterDNSService(ctx, admin); err != nil {
+			return err
+		}
+		start("ec2-vpc-endpoint", c.runEC2Endpoint)
+		start("cluster-dns", c.runClusterDNS)
+	}
 
 	nodes, err := c.ensureInstances(ctx)
 	if err != nil {

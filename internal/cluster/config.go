@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubelab/kubelab/internal/overlay"
 )
 
 // Config describes a whole cluster on this machine.
@@ -21,6 +23,13 @@ type Config struct {
 	// PauseBinary is the pods' sandbox program built into the pause image (kubelab-pause
 	// beside the running executable when empty).
 	PauseBinary string
+	// OverlayMode is how real nodes reach each other's pod subnets: "vxlan" (default), a
+	// VXLAN overlay over the VPC, or "direct", routes via the nodes' VPC addresses (they
+	// share one L2).
+	OverlayMode string
+	// CNIBinary is the nodes' CNI plugin, kubelab-cni (beside the running executable when
+	// empty).
+	CNIBinary string
 	// Nodes is the number of nodes, spread round-robin over Zones (default one per zone).
 	Nodes int
 	// Region and Zones of the cloud (us-east-1; us-east-1a, b, c).
@@ -69,6 +78,11 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.CNIBinary == "" {
+		if exe, err := os.Executable(); err == nil {
+			c.CNIBinary = filepath.Join(filepath.Dir(exe), "kubelab-cni")
+		}
+	}
 }
 
 func (c *Config) validate() error {
@@ -92,6 +106,9 @@ func (c *Config) validate() error {
 		if len(z) <= len(c.Region) || z[:len(c.Region)] != c.Region {
 			errs = append(errs, fmt.Errorf("zone %q is not in region %q", z, c.Region))
 		}
+	}
+	if c.OverlayMode != "" && c.OverlayMode != overlay.ModeVXLAN && c.OverlayMode != overlay.ModeDirect {
+		errs = append(errs, fmt.Errorf("overlay mode %q: want %q or %q", c.OverlayMode, overlay.ModeVXLAN, overlay.ModeDirect))
 	}
 	if c.PodStartDelay < 0 || c.NodeStatusInterval < 0 {
 		errs = append(errs, errors.New("durations must not be negative"))

@@ -28,6 +28,9 @@ type ControlPlaneConfig struct {
 	EtcdClientPort, EtcdPeerPort int
 	// ServiceCIDR is the range Service ClusterIPs come from.
 	ServiceCIDR string
+	// AdvertiseAddress is where pods reach the API server (the kubernetes Service's
+	// endpoint), port 443; empty when they do not (hollow nodes).
+	AdvertiseAddress string
 	// GCPercent and MemoryLimit tune the process's garbage collector (see
 	// apiserver.Config; 0 takes the API server's defaults).
 	GCPercent   int
@@ -72,7 +75,7 @@ func NewControlPlane(cfg ControlPlaneConfig) (*ControlPlane, error) {
 	}
 	cp.APIServer, err = apiserver.New(apiserver.Config{
 		DataDir: dataDir, BindAddress: cfg.BindAddress, Port: cfg.SecurePort,
-		EtcdServers: servers, EtcdPrefix: cfg.EtcdPrefix, ServiceCIDR: cfg.ServiceCIDR,
+		EtcdServers: servers, EtcdPrefix: cfg.EtcdPrefix, ServiceCIDR: cfg.ServiceCIDR, AdvertiseAddress: cfg.AdvertiseAddress,
 		GCPercent: cfg.GCPercent, MemoryLimit: cfg.MemoryLimit,
 		// Real nodes' kubelets listen on loopback and name it as their InternalDNS address.
 		KubeletPreferredAddressTypes: []corev1.NodeAddressType{corev1.NodeInternalDNS, corev1.NodeInternalIP, corev1.NodeHostName},

@@ -73,6 +73,9 @@ func (c *Cluster) ensureInstances(ctx context.Context) ([]Node, error) {
 		}
 		nodes[i] = Node{Name: aws.ToString(inst.PrivateDnsName), Zone: aws.ToString(inst.Placement.AvailabilityZone),
 			InstanceID: aws.ToString(inst.InstanceId), IP: aws.ToString(inst.PrivateIpAddress), DeviceDir: slotDeviceDir(c.cfg.DataDir, i)}
+		if len(inst.NetworkInterfaces) > 0 {
+			nodes[i].MAC = aws.ToString(inst.NetworkInterfaces[0].MacAddress)
+		}
 		for _, t := range inst.Tags {
 			if aws.ToString(t.Key) == cloud.TagDeviceDir {
 				nodes[i].DeviceDir = aws.ToString(t.Value)

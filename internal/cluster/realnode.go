@@ -11,14 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -33,6 +31,7 @@ import (
 	"github.com/kubelab/kubelab/internal/kubelet/kuberuntime"
 	"github.com/kubelab/kubelab/internal/kubelet/pluginmanager"
 	"github.com/kubelab/kubelab/internal/kubelet/server"
+	"github.com/kubelab/kubelab/internal/vpc"
 )
 
 // A real node is four components, each reaching the others over its wire: its
@@ -46,40 +45,49 @@ func (c *Cluster) nodeDir(n Node) string { return filepath.Join(c.cfg.DataDir, "
 // kubeletRoot is node n's kubelet root dir.
 func (c *Cluster) kubeletRoot(n Node) string { return filepath.Join(c.nodeDir(n), "kubelet") }
 
-// The machine-wide names of a node (its bridge, its pods' cgroups) carry a hash of the
-// cluster's data dir, so that two clusters on one machine never share one.
+// The machine-wide names of a node (its network namespace, its pods' cgroups) carry a
+// hash of the cluster's data dir, so that two clusters on one machine never share one.
 
 // cgroupParent is where node n's pods get their cgroups.
 func (c *Cluster) cgroupParent(n Node) string { return nodeCgroupParent(c.cfg.DataDir, n.Name) }
 
-// bridge is node n's CNI bridge.
-func (c *Cluster) bridge(n Node) string { return nodeBridge(c.cfg.DataDir, n.Name) }
+func nodeCgroupParent(dataDir, node string) string { return CgroupRoot(dataDir) + "/" + node }
 
-func nodeCgroupParent(dataDir, node string) string {
-	return "/kubelab/" + cni.BridgeName(dataDir)[2:] + "/" + node
+// CgroupRoot is the cgroup (in every hierarchy) under which the pods of the cluster at
+// dataDir run.
+func CgroupRoot(dataDir string) string {
+	return "/kubelab/" + strings.TrimSuffix(strings.TrimPrefix(vpc.Prefix(dataDir), "kubelab-"), "-")
 }
 
-func nodeBridge(dataDir, node string) string {
-	return cni.BridgeName(filepath.Join(dataDir, "nodes", node))
-}
+// cniBinDir is node n's CNI bin dir.
+func (c *Cluster) cniBinDir(n Node) string { return filepath.Join(c.nodeDir(n), "cni", "bin") }
 
 // nodeContainerd is node n's containerd (not started).
 func (c *Cluster) nodeContainerd(n Node) (*containerd.Containerd, error) {
 	return containerd.New(containerd.Config{
 		Name: n.Name, Dir: filepath.Join(c.nodeDir(n), "containerd"), RegistryAddr: c.registry.Addr(),
-		CNIConfDir: filepath.Join(c.nodeDir(n), "cni", "net.d"),
-		Logger:     c.cfg.Logger.With("component", "containerd", "node", n.Name),
+		CNIConfDir: filepath.Join(c.nodeDir(n), "cni", "net.d"), CNIBinDir: c.cniBinDir(n),
+		Logger: c.cfg.Logger.With("component", "containerd", "node", n.Name),
 	})
 }
 
-// startRealNode starts node n's components as units; once they have all stopped, the
-// node's teardown unmounts what its kubelet mounted and removes its bridge and cgroups.
+// startRealNode puts node n on the VPC and starts its components as units; once they
+// have all stopped, the node's teardown unmounts what its kubelet mounted and removes its
+// network namespace and cgroups.
 func (c *Cluster) startRealNode(ctx context.Context, g *errgroup.Group, start func(name string, run func(context.Context) error) *unit, n Node) error {
+	netns, err := c.vpc.EnsureNode(vpc.Node{Name: n.Name, IP: n.IP, MAC: n.MAC})
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	if err := cni.InstallPlugins(c.cniBinDir(n), c.cfg.CNIBinary, containerd.DefaultCNIBinDir); err != nil {
+		return fmt.Errorf("cluster: node %s: %w", n.Name, err)
+	}
 	ctrd, err := c.nodeContainerd(n)
 	if err != nil {
 		return err
 	}
 	units := []*unit{
+		start("imds/"+n.Name, c.runIMDS(n, netns)),
 		start("containerd/"+n.Name, func(ctx context.Context) error {
 			ctrd, err := c.nodeContainerd(n) // each start afresh, as a restarted process
 			if err != nil {
@@ -87,8 +95,11 @@ func (c *Cluster) startRealNode(ctx context.Context, g *errgroup.Group, start fu
 			}
 			return ctrd.Run(ctx)
 		}),
-		start("ebs-csi-node/"+n.Name, c.runCSINode(n)),
-		start("kubelet/"+n.Name, c.runRealKubelet(n, ctrd.Endpoint())),
+		start("ebs-csi-node/"+n.Name, c.runCSINode(n, netns)),
+		start("kubelet/"+n.Name, c.runRealKubelet(n, ctrd.Endpoint(), netns)),
+		start("overlay/"+n.Name, c.runOverlay(n, netns)),
+		start("netpol/"+n.Name, c.runNetworkPolicy(n, netns)),
+		start("kube-proxy/"+n.Name, c.runProxy(n, netns)),
 	}
 	c.nodesRunning.Add(1)
 	g.Go(func() error {
@@ -102,22 +113,19 @@ func (c *Cluster) startRealNode(ctx context.Context, g *errgroup.Group, start fu
 }
 
 // runCSINode runs the ebs.csi.aws.com node plugin of node n and its registrar. The
-// plugin learns its instance and zone from the instance's metadata service and finds
-// attached volumes under the instance's device dir.
-func (c *Cluster) runCSINode(n Node) func(ctx context.Context) error {
+// plugin learns its instance and zone from the metadata service at 169.254.169.254 in the
+// node's network namespace netns and finds attached volumes under the instance's device dir.
+func (c *Cluster) runCSINode(n Node, netns string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		root := c.kubeletRoot(n)
 		sock := filepath.Join(root, "plugins", DriverName, "csi.sock")
 		if err := os.MkdirAll(filepath.Dir(sock), 0o750); err != nil {
 			return fmt.Errorf("csi node %s: %w", n.Name, err)
 		}
-		imdsURL, err := waitFile(ctx, c.cloud.IMDSEndpointFile(n.InstanceID))
-		if err != nil {
-			return fmt.Errorf("csi node %s: instance metadata endpoint: %w", n.Name, err)
-		}
 		log := c.cfg.Logger.With("component", "ebs-csi-node", "node", n.Name)
+		imds := driver.NewIMDSVia("http://"+vpc.MetadataIP, vpc.DialContext(netns))
 		d, err := driver.New(driver.Config{Mode: driver.ModeNode, Endpoint: "unix://" + sock, DeviceDir: n.DeviceDir},
-			driver.Deps{Metadata: driver.NewIMDS(imdsURL), Mounter: driver.NewSystemMounter(),
+			driver.Deps{Metadata: imds, Mounter: driver.NewSystemMounter(),
 				Devices: driver.DeviceDir{Dir: n.DeviceDir}, Logger: log})
 		if err != nil {
 			return err
@@ -141,8 +149,8 @@ func (c *Cluster) runCSINode(n Node) func(ctx context.Context) error {
 
 // runRealKubelet runs node n's kubelet on its containerd at criEndpoint, with the plugin
 // manager that registers CSI drivers and mounts through them, and the node's CNI
-// configuration once the node has its podCIDR.
-func (c *Cluster) runRealKubelet(n Node, criEndpoint string) func(ctx context.Context) error {
+// configuration (for the node's network namespace netns) once the node has its podCIDR.
+func (c *Cluster) runRealKubelet(n Node, criEndpoint, netns string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		client, err := c.clientset("kubelet/" + n.Name)
 		if err != nil {
@@ -169,6 +177,7 @@ func (c *Cluster) runRealKubelet(n Node, criEndpoint string) func(ctx context.Co
 		logsDir := filepath.Join(c.nodeDir(n), "pod-logs")
 		rt, err := kuberuntime.New(kuberuntime.Config{
 			NodeName: n.Name, RootDir: root, PodLogsDir: logsDir, CgroupParent: c.cgroupParent(n), NodeIP: n.IP,
+			ClusterDNS: []string{ClusterDNSIP}, ClusterDomain: ClusterDomain,
 			Allocatable: c.cfg.NodeCapacity, Logger: log, Objects: objects,
 			Recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: n.Name}),
 		}, cri.Runtime, cri.Image)
@@ -179,7 +188,7 @@ func (c *Cluster) runRealKubelet(n Node, criEndpoint string) func(ctx context.Co
 		if err != nil {
 			return err
 		}
-		netconf, err := cni.New(cni.Config{NodeName: n.Name, Bridge: c.bridge(n), ConfDir: filepath.Join(c.nodeDir(n), "cni", "net.d"),
+		netconf, err := cni.New(cni.Config{NodeName: n.Name, NetNS: netns, ConfDir: filepath.Join(c.nodeDir(n), "cni", "net.d"),
 			DataDir: filepath.Join(c.nodeDir(n), "cni", "ipam"), Logger: log}, client)
 		if err != nil {
 			return err
@@ -237,8 +246,8 @@ func (c *Cluster) runRealKubelet(n Node, criEndpoint string) func(ctx context.Co
 
 // tearDownNode removes what node n's components leave on the machine once they have
 // stopped (containerd has removed its pods by then): the kubelet's mounts, deepest first,
-// so that the cloud can release the volumes' loop devices; the node's bridge; its pods'
-// cgroup parent. A later start stages and publishes the volumes of its pods again.
+// so that the cloud can release the volumes' loop devices; the node's network namespace,
+// with its links, routes and rules; its pods' cgroup parent. A later start stages and publishes the volumes of its pods again.
 func (c *Cluster) tearDownNode(ctx context.Context, n Node) error {
 	var errs []error
 	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(c.kubeletRoot(n)))
@@ -257,7 +266,7 @@ func (c *Cluster) tearDownNode(ctx context.Context, n Node) error {
 			errs = append(errs, fmt.Errorf("unmount %s: %w", m.Mountpoint, err))
 		}
 	}
-	if err := cni.RemoveBridge(ctx, c.bridge(n)); err != nil {
+	if err := c.vpc.RemoveNode(n.Name); err != nil {
 		errs = append(errs, err)
 	}
 	if err := removeCgroup(c.cgroupParent(n)); err != nil {
@@ -301,18 +310,4 @@ func removeCgroup(path string) error {
 func isDir(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.IsDir()
-}
-
-// waitFile waits until path exists and returns its content, trimmed.
-func waitFile(ctx context.Context, path string) (string, error) {
-	var out string
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return false, nil
-		}
-		out = strings.TrimSpace(string(b))
-		return out != "", nil
-	})
-	return out, err
 }

@@ -22,12 +22,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/vpc"
 )
 
 // startRealCluster runs a cluster of nodes real nodes (containerd, real mounts) spread
 // over zones, and checks at the end that stopping it left nothing on
 // the machine: no mount under its data dir, no loop device of its volumes, no process
-// of its containerds, no bridge of its nodes.
+// of its containerds, no network namespace of its VPC or nodes, no cgroup of its pods.
 func startRealCluster(t *testing.T, nodes int, zones ...string) *testCluster {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -38,12 +39,7 @@ func startRealCluster(t *testing.T, nodes int, zones ...string) *testCluster {
 			t.Skipf("real nodes need %s (hack/setup.sh installs it): %v", bin, err)
 		}
 	}
-	pause := filepath.Join(t.TempDir(), "kubelab-pause")
-	build := exec.Command("go", "build", "-o", pause, "github.com/kubelab/kubelab/cmd/kubelab-pause")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build kubelab-pause: %v\n%s", err, out)
-	}
+	pause, plugin := buildCommand(t, "kubelab-pause"), buildCommand(t, "kubelab-cni")
 	var tc *testCluster
 	t.Cleanup(func() { // runs after the cluster has stopped
 		if tc != nil {
@@ -51,10 +47,22 @@ func startRealCluster(t *testing.T, nodes int, zones ...string) *testCluster {
 		}
 	})
 	tc = startCluster(t, func(c *Config) {
-		c.Hollow, c.PauseBinary = false, pause
+		c.Hollow, c.PauseBinary, c.CNIBinary = false, pause, plugin
 		c.Zones, c.Nodes = zones, nodes
 	})
 	return tc
+}
+
+// buildCommand builds the static executable of cmd/<name> into the test's temp dir.
+func buildCommand(t testing.TB, name string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), name)
+	build := exec.Command("go", "build", "-o", out, "github.com/kubelab/kubelab/cmd/"+name)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", name, err, b)
+	}
+	return out
 }
 
 // assertNothingLeft checks that nothing of the cluster on dataDir is left on the machine.
@@ -79,10 +87,10 @@ func assertNothingLeft(t testing.TB, dataDir string, nodes []Node) {
 			t.Errorf("process left: %s: %s", f, bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
 		}
 	}
+	for _, ns := range vpc.Namespaces(dataDir) {
+		t.Errorf("network namespace left: %s", ns)
+	}
 	for _, n := range nodes {
-		if _, err := os.Stat(filepath.Join("/sys/class/net", nodeBridge(dataDir, n.Name))); err == nil {
-			t.Errorf("bridge of node %s left", n.Name)
-		}
 		if left, _ := filepath.Glob("/sys/fs/cgroup/*" + nodeCgroupParent(dataDir, n.Name)); len(left) > 0 {
 			t.Errorf("cgroups of node %s left: %v", n.Name, left)
 		}

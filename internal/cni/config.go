@@ -2,17 +2,13 @@ package cni
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,15 +19,25 @@ import (
 // ConfFile is the name of the node's CNI configuration in its conf dir.
 const ConfFile = "10-kubelab.conflist"
 
+// PluginType is kubelab's CNI plugin (the executable kubelab-cni in the CNI bin dir).
+const PluginType = "kubelab-cni"
+
+// PodBridge is the pod bridge of every node, in the node's network namespace.
+const PodBridge = "cni0"
+
+// PodMTU leaves room for the VXLAN header (50 bytes) on the VPC's 1500.
+const PodMTU = 1450
+
 // Config says where a node's CNI configuration and IPAM store go.
 type Config struct {
 	// NodeName is the Node whose spec.podCIDR the pods' addresses come from.
 	NodeName string
-	// Bridge is the node's bridge, unique on the machine (see BridgeName).
-	Bridge string
+	// NetNS is the node's network namespace (a path), where the plugin makes the pod
+	// bridge and the host ends of the pods' veths.
+	NetNS string
 	// ConfDir is the CNI conf dir the node's containerd reads.
 	ConfDir string
-	// DataDir holds host-local's allocations (one file per address).
+	// DataDir holds the plugin's IP allocations.
 	DataDir string
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
@@ -42,8 +48,8 @@ func (c *Config) validate() error {
 	if c.NodeName == "" {
 		errs = append(errs, errors.New("node name is required"))
 	}
-	if c.Bridge == "" || len(c.Bridge) > 15 {
-		errs = append(errs, fmt.Errorf("bridge %q: want a link name of 1 to 15 bytes", c.Bridge))
+	if !filepath.IsAbs(c.NetNS) {
+		errs = append(errs, fmt.Errorf("node network namespace %q must be an absolute path", c.NetNS))
 	}
 	if !filepath.IsAbs(c.ConfDir) || !filepath.IsAbs(c.DataDir) {
 		errs = append(errs, fmt.Errorf("conf dir %q and data dir %q must be absolute", c.ConfDir, c.DataDir))
@@ -54,17 +60,10 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// BridgeName is the bridge of the node that key names (its data dir and name, so that two
-// clusters on one machine never share one): "kl" and a hash of key, within the 15 bytes a
-// link name may have, the same at every start.
-func BridgeName(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return "kl" + hex.EncodeToString(sum[:])[:10]
-}
-
-// Conflist is the CNI configuration list of the node whose bridge is bridge, for podCIDR;
-// host-local keeps its allocations in dataDir.
-func Conflist(bridge, podCIDR, dataDir string) ([]byte, error) {
+// Conflist is the CNI configuration list of a node whose namespace is netns, for podCIDR;
+// the plugin keeps its allocations in dataDir. It says CNI 1.0.0, the newest the node's
+// containerd reads.
+func Conflist(netns, podCIDR, dataDir string) ([]byte, error) {
 	prefix, err := netip.ParsePrefix(podCIDR)
 	if err != nil {
 		return nil, fmt.Errorf("pod CIDR %q: %w", podCIDR, err)
@@ -74,23 +73,48 @@ func Conflist(bridge, podCIDR, dataDir string) ([]byte, error) {
 	}
 	conf := map[string]any{
 		"cniVersion": "1.0.0",
-		"name":       "kubelab-" + bridge,
+		"name":       "kubelab",
 		"plugins": []any{
 			map[string]any{
-				"type":        "bridge",
-				"bridge":      bridge,
-				"isGateway":   false,
-				"ipMasq":      false,
-				"hairpinMode": true,
-				"ipam": map[string]any{
-					"type":    "host-local",
-					"ranges":  [][]map[string]string{{{"subnet": prefix.Masked().String()}}},
-					"dataDir": dataDir,
-				},
+				"type":         PluginType,
+				"bridge":       PodBridge,
+				"mtu":          PodMTU,
+				"subnet":       prefix.Masked().String(),
+				"dataDir":      dataDir,
+				"nodeNetNS":    netns,
+				"hairpinMode":  true,
+				"capabilities": map[string]bool{"portMappings": true},
 			},
 		},
 	}
 	return json.MarshalIndent(conf, "", "  ")
+}
+
+// InstallPlugins fills binDir, the node's CNI bin dir, with links to the plugins its
+// containerd runs: kubelab-cni (the executable at plugin) and the reference loopback
+// plugin (from refDir) that containerd uses for the pods' lo.
+func InstallPlugins(binDir, plugin, refDir string) error {
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		return fmt.Errorf("cni: %w", err)
+	}
+	for name, target := range map[string]string{PluginType: plugin, "loopback": filepath.Join(refDir, "loopback")} {
+		if _, err := os.Stat(target); err != nil {
+			return fmt.Errorf("cni: plugin %s: %w", name, err)
+		}
+		link := filepath.Join(binDir, name)
+		if old, err := os.Readlink(link); err == nil && old == target {
+			continue
+		}
+		tmp := link + ".tmp"
+		_ = os.Remove(tmp)
+		if err := os.Symlink(target, tmp); err != nil {
+			return fmt.Errorf("cni: %w", err)
+		}
+		if err := os.Rename(tmp, link); err != nil {
+			return fmt.Errorf("cni: %w", err)
+		}
+	}
+	return nil
 }
 
 // Writer writes a node's CNI configuration once its podCIDR is known.
@@ -120,7 +144,7 @@ func (w *Writer) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	b, err := Conflist(w.cfg.Bridge, cidr, w.cfg.DataDir)
+	b, err := Conflist(w.cfg.NetNS, cidr, w.cfg.DataDir)
 	if err != nil {
 		return err
 	}
@@ -134,7 +158,7 @@ func (w *Writer) Run(ctx context.Context) error {
 	if err := writeFileAtomic(path, b); err != nil {
 		return fmt.Errorf("cni: write %s: %w", path, err)
 	}
-	w.cfg.Logger.Info("pod network configured", "node", w.cfg.NodeName, "podCIDR", cidr, "bridge", w.cfg.Bridge)
+	w.cfg.Logger.Info("pod network configured", "node", w.cfg.NodeName, "podCIDR", cidr, "netns", w.cfg.NetNS)
 	return nil
 }
 
@@ -152,18 +176,6 @@ func (w *Writer) waitPodCIDR(ctx context.Context) (string, error) {
 		return cidr != "", nil
 	})
 	return cidr, err
-}
-
-// RemoveBridge deletes the bridge name (the pods' veths are gone with their sandboxes).
-func RemoveBridge(ctx context.Context, name string) error {
-	if _, err := os.Stat(filepath.Join("/sys/class/net", name)); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	out, err := exec.CommandContext(ctx, "ip", "link", "delete", name, "type", "bridge").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("delete bridge %s: %v: %s", name, err, strings.TrimSpace(string(out)))
-	}
-	return nil
 }
 
 func writeFileAtomic(path string, b []byte) error {

@@ -15,43 +15,63 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 )
 
-func TestBridgeName(t *testing.T) {
-	a, b := BridgeName("/d1/ip-172-31-0-11.ec2.internal"), BridgeName("/d2/ip-172-31-0-11.ec2.internal")
-	if a == b || len(a) > 15 || a != BridgeName("/d1/ip-172-31-0-11.ec2.internal") {
-		t.Fatalf("bridge names %q, %q: want distinct, stable, at most 15 bytes", a, b)
-	}
-}
-
 func TestConflist(t *testing.T) {
-	b, err := Conflist("kl0123456789", "10.244.1.0/24", "/data/ipam")
+	b, err := Conflist("/run/netns/kubelab-x-n1", "10.244.1.0/24", "/data/ipam")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var c struct {
-		Name    string `json:"name"`
-		Plugins []struct {
-			Type      string `json:"type"`
-			Bridge    string `json:"bridge"`
-			IsGateway bool   `json:"isGateway"`
-			IPAM      struct {
-				Type    string                `json:"type"`
-				Ranges  [][]map[string]string `json:"ranges"`
-				DataDir string                `json:"dataDir"`
-			} `json:"ipam"`
+		CNIVersion string `json:"cniVersion"`
+		Plugins    []struct {
+			Type         string          `json:"type"`
+			Bridge       string          `json:"bridge"`
+			MTU          int             `json:"mtu"`
+			Subnet       string          `json:"subnet"`
+			DataDir      string          `json:"dataDir"`
+			NodeNetNS    string          `json:"nodeNetNS"`
+			Capabilities map[string]bool `json:"capabilities"`
 		} `json:"plugins"`
 	}
 	if err := json.Unmarshal(b, &c); err != nil {
 		t.Fatal(err)
 	}
 	p := c.Plugins[0]
-	if p.Type != "bridge" || p.Bridge != "kl0123456789" || c.Name != "kubelab-kl0123456789" || p.IsGateway || p.IPAM.Type != "host-local" ||
-		p.IPAM.Ranges[0][0]["subnet"] != "10.244.1.0/24" || p.IPAM.DataDir != "/data/ipam" {
+	if c.CNIVersion != "1.0.0" || p.Type != "kubelab-cni" || p.Bridge != "cni0" || p.MTU != 1450 || p.Subnet != "10.244.1.0/24" ||
+		p.DataDir != "/data/ipam" || p.NodeNetNS != "/run/netns/kubelab-x-n1" || !p.Capabilities["portMappings"] {
 		t.Fatalf("conflist %s", b)
 	}
 	for _, bad := range []string{"", "10.244.1.0", "fd00::/64", "10.0.0.0/31"} {
-		if _, err := Conflist("kl0123456789", bad, "/d"); err == nil {
+		if _, err := Conflist("/run/netns/n", bad, "/d"); err == nil {
 			t.Errorf("pod CIDR %q: no error", bad)
 		}
+	}
+}
+
+func TestInstallPlugins(t *testing.T) {
+	dir := t.TempDir()
+	ref := filepath.Join(dir, "ref")
+	plugin := filepath.Join(dir, "kubelab-cni")
+	for _, f := range []string{plugin, filepath.Join(ref, "loopback")} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "bin")
+	for range 2 { // a second start finds the links
+		if err := InstallPlugins(bin, plugin, ref); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, want := range map[string]string{"kubelab-cni": plugin, "loopback": filepath.Join(ref, "loopback")} {
+		if got, err := os.Readlink(filepath.Join(bin, name)); err != nil || got != want {
+			t.Errorf("%s links to %q (%v), want %q", name, got, err, want)
+		}
+	}
+	if err := InstallPlugins(bin, filepath.Join(dir, "missing"), ref); err == nil {
+		t.Error("a missing plugin executable: no error")
 	}
 }
 
@@ -67,7 +87,7 @@ func TestWriterWaitsForPodCIDR(t *testing.T) {
 		return false, nil, nil
 	})
 	dir := t.TempDir()
-	w, err := New(Config{NodeName: "n1", Bridge: "kl0123456789", ConfDir: filepath.Join(dir, "net.d"), DataDir: filepath.Join(dir, "ipam")}, client)
+	w, err := New(Config{NodeName: "n1", NetNS: "/run/netns/n1", ConfDir: filepath.Join(dir, "net.d"), DataDir: filepath.Join(dir, "ipam")}, client)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +116,7 @@ func TestWriterWaitsForPodCIDR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := Conflist("kl0123456789", "10.244.2.0/24", filepath.Join(dir, "ipam"))
+	want, _ := Conflist("/run/netns/n1", "10.244.2.0/24", filepath.Join(dir, "ipam"))
 	if string(b) != string(want) {
 		t.Fatalf("conf %s, want %s", b, want)
 	}

@@ -1,16 +1,17 @@
-// Package cni gives a real node's pods their network, the step "CNI gives the pod an IP"
-// of the flow: containerd creates each pod sandbox's network namespace and calls the CNI
-// plugins named by the node's CNI configuration, which this package writes once the node
-// has its podCIDR.
+// Package cni gives a real node's pods their network configuration, the step "CNI gives
+// the pod an IP" of the flow: containerd creates each pod sandbox's network namespace and
+// calls the CNI plugins that the node's configuration names, which this package writes
+// once the node has its podCIDR.
 //
-// The configuration chains the reference plugins (Debian's containernetworking-plugins,
-// in /usr/lib/cni): bridge, with a bridge of the node's own (BridgeName of its data dir and name) that holds no
-// address, so the host gets no route into the cluster's ranges; and host-local IPAM over
-// the node's podCIDR, its allocations kept under the node's own data dir so that they
-// survive restarts and no two nodes share a store. Pods on one node reach each other over
-// that bridge; the overlay between nodes, Services and NetworkPolicy are not here.
+// The configuration names one plugin, kubelab-cni (package plugin), with the node's network
+// namespace: there it keeps the pod bridge cni0, whose address is the pods' gateway, and the
+// host ends of the pods' veths; its IP allocations over the node's podCIDR live under the
+// node's own data dir, so that they survive restarts and no two nodes share a store. The
+// overlay between nodes, the Service rules and NetworkPolicy are other components' work in
+// the same namespace.
 //
-// Contract: Writer.Run waits for spec.podCIDR on its Node and writes
-// <ConfDir>/10-kubelab.conflist atomically (rewriting it only when it would change);
-// RemoveBridge deletes the node's bridge at teardown.
+// Contract: InstallPlugins fills the node's CNI bin dir (kubelab-cni and the reference
+// loopback plugin containerd uses for the pods' lo); Writer.Run waits for spec.podCIDR on
+// its Node and writes <ConfDir>/10-kubelab.conflist atomically, rewriting it only when it
+// would change.
 package cni

@@ -2,11 +2,13 @@
 // nodes' places on it, made of network namespaces.
 //
 // A cluster's VPC is a namespace holding the bridge vpc0 and nothing else: no uplink, no
-// route out, so nothing a pod or node sends leaves it. The control plane has the address
-// ControlPlaneIP on that bridge; the API server, the EC2 endpoint and the cluster DNS listen
+// route out, so nothing a pod or node sends leaves it. The VPC router's address RouterIP,
+// the nodes' default gateway, is on that bridge (it forwards nothing), and so is the
+// control plane's, ControlPlaneIP; the API server, the EC2 endpoint and the cluster DNS listen
 // there (Listen and ListenPacket make sockets inside a namespace for a process that runs in
 // the host's). Each node is a namespace of its own with eth0 on vpc0, addressed with the
-// private IP and MAC the cloud gave its instance at RunInstances, the instance metadata
+// private IP and MAC the cloud gave its instance at RunInstances, a default route via the
+// router, the instance metadata
 // address 169.254.169.254 on its loopback, IPv4 forwarding on and bridged IPv4 traffic
 // passed through netfilter (the service proxy and NetworkPolicy rules see pod traffic on
 // the node's pod bridge). The node's pod bridge, overlay device and rules are made by the

@@ -21,6 +21,9 @@ const (
 	// ControlPlaneIP is the control plane's address on the VPC (one the cloud never gives an
 	// instance: the first four of a subnet are reserved).
 	ControlPlaneIP = "172.31.0.2"
+	// RouterIP is the VPC router's address, the nodes' default gateway. The router has no
+	// uplink: what is sent to it for another network is dropped there.
+	RouterIP = "172.31.0.1"
 	// MetadataIP is the instance metadata service's address inside each node.
 	MetadataIP = "169.254.169.254"
 	// Bridge is the VPC's bridge, in the VPC's namespace.
@@ -103,8 +106,10 @@ func (v *VPC) Ensure() error {
 				return fmt.Errorf("bridge %s: %w", Bridge, err)
 			}
 		}
-		if err := ensureAddr(h, br, ControlPlaneIP+"/16"); err != nil {
-			return err
+		for _, a := range []string{RouterIP, ControlPlaneIP} {
+			if err := ensureAddr(h, br, a+"/16"); err != nil {
+				return err
+			}
 		}
 		return h.LinkSetUp(br)
 	})
@@ -168,6 +173,11 @@ func (v *VPC) attach(node, path string, ip net.IP, mac net.HardwareAddr) error {
 		if err := nh.LinkSetUp(eth); err != nil {
 			return fmt.Errorf("set %s up: %w", NodeInterface, err)
 		}
+		// A default route, as a node in a VPC has: traffic to Service addresses leaves
+		// through it and the proxy's rules rewrite it on the way.
+		if err := nh.RouteReplace(&netlink.Route{LinkIndex: eth.Attrs().Index, Gw: net.ParseIP(RouterIP)}); err != nil {
+			return fmt.Errorf("default route via %s: %w", RouterIP, err)
+		}
 		lo, err := nh.LinkByName("lo")
 		if err != nil {
 			return err
@@ -217,6 +227,10 @@ func (v *VPC) newPort(node, path string, mac net.HardwareAddr) (netlink.Link, er
 	})
 	return eth, err
 }
+
+// Port is node's port on the VPC bridge (in the VPC's namespace), where the node's
+// traffic to the VPC passes.
+func (v *VPC) Port(node string) string { return portName(node) }
 
 // portName is node's port on the VPC bridge: a link name of at most 15 bytes.
 func portName(node string) string {

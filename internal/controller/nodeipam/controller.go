@@ -56,10 +56,13 @@ type Controller struct {
 	mine map[string]string // node → CIDR, as allocated or seen
 }
 
+// DefaultClusterCIDR is the pod network the node CIDRs come from unless Config says otherwise.
+const DefaultClusterCIDR = "10.244.0.0/16"
+
 // New registers the controller's Node informer and handlers on factory.
 func New(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory) (*Controller, error) {
 	if cfg.ClusterCIDR == "" {
-		cfg.ClusterCIDR = "10.244.0.0/16"
+		cfg.ClusterCIDR = DefaultClusterCIDR
 	}
 	if cfg.NodeCIDRMaskSize == 0 {
 		cfg.NodeCIDRMaskSize = 24

@@ -1,0 +1,191 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubelab/kubelab/internal/controller/nodeipam"
+	"github.com/kubelab/kubelab/internal/dns"
+	"github.com/kubelab/kubelab/internal/netpol"
+	"github.com/kubelab/kubelab/internal/overlay"
+	"github.com/kubelab/kubelab/internal/proxy"
+	"github.com/kubelab/kubelab/internal/vpc"
+)
+
+// The network of a real cluster: its VPC's endpoints (the EC2 API, and the API server and
+// cluster DNS), each node's metadata service, and the per-node agents that give pods their
+// network: the overlay, the service proxy and the NetworkPolicy rules.
+
+// runEC2Endpoint serves the cloud's EC2 API on the VPC at ControlPlaneIP:80, as a VPC
+// endpoint does: pods and nodes reach it there.
+func (c *Cluster) runEC2Endpoint(ctx context.Context) error {
+	l, err := vpc.Listen(c.vpc.Path(), "tcp", net.JoinHostPort(vpc.ControlPlaneIP, "80"))
+	if err != nil {
+		return fmt.Errorf("ec2 vpc endpoint: %w", err)
+	}
+	return serveHTTP(ctx, l, c.cloud.APIHandler())
+}
+
+// runIMDS serves node n's instance metadata at 169.254.169.254:80 inside the node's
+// network namespace netns, where its pods and the CSI node plugin reach it.
+func (c *Cluster) runIMDS(n Node, netns string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		l, err := vpc.Listen(netns, "tcp", net.JoinHostPort(vpc.MetadataIP, "80"))
+		if err != nil {
+			return fmt.Errorf("imds of node %s: %w", n.Name, err)
+		}
+		return serveHTTP(ctx, l, c.cloud.IMDSHandler(n.InstanceID))
+	}
+}
+
+// serveHTTP serves h on l until ctx ends.
+func serveHTTP(ctx context.Context, l net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	stop := context.AfterFunc(ctx, func() { srv.Close() })
+	defer stop()
+	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// The cluster DNS: kube-dns in kube-system at ClusterDNSIP, answered on the VPC.
+const (
+	ClusterDNSIP  = "10.96.0.10"
+	ClusterDomain = "cluster.local"
+	dnsService    = "kube-dns"
+)
+
+// clusterDNSObjects are the kube-dns Service and its EndpointSlice, which names the DNS
+// server's address on the VPC (the Service has no selector: its endpoint is not a pod).
+func clusterDNSObjects() (*corev1.Service, *discoveryv1.EndpointSlice) {
+	labels := map[string]string{"k8s-app": dnsService, "kubernetes.io/name": "KubeDNS", "kubernetes.io/cluster-service": "true"}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: dnsService, Namespace: metav1.NamespaceSystem, Labels: labels},
+		Spec: corev1.ServiceSpec{ClusterIP: ClusterDNSIP, Ports: []corev1.ServicePort{
+			{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(53)},
+			{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(53)},
+		}},
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: dnsService + "-vpc", Namespace: metav1.NamespaceSystem,
+			Labels: map[string]string{discoveryv1.LabelServiceName: dnsService, discoveryv1.LabelManagedBy: "kubelab"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{vpc.ControlPlaneIP}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports: []discoveryv1.EndpointPort{
+			{Name: ptr.To("dns"), Port: ptr.To[int32](53), Protocol: ptr.To(corev1.ProtocolUDP)},
+			{Name: ptr.To("dns-tcp"), Port: ptr.To[int32](53), Protocol: ptr.To(corev1.ProtocolTCP)},
+		},
+	}
+	return svc, slice
+}
+
+// ensureClusterDNSService creates the kube-dns Service and its EndpointSlice when missing.
+func ensureClusterDNSService(ctx context.Context, client kubernetes.Interface) error {
+	svc, slice := clusterDNSObjects()
+	if err := createAddon(ctx, "Service kube-system/"+svc.Name, func(ctx context.Context) error {
+		// Looked up first: creating it again would be refused for its ClusterIP, which the
+		// existing one holds, before its name.
+		_, err := client.CoreV1().Services(svc.Namespace).Get(ctx, svc.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = client.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{})
+		}
+		return err
+	}); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	if err := createAddon(ctx, "EndpointSlice kube-system/"+slice.Name, func(ctx context.Context) error {
+		_, err := client.DiscoveryV1().EndpointSlices(slice.Namespace).Create(ctx, slice, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	return nil
+}
+
+// runOverlay runs node n's overlay agent: its VXLAN device (or direct routes) to every
+// other node's pod subnet, and the masquerade of pod traffic leaving the pod network.
+func (c *Cluster) runOverlay(n Node, netns string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		client, err := c.clientset("overlay/" + n.Name)
+		if err != nil {
+			return err
+		}
+		a, err := overlay.New(overlay.Config{NodeName: n.Name, NetNS: netns, Mode: c.cfg.OverlayMode,
+			ClusterCIDR: nodeipam.DefaultClusterCIDR, Logger: c.cfg.Logger.With("component", "overlay", "node", n.Name)}, client)
+		if err != nil {
+			return err
+		}
+		return a.Run(ctx)
+	}
+}
+
+// runClusterDNS serves the cluster domain on the VPC at ControlPlaneIP:53 (UDP and TCP),
+// the endpoint of the kube-dns Service.
+func (c *Cluster) runClusterDNS(ctx context.Context) error {
+	client, err := c.clientset("cluster-dns")
+	if err != nil {
+		return err
+	}
+	srv, err := dns.New(dns.Config{Domain: ClusterDomain, Logger: c.cfg.Logger.With("component", "cluster-dns")}, client)
+	if err != nil {
+		return err
+	}
+	addr := net.JoinHostPort(vpc.ControlPlaneIP, "53")
+	udp, err := vpc.ListenPacket(c.vpc.Path(), "udp", addr)
+	if err != nil {
+		return fmt.Errorf("cluster dns: %w", err)
+	}
+	tcp, err := vpc.Listen(c.vpc.Path(), "tcp", addr)
+	if err != nil {
+		udp.Close()
+		return fmt.Errorf("cluster dns: %w", err)
+	}
+	return srv.Serve(ctx, udp, tcp)
+}
+
+// runNetworkPolicy runs node n's NetworkPolicy agent: the policies of its pods as rules in
+// the node's namespace.
+func (c *Cluster) runNetworkPolicy(n Node, netns string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		client, err := c.clientset("netpol/" + n.Name)
+		if err != nil {
+			return err
+		}
+		a, err := netpol.New(netpol.Config{NodeName: n.Name, NetNS: netns,
+			Logger: c.cfg.Logger.With("component", "netpol", "node", n.Name)}, client)
+		if err != nil {
+			return err
+		}
+		return a.Run(ctx)
+	}
+}
+
+// runProxy runs node n's service proxy: ClusterIPs and NodePorts as nftables rules in the
+// node's namespace.
+func (c *Cluster) runProxy(n Node, netns string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		client, err := c.clientset("kube-proxy/" + n.Name)
+		if err != nil {
+			return err
+		}
+		p, err := proxy.New(proxy.Config{NodeName: n.Name, NodeIPs: []string{n.IP}, ClusterCIDR: nodeipam.DefaultClusterCIDR,
+			NetNS: netns, Logger: c.cfg.Logger.With("component", "kube-proxy", "node", n.Name)}, client)
+		if err != nil {
+			return err
+		}
+		return p.Run(ctx)
+	}
+}

@@ -1,0 +1,280 @@
+package cluster
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/overlay/overlaytest"
+	"github.com/kubelab/kubelab/internal/vpc"
+)
+
+// webPod is a busybox httpd on node answering with its own name, ready while /tmp/ready
+// exists.
+func webPod(ns, name, node string) *corev1.Pod {
+	p := busyboxPod(ns, name, corev1.RestartPolicyAlways,
+		"mkdir -p /www && hostname > /www/index.html && touch /tmp/ready && exec httpd -f -p 80 -h /www")
+	p.Labels = map[string]string{"app": "web"}
+	p.Spec.NodeName = node
+	p.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 80}}
+	p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: execAction("cat", "/tmp/ready"), PeriodSeconds: 1}
+	return p
+}
+
+// httpVia GETs url from inside the network namespace at netns.
+func httpVia(netns, url string) (string, error) {
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: vpc.DialContext(netns)}}
+	resp, err := client.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return strings.TrimSpace(string(b)), err
+}
+
+// TestRealNetwork runs pods on two real nodes and checks their network as a user of
+// Kubernetes sees it: two containers of a pod talk over localhost, pods on one node over
+// its bridge, pods on two nodes over the VXLAN overlay (the encapsulated packets seen on
+// the VPC bridge), a ClusterIP Service spreads requests over pods on both nodes and stops
+// sending to a pod whose readiness fails, a NodePort answers from another node's
+// namespace, Services resolve through the cluster DNS, the instance metadata service
+// answers in each node's namespace and in its pods, the API server and the EC2 endpoint
+// are reachable from a pod, and a NetworkPolicy denies, then allows.
+func TestRealNetwork(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl is not installed: this test runs commands in pods with the real kubectl")
+	}
+	tc := startRealCluster(t, 2, "us-east-1a", "us-east-1b")
+	ctx := context.Background()
+	ns := tc.namespace("net")
+	nodes := tc.Nodes()
+	n0, n1 := nodes[0], nodes[1]
+	kexec := func(pod string, args ...string) (string, error) {
+		cmd := exec.Command(kubectl, append([]string{"--kubeconfig", tc.Kubeconfig(), "-n", ns, "exec", pod, "--"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	create := func(p *corev1.Pod) {
+		t.Helper()
+		if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create(webPod(ns, "web-0", n0.Name))
+	create(webPod(ns, "web-1", n1.Name))
+	client := busyboxPod(ns, "client", corev1.RestartPolicyAlways, "sleep 3600")
+	client.Labels = map[string]string{"role": "client"}
+	client.Spec.NodeName = n0.Name
+	create(client)
+	duo := busyboxPod(ns, "duo", corev1.RestartPolicyAlways, "sleep 3600")
+	duo.Spec.NodeName = n1.Name
+	duo.Spec.Containers = append(duo.Spec.Containers, corev1.Container{Name: "nginx", Image: "nginx"})
+	create(duo)
+	svc, err := tc.client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Type: corev1.ServiceTypeNodePort,
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromString("http")}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tc.client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-headless"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, ClusterIP: corev1.ClusterIPNone,
+			Ports: []corev1.ServicePort{{Port: 80}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	web0, web1 := tc.waitPodRunning(ns, "web-0"), tc.waitPodRunning(ns, "web-1")
+	cl := tc.waitPodRunning(ns, "client")
+	tc.waitPodRunning(ns, "duo")
+	for _, p := range []*corev1.Pod{web0, web1, cl} {
+		ip := net.ParseIP(p.Status.PodIP)
+		node, err := tc.client.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, cidr, err := net.ParseCIDR(node.Spec.PodCIDR); err != nil || ip == nil || !cidr.Contains(ip) {
+			t.Errorf("pod %s has IP %q, not in its node's podCIDR %s", p.Name, p.Status.PodIP, node.Spec.PodCIDR)
+		}
+	}
+
+	// Q1: two containers of one pod share its network namespace.
+	if out, err := kexec("duo", "timeout", "5", "wget", "-qO-", "http://127.0.0.1/"); err != nil || !strings.Contains(out, "nginx") {
+		t.Errorf("duo's busybox → its nginx on localhost: %v %q", err, out)
+	}
+	// Q2: two pods on one node, over its bridge.
+	if out, err := kexec("client", "timeout", "5", "wget", "-qO-", "http://"+web0.Status.PodIP+"/"); err != nil || out != "web-0" {
+		t.Errorf("client → web-0 on the same node: %v %q", err, out)
+	}
+	// Q3: pods on two nodes, over the overlay.
+	tc.assertOverlay(n0.Name, func() {
+		if out, err := kexec("client", "timeout", "5", "wget", "-qO-", "http://"+web1.Status.PodIP+"/"); err != nil || out != "web-1" {
+			t.Errorf("client → web-1 on the other node: %v %q", err, out)
+		}
+	}, cl.Status.PodIP, web1.Status.PodIP)
+
+	// Q4: the Service by its name, through the cluster DNS, spreads over both nodes' pods.
+	spread := func() map[string]int {
+		t.Helper()
+		out, _ := kexec("client", "sh", "-c", "for i in $(seq 30); do timeout 3 wget -qO- http://web 2>/dev/null; done")
+		seen := map[string]int{}
+		for _, l := range strings.Fields(out) {
+			seen[l]++
+		}
+		return seen
+	}
+	var seen map[string]int
+	controllertest.WaitWithin(t, time.Minute, "30 requests to the Service to reach both web-0 and web-1", func() (bool, error) {
+		seen = spread()
+		return seen["web-0"] > 0 && seen["web-1"] > 0 && seen["web-0"]+seen["web-1"] == 30, nil
+	})
+	// A pod whose readiness fails leaves the Service.
+	if out, err := kexec("web-1", "rm", "/tmp/ready"); err != nil {
+		t.Fatalf("rm /tmp/ready in web-1: %v %s", err, out)
+	}
+	waitFor(t, "web-1 not ready in the Service's EndpointSlice", func() (bool, error) {
+		r := tc.endpointReady(ns, "web", "web-1")
+		return r != nil && !*r, nil
+	})
+	waitFor(t, "the proxies to stop sending to web-1", func() (bool, error) {
+		seen := spread()
+		return seen["web-1"] == 0 && seen["web-0"] == 30, nil
+	})
+	// NodePort: node 0 reaches it on node 1's address; node 1 sends it to web-0 on node 0.
+	url := "http://" + net.JoinHostPort(n1.IP, strconv.Itoa(int(svc.Spec.Ports[0].NodePort))) + "/"
+	if out, err := httpVia(tc.vpc.NodePath(n0.Name), url); err != nil || out != "web-0" {
+		t.Errorf("NodePort %s from node %s: %v %q", url, n0.Name, err, out)
+	}
+
+	// DNS: the Service's ClusterIP, the headless Service's ready pods.
+	fqdn := "web." + ns + ".svc.cluster.local"
+	if out, err := kexec("client", "nslookup", fqdn); err != nil || !strings.Contains(out, svc.Spec.ClusterIP) {
+		t.Errorf("nslookup %s: %v\n%s\nwant %s", fqdn, err, out, svc.Spec.ClusterIP)
+	}
+	if out, err := kexec("client", "nslookup", "web-headless."+ns+".svc.cluster.local"); err != nil ||
+		!strings.Contains(out, web0.Status.PodIP) || strings.Contains(out, web1.Status.PodIP) {
+		t.Errorf("nslookup of the headless Service: %v\n%s\nwant the ready web-0 (%s) only", err, out, web0.Status.PodIP)
+	}
+	if out, err := kexec("client", "cat", "/etc/resolv.conf"); err != nil || !strings.Contains(out, "nameserver 10.96.0.10") ||
+		!strings.Contains(out, "search "+ns+".svc.cluster.local svc.cluster.local cluster.local") {
+		t.Errorf("the pod's resolv.conf: %v\n%s", err, out)
+	}
+
+	// IMDS: in each node's namespace, as that node's instance; and from a pod, its node's.
+	for _, n := range nodes {
+		for path, want := range map[string]string{"instance-id": n.InstanceID, "placement/availability-zone": n.Zone, "local-ipv4": n.IP} {
+			if out, err := httpVia(tc.vpc.NodePath(n.Name), "http://169.254.169.254/latest/meta-data/"+path); err != nil || out != want {
+				t.Errorf("IMDS %s in node %s: %v %q, want %q", path, n.Name, err, out, want)
+			}
+		}
+	}
+	if out, err := kexec("client", "timeout", "5", "wget", "-qO-", "http://169.254.169.254/latest/meta-data/instance-id"); err != nil || out != n0.InstanceID {
+		t.Errorf("IMDS from a pod on %s: %v %q, want %s", n0.Name, err, out, n0.InstanceID)
+	}
+	// The API server through the kubernetes Service, and the EC2 endpoint on the VPC.
+	if out, err := kexec("client", "sh", "-c", `printf 'GET /version HTTP/1.0\r\n\r\n' | nc -w 5 172.31.0.2 80`); err != nil || !strings.HasPrefix(out, "HTTP/1.") {
+		t.Errorf("EC2 endpoint from a pod: %v %q", err, out)
+	}
+	if out, err := kexec("client", "sh", "-c", "nc -w 3 10.96.0.1 443 </dev/null && echo open"); err != nil || out != "open" {
+		t.Errorf("TCP to the kubernetes Service from a pod: %v %q", err, out)
+	}
+	// A client in a node's namespace, as an in-cluster one: https://10.96.0.1 with the
+	// cluster's CA, through that node's proxy to the API server on the VPC.
+	inCluster, err := tc.restConfig("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inCluster.Host, inCluster.Dial = "https://10.96.0.1", vpc.DialContext(tc.vpc.NodePath(n1.Name))
+	if cs, err := kubernetes.NewForConfig(inCluster); err != nil {
+		t.Fatal(err)
+	} else if v, err := cs.Discovery().ServerVersion(); err != nil || v.GitVersion == "" {
+		t.Errorf("API server at https://10.96.0.1 from node %s: %v %+v", n1.Name, err, v)
+	}
+	if eps, err := tc.client.DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{}); err != nil ||
+		len(eps.Endpoints) != 1 || eps.Endpoints[0].Addresses[0] != vpc.ControlPlaneIP || *eps.Ports[0].Port != 443 {
+		t.Errorf("the kubernetes EndpointSlice: %v %+v; want %s:443", err, eps, vpc.ControlPlaneIP)
+	}
+
+	// NetworkPolicy: web pods accept no ingress, then only from pods with role=client.
+	np, err := tc.client.NetworkingV1().NetworkPolicies(ns).Create(ctx, &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reaches := func(pod, container, ip string) bool {
+		args := []string{"timeout", "3", "wget", "-qO-", "http://" + ip + "/"}
+		if container != "" {
+			args = append([]string{"-c", container, "--"}, args...)
+			out, err := exec.Command(kubectl, append([]string{"--kubeconfig", tc.Kubeconfig(), "-n", ns, "exec", pod}, args...)...).CombinedOutput()
+			return err == nil && len(out) > 0
+		}
+		out, err := kexec(pod, args...)
+		return err == nil && out != ""
+	}
+	waitFor(t, "the policy to deny client → web-0", func() (bool, error) { return !reaches("client", "", web0.Status.PodIP), nil })
+	np.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{
+		{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "client"}}}}}}
+	if _, err := tc.client.NetworkingV1().NetworkPolicies(ns).Update(ctx, np, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the policy to allow client → web-0", func() (bool, error) { return reaches("client", "", web0.Status.PodIP), nil })
+	if reaches("duo", "main", web0.Status.PodIP) {
+		t.Errorf("duo (no role=client) reached web-0 through a policy that allows only role=client")
+	}
+}
+
+// assertOverlay captures on the VPC bridge's port of node from while talk runs, and checks
+// that a packet from the pod at src to the pod at dst crossed it inside VXLAN (VNI 1)
+// between the nodes' addresses.
+func (tc *testCluster) assertOverlay(from string, talk func(), src, dst string) {
+	tc.t.Helper()
+	capture, err := overlaytest.Capture(tc.vpc.Path(), tc.vpc.Port(from))
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	defer capture.Close()
+	talk()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := capture.WaitFor(ctx, func(p overlaytest.Packet) bool {
+		return p.VXLAN && p.Inner != nil && p.Inner.Src.String() == src && p.Inner.Dst.String() == dst
+	})
+	if err != nil {
+		tc.t.Fatalf("no VXLAN packet %s → %s on the VPC bridge: %v", src, dst, err)
+	}
+	if p.VNI != 1 || !strings.HasPrefix(p.Src.String(), "172.31.") || !strings.HasPrefix(p.Dst.String(), "172.31.") {
+		tc.t.Errorf("overlay packet %s: want VNI 1 between node addresses", p)
+	}
+}
+
+// logNetwork logs, for a failure's diagnosis, node's nftables rules and namespace ns's
+// EndpointSlices.
+func (tc *testCluster) logNetwork(ns, node string) {
+	out, err := exec.Command("ip", "netns", "exec", tc.vpc.NodeName(node), "nft", "list", "ruleset").CombinedOutput()
+	tc.t.Logf("nft list ruleset in node %s: %v\n%s", node, err, out)
+	slices, err := tc.client.DiscoveryV1().EndpointSlices(ns).List(context.Background(), metav1.ListOptions{})
+	if err == nil {
+		for _, s := range slices.Items {
+			tc.t.Logf("EndpointSlice %s: ports %+v endpoints %+v", s.Name, s.Ports, s.Endpoints)
+		}
+	}
+}

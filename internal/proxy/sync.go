@@ -1,0 +1,548 @@
+package proxy
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/knftables"
+)
+
+// syncer writes ServiceStates into one nft table, each sync one transaction. It remembers
+// what it wrote (applied), so that a partial sync rewrites only the chains that changed
+// and touches only the elements of the Services given to it. Not safe for concurrent use.
+type syncer struct {
+	nft     knftables.Interface
+	nodeIPs []string
+	log     *slog.Logger
+
+	// applied is the state of each Service as the table holds it.
+	applied map[types.NamespacedName]*ServiceState
+	// owners tells which Service an element of the shared maps and sets belongs to.
+	owners map[string]types.NamespacedName
+	// needFull: the next sync must be full (at start, after a failed transaction).
+	needFull bool
+	// baseRecreated: the base chains were deleted and made again once by this process, so
+	// that a change of their hook or priority since an older run takes effect.
+	baseRecreated bool
+}
+
+func newSyncer(nft knftables.Interface, nodeIPs []string, log *slog.Logger) *syncer {
+	return &syncer{
+		nft:      nft,
+		nodeIPs:  nodeIPs,
+		log:      log,
+		applied:  map[types.NamespacedName]*ServiceState{},
+		owners:   map[string]types.NamespacedName{},
+		needFull: true,
+	}
+}
+
+// syncStats describe one sync.
+type syncStats struct {
+	full       bool
+	services   int // Services written (all of them in a full sync)
+	operations int // operations of the transaction
+}
+
+// fullSync makes the table hold exactly desired (every Service's state by name): the fixed
+// objects made again, the shared maps and sets flushed and filled, every Service chain
+// rewritten, and chains and affinity sets that no Service needs (left by an earlier run, or
+// by a Service deleted while the proxy was down) removed.
+func (s *syncer) fullSync(ctx context.Context, desired map[types.NamespacedName]*ServiceState) (syncStats, error) {
+	// The table's chains, sets and maps, to find what no Service needs any more. A table
+	// without chains is one this proxy has not written yet (listing its sets would fail).
+	existingChains, err := s.list(ctx, "chains")
+	if err != nil {
+		return syncStats{}, s.failed(err)
+	}
+	var existingSets, existingMaps []string
+	if len(existingChains) > 0 {
+		if existingSets, err = s.list(ctx, "sets"); err != nil {
+			return syncStats{}, s.failed(err)
+		}
+		if existingMaps, err = s.list(ctx, "maps"); err != nil {
+			return syncStats{}, s.failed(err)
+		}
+	}
+
+	tx := s.nft.NewTransaction()
+	s.writeBase(tx)
+
+	keys := sortedNames(desired)
+	owners := map[string]types.NamespacedName{}
+	haveChains := setOf(existingChains)
+	haveMaps := setOf(existingMaps)
+	wantChains := map[string]bool{}
+	wantSets := map[string]bool{}
+	wantMaps := map[string]bool{}
+	// A chain or map the table has is flushed, one it lacks is added (one command each).
+	for _, k := range keys {
+		st := desired[k]
+		for _, c := range st.Chains {
+			wantChains[c.Name] = true
+			if haveChains[c.Name] {
+				tx.Flush(&knftables.Chain{Name: c.Name})
+			} else {
+				tx.Add(&knftables.Chain{Name: c.Name})
+			}
+		}
+		for _, m := range st.Maps {
+			wantMaps[m.Name] = true
+			if haveMaps[m.Name] {
+				tx.Flush(&knftables.Map{Name: m.Name})
+			} else {
+				tx.Add(lbMapObject(m.Name))
+			}
+		}
+		for _, set := range st.Sets {
+			wantSets[set.Name] = true
+			tx.Add(affinitySetObject(set))
+		}
+	}
+	var staleChains, staleMaps []string
+	for _, c := range existingChains {
+		if isServiceChain(c) && !wantChains[c] {
+			staleChains = append(staleChains, c)
+			tx.Flush(&knftables.Chain{Name: c})
+		}
+	}
+	for _, m := range existingMaps {
+		if isLBMap(m) && !wantMaps[m] {
+			staleMaps = append(staleMaps, m)
+			tx.Flush(&knftables.Map{Name: m})
+		}
+	}
+	for _, k := range keys {
+		for _, c := range desired[k].Chains {
+			addRules(tx, c)
+		}
+		for _, m := range desired[k].Maps {
+			addVerdicts(tx, m)
+		}
+	}
+	for _, k := range keys {
+		for i := range desired[k].Elements {
+			e := &desired[k].Elements[i]
+			if owner, taken := owners[e.id()]; taken {
+				s.log.Warn("element claimed by two Services; the first keeps it", "element", e.id(), "service", k, "owner", owner)
+				continue
+			}
+			owners[e.id()] = k
+			tx.Add(elementObject(e))
+		}
+	}
+	for _, m := range staleMaps {
+		tx.Delete(&knftables.Map{Name: m})
+	}
+	for _, c := range staleChains {
+		tx.Delete(&knftables.Chain{Name: c})
+	}
+	for _, set := range existingSets {
+		if isAffinitySet(set) && !wantSets[set] {
+			tx.Delete(&knftables.Set{Name: set})
+		}
+	}
+
+	stats := syncStats{full: true, services: len(desired), operations: tx.NumOperations()}
+	if err := s.nft.Run(ctx, tx); err != nil {
+		return stats, s.failed(fmt.Errorf("full sync of %d services: %w", len(desired), err))
+	}
+	s.applied = maps.Clone(desired)
+	s.owners = owners
+	s.needFull = false
+	s.baseRecreated = true
+	return stats, nil
+}
+
+// partialSync brings the Services in changes (nil state: the Service is gone) from their
+// applied state to the given one and leaves everything else alone: elements that
+// disappeared or changed are deleted, chains that are new or whose rules changed are
+// (re)written, chains and affinity sets no longer needed are deleted, new elements added.
+func (s *syncer) partialSync(ctx context.Context, changes map[types.NamespacedName]*ServiceState) (syncStats, error) {
+	var (
+		elemDeletes, elemAdds    []*knftables.Element
+		chainAdds, chainFlushes  []string
+		setAdds                  []AffinitySet
+		ruleAdds                 []Chain
+		chainDeletes, setDeletes []string
+		mapAdds, mapFlushes      []string
+		mapFills                 []VerdictMap
+		mapDeletes               []string
+		released                 = map[string]bool{}
+		claimed                  = map[string]types.NamespacedName{}
+		written                  = map[types.NamespacedName]bool{}
+	)
+	keys := sortedNames(changes)
+	state := func(m map[types.NamespacedName]*ServiceState, k types.NamespacedName) *ServiceState {
+		if st := m[k]; st != nil {
+			return st
+		}
+		return &ServiceState{}
+	}
+
+	// First what goes away, so that an element another Service gives up in this sync can
+	// be claimed by the next one whatever their order.
+	for _, k := range keys {
+		old, cur := state(s.applied, k), state(changes, k)
+		curElements := elementsByID(cur)
+		for i := range old.Elements {
+			e := &old.Elements[i]
+			id := e.id()
+			if n, ok := curElements[id]; ok && n.Value == e.Value {
+				continue
+			}
+			if s.owners[id] != k {
+				continue // never written for this Service
+			}
+			elemDeletes = append(elemDeletes, &knftables.Element{Set: e.Set, Map: e.Map, Key: e.Key})
+			released[id] = true
+			written[k] = true
+		}
+	}
+	for _, k := range keys {
+		old, cur := state(s.applied, k), state(changes, k)
+
+		oldElements := elementsByID(old)
+		for i := range cur.Elements {
+			n := &cur.Elements[i]
+			id := n.id()
+			if o, ok := oldElements[id]; ok && o.Value == n.Value && s.owners[id] == k {
+				continue
+			}
+			owner, taken := claimed[id]
+			if !taken && !released[id] {
+				owner, taken = s.owners[id]
+			}
+			if taken && owner != k {
+				s.log.Warn("element claimed by two Services; the first keeps it", "element", id, "service", k, "owner", owner)
+				continue
+			}
+			claimed[id] = k
+			elemAdds = append(elemAdds, elementObject(n))
+			written[k] = true
+		}
+
+		oldChains := make(map[string][]string, len(old.Chains))
+		for _, c := range old.Chains {
+			oldChains[c.Name] = c.Rules
+		}
+		curChains := make(map[string]bool, len(cur.Chains))
+		for _, c := range cur.Chains {
+			curChains[c.Name] = true
+			rules, existed := oldChains[c.Name]
+			switch {
+			case existed && slices.Equal(rules, c.Rules):
+				continue
+			case existed:
+				chainFlushes = append(chainFlushes, c.Name)
+			default:
+				chainAdds = append(chainAdds, c.Name)
+			}
+			ruleAdds = append(ruleAdds, c)
+			written[k] = true
+		}
+		for _, c := range old.Chains {
+			if !curChains[c.Name] {
+				chainFlushes = append(chainFlushes, c.Name)
+				chainDeletes = append(chainDeletes, c.Name)
+				written[k] = true
+			}
+		}
+
+		oldMaps := make(map[string][]string, len(old.Maps))
+		for _, m := range old.Maps {
+			oldMaps[m.Name] = m.Verdicts
+		}
+		curMaps := make(map[string]bool, len(cur.Maps))
+		for _, m := range cur.Maps {
+			curMaps[m.Name] = true
+			verdicts, existed := oldMaps[m.Name]
+			switch {
+			case existed && slices.Equal(verdicts, m.Verdicts):
+				continue
+			case existed:
+				mapFlushes = append(mapFlushes, m.Name)
+			default:
+				mapAdds = append(mapAdds, m.Name)
+			}
+			mapFills = append(mapFills, m)
+			written[k] = true
+		}
+		for _, m := range old.Maps {
+			if !curMaps[m.Name] {
+				mapFlushes = append(mapFlushes, m.Name)
+				mapDeletes = append(mapDeletes, m.Name)
+				written[k] = true
+			}
+		}
+
+		oldSets := make(map[string]AffinitySet, len(old.Sets))
+		for _, set := range old.Sets {
+			oldSets[set.Name] = set
+		}
+		curSets := make(map[string]bool, len(cur.Sets))
+		for _, set := range cur.Sets {
+			curSets[set.Name] = true
+			if oldSets[set.Name] != set {
+				setAdds = append(setAdds, set)
+				written[k] = true
+			}
+		}
+		for _, set := range old.Sets {
+			if !curSets[set.Name] {
+				setDeletes = append(setDeletes, set.Name)
+				written[k] = true
+			}
+		}
+	}
+
+	// The order keeps every reference valid at each step: elements pointing at chains go
+	// first, chains and maps are emptied before what their rules and elements use is
+	// deleted, chains, maps and sets exist before rules and elements use them, and
+	// chains are deleted last.
+	tx := s.nft.NewTransaction()
+	for _, e := range elemDeletes {
+		tx.Delete(e)
+	}
+	for _, c := range chainAdds {
+		tx.Add(&knftables.Chain{Name: c})
+		tx.Flush(&knftables.Chain{Name: c})
+	}
+	for _, c := range chainFlushes {
+		tx.Flush(&knftables.Chain{Name: c})
+	}
+	for _, m := range mapAdds {
+		tx.Add(lbMapObject(m))
+		tx.Flush(&knftables.Map{Name: m})
+	}
+	for _, m := range mapFlushes {
+		tx.Flush(&knftables.Map{Name: m})
+	}
+	for _, set := range setAdds {
+		tx.Add(affinitySetObject(set))
+	}
+	for _, c := range ruleAdds {
+		addRules(tx, c)
+	}
+	for _, m := range mapFills {
+		addVerdicts(tx, m)
+	}
+	for _, e := range elemAdds {
+		tx.Add(e)
+	}
+	for _, m := range mapDeletes {
+		tx.Delete(&knftables.Map{Name: m})
+	}
+	for _, c := range chainDeletes {
+		tx.Delete(&knftables.Chain{Name: c})
+	}
+	for _, set := range setDeletes {
+		tx.Delete(&knftables.Set{Name: set})
+	}
+
+	stats := syncStats{services: len(written), operations: tx.NumOperations()}
+	if tx.NumOperations() > 0 {
+		if err := s.nft.Run(ctx, tx); err != nil {
+			return stats, s.failed(fmt.Errorf("sync of %d services: %w", len(written), err))
+		}
+	}
+	for id := range released {
+		delete(s.owners, id)
+	}
+	maps.Copy(s.owners, claimed)
+	for _, k := range keys {
+		if changes[k] == nil {
+			delete(s.applied, k)
+		} else {
+			s.applied[k] = changes[k]
+		}
+	}
+	return stats, nil
+}
+
+// failed makes the next sync a full one and returns err.
+func (s *syncer) failed(err error) error {
+	s.needFull = true
+	return err
+}
+
+// list names the table's objects of a type; none when the table does not exist yet.
+func (s *syncer) list(ctx context.Context, what string) ([]string, error) {
+	names, err := s.nft.List(ctx, what)
+	if err != nil && !knftables.IsNotFound(err) {
+		return nil, fmt.Errorf("list %s: %w", what, err)
+	}
+	return names, nil
+}
+
+// writeBase adds to tx the table and its fixed objects, made again from scratch (chains
+// flushed and refilled) and with the shared maps and sets emptied.
+func (s *syncer) writeBase(tx *knftables.Transaction) {
+	tx.Add(&knftables.Table{Comment: ptr.To("rules of kubelab's service proxy")})
+
+	type baseChain struct {
+		name     string
+		typ      knftables.BaseChainType
+		hook     knftables.BaseChainHook
+		priority knftables.BaseChainPriority
+	}
+	// The filter chains around DNAT: before it they see the Service address, after it
+	// what was not DNATed. Rejecting at prerouting (kernel 5.9 and later) works before
+	// the routing decision, so it needs no route for the Service range in the node.
+	bases := []baseChain{
+		{filterPreroutingChain, knftables.FilterType, knftables.PreroutingHook, knftables.DNATPriority + "-10"},
+		{filterInputChain, knftables.FilterType, knftables.InputHook, knftables.DNATPriority + "-10"},
+		{filterOutputChain, knftables.FilterType, knftables.OutputHook, knftables.DNATPriority + "-10"},
+		{filterPreroutingPostDNATChain, knftables.FilterType, knftables.PreroutingHook, knftables.DNATPriority + "+10"},
+		{filterOutputPostDNATChain, knftables.FilterType, knftables.OutputHook, knftables.DNATPriority + "+10"},
+		{natPreroutingChain, knftables.NATType, knftables.PreroutingHook, knftables.DNATPriority},
+		{natOutputChain, knftables.NATType, knftables.OutputHook, knftables.DNATPriority},
+		{natPostroutingChain, knftables.NATType, knftables.PostroutingHook, knftables.SNATPriority},
+	}
+	if !s.baseRecreated {
+		for _, b := range bases {
+			tx.Add(&knftables.Chain{Name: b.name})
+			tx.Delete(&knftables.Chain{Name: b.name})
+		}
+	}
+	for _, b := range bases {
+		c := &knftables.Chain{Name: b.name, Type: ptr.To(b.typ), Hook: ptr.To(b.hook), Priority: ptr.To(b.priority)}
+		tx.Add(c)
+		tx.Flush(c)
+	}
+	for _, c := range []string{servicesChain, masqueradingChain, markMasqChain, serviceEndpointsCheckChain,
+		nodePortEndpointsCheckChain, clusterIPsCheckChain, rejectChain} {
+		tx.Add(&knftables.Chain{Name: c})
+		tx.Flush(&knftables.Chain{Name: c})
+	}
+	jumps := []struct{ from, extra, to string }{
+		{filterPreroutingChain, "ct state new", serviceEndpointsCheckChain},
+		{filterOutputChain, "ct state new", serviceEndpointsCheckChain},
+		{filterInputChain, "ct state new", nodePortEndpointsCheckChain},
+		{filterPreroutingPostDNATChain, "ct state new", clusterIPsCheckChain},
+		{filterOutputPostDNATChain, "ct state new", clusterIPsCheckChain},
+		{natPreroutingChain, "", servicesChain},
+		{natOutputChain, "", servicesChain},
+		{natPostroutingChain, "", masqueradingChain},
+	}
+	for _, j := range jumps {
+		tx.Add(&knftables.Rule{Chain: j.from, Rule: knftables.Concat(j.extra, "jump", j.to)})
+	}
+
+	tx.Add(&knftables.Rule{Chain: markMasqChain, Rule: "mark set mark or " + masqueradeMark})
+	tx.Add(&knftables.Rule{Chain: masqueradingChain, Rule: "mark and " + masqueradeMark + " == 0 return"})
+	tx.Add(&knftables.Rule{Chain: masqueradingChain, Rule: "mark set mark xor " + masqueradeMark})
+	tx.Add(&knftables.Rule{Chain: masqueradingChain, Rule: "masquerade fully-random"})
+
+	tx.Add(&knftables.Rule{Chain: rejectChain, Rule: "meta l4proto tcp reject with tcp reset"})
+	tx.Add(&knftables.Rule{Chain: rejectChain, Rule: "reject"})
+
+	tx.Add(&knftables.Set{Name: clusterIPsSet, Type: "ipv4_addr", Comment: ptr.To("ClusterIPs")})
+	tx.Add(&knftables.Rule{Chain: clusterIPsCheckChain, Rule: "ip daddr @" + clusterIPsSet + " reject",
+		Comment: ptr.To("reject traffic to ports a ClusterIP does not have")})
+
+	// NodePort addresses: the node's (or, without any, every local address but loopback).
+	nodePortMatch := "fib daddr type local ip daddr != 127.0.0.0/8"
+	tx.Add(&knftables.Set{Name: nodePortIPsSet, Type: "ipv4_addr", Comment: ptr.To("addresses that answer on NodePorts")})
+	tx.Flush(&knftables.Set{Name: nodePortIPsSet})
+	if len(s.nodeIPs) > 0 {
+		nodePortMatch = "ip daddr @" + nodePortIPsSet
+		for _, ip := range s.nodeIPs {
+			tx.Add(&knftables.Element{Set: nodePortIPsSet, Key: []string{ip}})
+		}
+	}
+
+	tx.Add(&knftables.Map{Name: noEndpointServicesMap, Type: "ipv4_addr . inet_proto . inet_service : verdict",
+		Comment: ptr.To("verdicts for ClusterIP traffic of service ports without endpoints")})
+	tx.Add(&knftables.Map{Name: noEndpointNodePortsMap, Type: "inet_proto . inet_service : verdict",
+		Comment: ptr.To("verdicts for NodePort traffic of service ports without endpoints")})
+	tx.Add(&knftables.Rule{Chain: serviceEndpointsCheckChain,
+		Rule: "ip daddr . meta l4proto . th dport vmap @" + noEndpointServicesMap})
+	tx.Add(&knftables.Rule{Chain: nodePortEndpointsCheckChain,
+		Rule: nodePortMatch + " meta l4proto . th dport vmap @" + noEndpointNodePortsMap})
+
+	tx.Add(&knftables.Map{Name: serviceIPsMap, Type: "ipv4_addr . inet_proto . inet_service : verdict",
+		Comment: ptr.To("ClusterIP traffic")})
+	tx.Add(&knftables.Map{Name: serviceNodePortsMap, Type: "inet_proto . inet_service : verdict",
+		Comment: ptr.To("NodePort traffic")})
+	tx.Add(&knftables.Rule{Chain: servicesChain, Rule: "ip daddr . meta l4proto . th dport vmap @" + serviceIPsMap})
+	tx.Add(&knftables.Rule{Chain: servicesChain, Rule: nodePortMatch + " meta l4proto . th dport vmap @" + serviceNodePortsMap})
+
+	tx.Flush(&knftables.Set{Name: clusterIPsSet})
+	for _, m := range []string{serviceIPsMap, serviceNodePortsMap, noEndpointServicesMap, noEndpointNodePortsMap} {
+		tx.Flush(&knftables.Map{Name: m})
+	}
+}
+
+func setOf(names []string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+func addRules(tx *knftables.Transaction, c Chain) {
+	for _, r := range c.Rules {
+		tx.Add(&knftables.Rule{Chain: c.Name, Rule: r})
+	}
+}
+
+func addVerdicts(tx *knftables.Transaction, m VerdictMap) {
+	for i, v := range m.Verdicts {
+		tx.Add(&knftables.Element{Map: m.Name, Key: []string{strconv.Itoa(i)}, Value: []string{v}})
+	}
+}
+
+// lbMapObject is a load-balancing map: the value of `numgen random mod N` to a verdict.
+func lbMapObject(name string) *knftables.Map {
+	return &knftables.Map{Name: name, TypeOf: "numgen random mod 1 : verdict"}
+}
+
+func affinitySetObject(set AffinitySet) *knftables.Set {
+	// "dynamic" because the packet path adds to it (the kernel would add the flag itself
+	// and a later add without it would then conflict).
+	return &knftables.Set{
+		Name:    set.Name,
+		Type:    "ipv4_addr",
+		Flags:   []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag},
+		Timeout: ptr.To(set.Timeout),
+	}
+}
+
+func elementObject(e *Element) *knftables.Element {
+	o := &knftables.Element{Set: e.Set, Map: e.Map, Key: e.Key}
+	if e.Value != "" {
+		o.Value = []string{e.Value}
+	}
+	if e.Comment != "" {
+		o.Comment = ptr.To(e.Comment)
+	}
+	return o
+}
+
+func elementsByID(st *ServiceState) map[string]*Element {
+	m := make(map[string]*Element, len(st.Elements))
+	for i := range st.Elements {
+		m[st.Elements[i].id()] = &st.Elements[i]
+	}
+	return m
+}
+
+// sortedNames are m's keys by namespace and name, so that transactions come out the same
+// for the same input.
+func sortedNames[V any](m map[types.NamespacedName]V) []types.NamespacedName {
+	keys := slices.Collect(maps.Keys(m))
+	slices.SortFunc(keys, func(a, b types.NamespacedName) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	return keys
+}

@@ -9,7 +9,7 @@ set -euo pipefail
 packages=(
 	util-linux e2fsprogs xfsprogs iproute2 nftables
 	containerd runc containernetworking-plugins busybox-static nginx
-	etcd-server awscli
+	etcd-server awscli curl
 )
 
 missing=()

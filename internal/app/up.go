@@ -84,6 +84,7 @@ kubelet (a fake container runtime and mounter); no root is needed.`,
 	fs := cmd.Flags()
 	fs.BoolVar(&cfg.Hollow, "hollow", false, "hollow cloud and nodes (no loop devices, fake runtime and mounter; no root needed)")
 	fs.IntVar(&cfg.Nodes, "nodes", 0, "number of nodes, spread over the zones (default: one per zone)")
+	fs.StringVar(&cfg.OverlayMode, "overlay", "vxlan", "how real nodes reach each other's pod subnets: vxlan (an overlay over the VPC) or direct (routes via the nodes' VPC addresses)")
 	fs.StringVar(&cfg.Region, "region", "us-east-1", "the cloud's region")
 	fs.StringVar(&zones, "zones", "", "comma-separated availability zones (default <region>a,<region>b,<region>c)")
 	fs.StringVar(&cfg.CloudProfile, "cloud-profile", "fast", "latencies of the cloud's asynchronous transitions: fast or aws")

@@ -183,7 +183,7 @@ func (p *Proxier) loop(ctx context.Context) {
 }
 
 // syncOnce writes the changes gathered since the last sync, or everything when a full
-// sync is due. full reports which it tried.
+// sync is due; full reports which it was.
 func (p *Proxier) syncOnce(ctx context.Context) (full bool, err error) {
 	p.mu.Lock()
 	dirty := p.dirty
@@ -191,48 +191,50 @@ func (p *Proxier) syncOnce(ctx context.Context) (full bool, err error) {
 	p.mu.Unlock()
 
 	start := time.Now()
+	full = p.syncer.needFull
 	var stats syncStats
-	if p.syncer.needFull {
-		desired := map[types.NamespacedName]*ServiceState{}
-		svcs, lerr := p.services.List(labels.Everything())
-		if lerr != nil {
-			return true, p.syncer.failed(fmt.Errorf("list services: %w", lerr))
+	if full {
+		svcs, err := p.services.List(labels.Everything())
+		if err != nil {
+			return true, p.syncer.failed(fmt.Errorf("list services: %w", err))
 		}
+		desired := make(map[types.NamespacedName]*ServiceState, len(svcs))
 		for _, svc := range svcs {
 			k := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
 			if st := ComputeServiceState(svc, p.slicesOf(k), p.cfg.params()); st != nil {
 				desired[k] = st
 			}
 		}
-		stats, err = p.syncer.fullSync(ctx, desired)
+		if stats, err = p.syncer.fullSync(ctx, desired); err != nil {
+			return true, err
+		}
 	} else {
 		if len(dirty) == 0 {
 			return false, nil
 		}
 		changes := make(map[types.NamespacedName]*ServiceState, len(dirty))
 		for k := range dirty {
-			svc, gerr := p.services.Services(k.Namespace).Get(k.Name)
-			if gerr != nil && !apierrors.IsNotFound(gerr) {
-				return false, p.syncer.failed(fmt.Errorf("get service %s: %w", k, gerr))
+			svc, err := p.services.Services(k.Namespace).Get(k.Name)
+			if err != nil && !apierrors.IsNotFound(err) {
+				return false, p.syncer.failed(fmt.Errorf("get service %s: %w", k, err))
 			}
 			changes[k] = nil
 			if svc != nil {
 				changes[k] = ComputeServiceState(svc, p.slicesOf(k), p.cfg.params())
 			}
 		}
-		stats, err = p.syncer.partialSync(ctx, changes)
-	}
-	if err != nil {
-		return stats.full, err
+		if stats, err = p.syncer.partialSync(ctx, changes); err != nil {
+			return false, err
+		}
 	}
 	level := slog.LevelDebug
 	if !p.synced.Load() {
 		level = slog.LevelInfo
 	}
-	p.log.Log(ctx, level, "nftables synced", "full", stats.full, "services", stats.services,
+	p.log.Log(ctx, level, "nftables synced", "full", full, "services", stats.services,
 		"operations", stats.operations, "elapsed", time.Since(start))
 	p.synced.Store(true)
-	return stats.full, nil
+	return full, nil
 }
 
 // slicesOf are the EndpointSlices of the Service k.

@@ -73,18 +73,17 @@ func (e *Element) id() string {
 // Per port: the ClusterIP . protocol . port element of service-ips goes to the port's
 // cluster chain "service-…" (or to its local chain "local-…" with internalTrafficPolicy
 // Local), which masquerades traffic from outside the cluster CIDR and load-balances with
-// `numgen random mod N` over one chain "endpoint-…" per endpoint; an endpoint chain marks
-// hairpin traffic (the endpoint reaching itself) for masquerade and DNATs to ip:port (the
-// load-balancing rule is `numgen random mod N vmap @lb-<chain>`, a map of the chain's
-// own, so that endpoint changes rewrite only it and the rule). A
-// NodePort's protocol . nodePort element of service-nodeports goes to the external chain
-// "external-…", which masquerades and continues to the cluster chain, or with
-// externalTrafficPolicy Local keeps the client's address and continues to the local chain
-// (pods and the node itself still reach every endpoint). ClientIP affinity adds a set per
-// endpoint, keyed by client address with the Service's timeout, which the endpoint chain
-// updates and the Service chain consults before load-balancing. A port without usable
-// endpoints gets instead an element of no-endpoint-services (and no-endpoint-nodeports)
-// whose verdict rejects its traffic.
+// `numgen random mod N vmap @lb-<chain>` (a map of the chain's own, so that an endpoint
+// change rewrites only the map and that rule) over one chain "endpoint-…" per endpoint; an
+// endpoint chain marks hairpin traffic (the endpoint reaching itself) for masquerade and
+// DNATs to ip:port. A NodePort's protocol . nodePort element of service-nodeports goes to
+// the external chain "external-…", which masquerades and continues to the cluster chain,
+// or with externalTrafficPolicy Local keeps the client's address and continues to the
+// local chain (pods and the node itself still reach every endpoint). ClientIP affinity
+// adds a set per endpoint, keyed by client address with the Service's timeout, which the
+// endpoint chain updates and the Service chain consults before load-balancing. A port
+// without usable endpoints gets instead an element of no-endpoint-services (and
+// no-endpoint-nodeports) whose verdict rejects its traffic.
 func ComputeServiceState(svc *v1.Service, eps []*discovery.EndpointSlice, p Params) *ServiceState {
 	ports := servicePorts(svc)
 	if len(ports) == 0 {
@@ -182,8 +181,13 @@ func (st *ServiceState) addPort(sp *servicePort, eps []endpoint, p Params) {
 		st.Chains = append(st.Chains, Chain{Name: externalChain, Rules: rules})
 	}
 
-	endpointChain := func(e endpoint) string { return endpointChainPrefix + endpointChainBase(sp, e) }
-	affinitySet := func(e endpoint) string { return affinitySetPrefix + endpointChainBase(sp, e) }
+	// Each endpoint's name base, hashed once.
+	bases := make(map[endpoint]string, len(reachable))
+	for _, e := range reachable {
+		bases[e] = endpointChainBase(sp, e)
+	}
+	endpointChain := func(e endpoint) string { return endpointChainPrefix + bases[e] }
+	affinitySet := func(e endpoint) string { return affinitySetPrefix + bases[e] }
 	loadBalance := func(chain string, eps []endpoint) {
 		var rules []string
 		if hasInternal && chain == internalChain {

@@ -47,7 +47,6 @@ func newSyncer(nft knftables.Interface, nodeIPs []string, log *slog.Logger) *syn
 
 // syncStats describe one sync.
 type syncStats struct {
-	full       bool
 	services   int // Services written (all of them in a full sync)
 	operations int // operations of the transaction
 }
@@ -151,7 +150,7 @@ func (s *syncer) fullSync(ctx context.Context, desired map[types.NamespacedName]
 		}
 	}
 
-	stats := syncStats{full: true, services: len(desired), operations: tx.NumOperations()}
+	stats := syncStats{services: len(desired), operations: tx.NumOperations()}
 	if err := s.nft.Run(ctx, tx); err != nil {
 		return stats, s.failed(fmt.Errorf("full sync of %d services: %w", len(desired), err))
 	}

@@ -1,5 +1,5 @@
-// Command kubelab runs the whole Kubernetes storage and networking pipeline of the
-// seeds on one machine: API server on etcd, controllers, scheduler, the CSI driver
+// Command kubelab runs a whole Kubernetes cluster, storage and networking pipeline
+// included, on one machine: API server on etcd, controllers, scheduler, the CSI driver
 // ebs.csi.aws.com on a local EC2/EBS-compatible cloud, kubelets, CNI and a service proxy.
 package main
 

@@ -13,7 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// appsResources are the rows of apps/v1: the workload kinds of seed 003.
+// appsResources are the rows of apps/v1: the workload kinds (Deployment, ReplicaSet,
+// StatefulSet, DaemonSet) and ControllerRevision.
 func appsResources() []resource {
 	containersCols := []metav1.TableColumnDefinition{
 		wide("Containers", "string", "Names of each container in the template."),

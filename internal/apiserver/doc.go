@@ -1,6 +1,6 @@
 // Package apiserver is kubelab's Kubernetes-compatible API server: the front door of every
-// step in the seeds ("kubectl apply → API server → authn/authz/admission → etcd", seed 003
-// §1–§2, and the watches that wake controllers, scheduler and kubelet in seed 001).
+// step of the flow (kubectl apply → API server → authn/authz/admission → etcd, and the
+// watches that wake the controllers, the scheduler and the kubelets).
 //
 // It is built on k8s.io/apiserver, the library kube-apiserver and aggregated API servers
 // are made of, so the wire is the real one: JSON, YAML and protobuf; watch with bookmarks

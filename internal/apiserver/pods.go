@@ -16,8 +16,8 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 )
 
-// bindingREST serves pods/binding: the scheduler's "bind" (seed 003 §4) sets the pod's
-// node once, and marks it PodScheduled.
+// bindingREST serves pods/binding: the scheduler's bind sets the pod's node once, and
+// marks it PodScheduled.
 type bindingREST struct{ pods *genericregistry.Store }
 
 var _ rest.NamedCreater = &bindingREST{}

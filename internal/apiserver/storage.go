@@ -14,7 +14,7 @@ import (
 )
 
 // storageResources are the rows of storage.k8s.io/v1: classes, attachments and the CSI
-// objects of seed 001's component map.
+// objects (CSIDriver, CSINode, CSIStorageCapacity).
 func storageResources() []resource {
 	st := func(r resource) resource { r.group, r.version = "storage.k8s.io", "v1"; return r }
 	return []resource{

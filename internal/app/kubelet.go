@@ -23,7 +23,7 @@ func newKubeletCommand() *cobra.Command {
 		Short: "Run a node's kubelet (hollow mode: a fake runtime and mounter) against a kubelab API server",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cfg.Hollow {
-				return errors.New("kubelet: only --hollow nodes exist so far; the containerd kubelet is still to come")
+				return errors.New("kubelet: only --hollow runs as a command of its own; real nodes (containerd, CNI, volumes) run in kubelab up")
 			}
 			cpuQ, err := resource.ParseQuantity(cpu)
 			if err != nil {

@@ -52,8 +52,8 @@ func runUp(t *testing.T, args ...string) (out *syncBuffer, stop func()) {
 }
 
 // TestUpHollow runs `kubelab up --hollow --nodes 4` and drives it with the real kubectl:
-// four nodes over three zones, the seed manifests applied from examples/seed, the seed's
-// pod Running with its claim Bound. A second `up` on the same data dir finds the same
+// four nodes over three zones, the manifests of examples/seed applied, their pod
+// Running with its claim Bound. A second `up` on the same data dir finds the same
 // nodes (their instances are not launched again) and the pod still there.
 func TestUpHollow(t *testing.T) {
 	kubectl, err := exec.LookPath("kubectl")

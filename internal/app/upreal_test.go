@@ -78,11 +78,11 @@ func startUpProcess(t *testing.T, bin string, args ...string) *upProcess {
 	return p
 }
 
-// TestUpRealKill9 kills `kubelab up` with real nodes with -9 while the seed's pod runs
-// with its volume mounted, starts it again on the same data dir and checks that the pod
-// is Running again with nothing mounted twice; a second `up` on the data dir in use is
-// refused naming the holder; `kubelab down` then stops it and nothing is left on the
-// machine: no mount, loop device or process of the data dir.
+// TestUpRealKill9 kills `kubelab up` with real nodes with -9 while the pod of
+// examples/seed runs with its volume mounted, starts it again on the same data dir and
+// checks that the pod is Running again with nothing mounted twice; a second `up` on the
+// data dir in use is refused naming the holder; `kubelab down` then stops it and nothing
+// is left on the machine: no mount, loop device or process of the data dir.
 func TestUpRealKill9(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("real nodes need root")

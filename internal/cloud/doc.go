@@ -3,10 +3,10 @@
 // modifications, served over the EC2 Query API (Version 2016-11-15) on 127.0.0.1, with
 // an instance metadata service (IMDSv1 and v2) per instance.
 //
-// It implements the cloud side of the seeds: "the CSI controller talks to AWS APIs and
-// creates an EBS volume", "AWS attaches the volume to that EC2" (seed 000, seed 001's CSI
-// Controller column, seed 002 step 2) and "the node plugin uses IMDS to discover its own
-// AWS identity" (seed 002 step 4).
+// It is the cloud side of the storage flow: the CSI controller plugin creates an EBS
+// volume (CreateVolume) and attaches it to the node's EC2 instance (AttachVolume) through
+// the EC2 API, and the CSI node plugin learns its own instance id, zone and type from
+// IMDS.
 //
 // # Data path
 //

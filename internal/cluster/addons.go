@@ -15,8 +15,8 @@ import (
 	"github.com/kubelab/kubelab/internal/storageclass"
 )
 
-// DefaultStorageClass is the class the cluster starts with: seed 000's gp2, marked as
-// the default as on EKS.
+// DefaultStorageClass is the class the cluster starts with: gp2 (ebs.csi.aws.com,
+// WaitForFirstConsumer), marked as the default as on EKS.
 const DefaultStorageClass = "gp2"
 
 // AnnDefaultStorageClass marks the default StorageClass: claims that name no class get it.

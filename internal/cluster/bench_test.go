@@ -22,7 +22,7 @@ import (
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
 )
 
-// BenchmarkCreateToRunning measures seed 001's whole flow on a hollow cluster of 10
+// BenchmarkCreateToRunning measures the whole storage flow on a hollow cluster of 10
 // nodes (3 zones): 100 PVC + Pod pairs created at once (100 writers), and for each pod
 // the time from its claim's create call to the pod being Running and Ready as the API
 // server's watch shows it: scheduler (WaitForFirstConsumer) → PV controller →

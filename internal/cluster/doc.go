@@ -1,5 +1,6 @@
 // Package cluster is `kubelab up`: it starts and stops a whole cluster on this machine,
-// everything seed 001's sequence and seed 003's walk-through name, in their order:
+// every component of the flow from `kubectl apply` to a running pod with its EBS volume
+// mounted, in the order they start:
 //
 //   - the control plane: embedded etcd (or an external one) and the API server, which
 //     writes the admin kubeconfig;
@@ -13,7 +14,10 @@
 //   - the nodes: for each, an instance launched in the cloud with RunInstances (zones
 //     round-robin; found again by its kubelab.dev/node-slot tag when the cluster restarts
 //     on the same data dir), named after its private DNS name as on EKS, and its kubelet
-//     (hollow: a fake runtime and mounter; real nodes are still to come).
+//     (hollow: a fake runtime and mounter); a real node is also a network namespace on
+//     the cluster's VPC (package vpc) with its metadata service, its containerd and CNI
+//     configuration, the CSI node plugin, the overlay agent, the NetworkPolicy agent and
+//     the service proxy; the EC2 endpoint and the cluster DNS listen on the VPC.
 //
 // The rule of the wire holds inside the one process: each component gets its own client
 // from the admin kubeconfig (its own user agent and connection, protobuf where upstream

@@ -16,7 +16,7 @@ import (
 )
 
 // TestRestartsMidFlow kills and restarts the controller-manager, the scheduler, the
-// sidecars and the CSI controller while PVC + Pod pairs go through seed 001's flow on a
+// sidecars and the CSI controller while PVC + Pod pairs go through the storage flow on a
 // cloud with AWS-like latencies (a create takes 2 s, an attach 3 s, so the kills land in
 // the middle of cloud operations). Everything converges: each claim gets exactly one
 // cloud volume, every pod runs, and after the pods and claims are deleted no volume,

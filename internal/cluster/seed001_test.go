@@ -27,8 +27,8 @@ const (
 	finPV            = "kubernetes.io/pv-protection"
 )
 
-// seedPair creates seed 004's PVC and Pod (from examples/seed) in ns under the given
-// names, the claim asking for class.
+// seedPair creates the PVC and Pod of examples/seed (10-pvc.yaml, 20-pod.yaml) in ns
+// under the given names, the claim asking for class.
 func (tc *testCluster) seedPair(ns, claim, pod, class string) (*corev1.PersistentVolumeClaim, *corev1.Pod) {
 	t := tc.t
 	t.Helper()
@@ -61,25 +61,27 @@ func (tc *testCluster) deletePodAndWait(ns, name string) {
 	})
 }
 
-// TestSeed001KeyStateTransitions runs seed 001's sequence on a hollow cluster — the
-// real API server, controller-manager, scheduler, CSI controller and sidecars, cloud and
-// hollow kubelets, each on its wire — with seed 000's gp2 class and seed 004's PVC and
-// Pod, and asserts every row of the seed's "Key State Transitions" table from the
-// states the API server's watch showed.
+// TestSeed001KeyStateTransitions runs the storage flow on a hollow cluster — the real
+// API server, controller-manager, scheduler, CSI controller and sidecars, cloud and
+// hollow kubelets, each on its wire — from `kubectl apply` of the PVC and Pod of
+// examples/seed (default class gp2) to the pod running with its volume, and asserts each
+// key state transition of the claim, the PV and the VolumeAttachment (provisioned,
+// bound, attached, released under Retain, deleted under Delete) from the states the API
+// server's watch showed.
 func TestSeed001KeyStateTransitions(t *testing.T) {
 	tc := startCluster(t, nil)
 	tl := startTimeline(t, tc.client)
 	ctx := context.Background()
 	ns := tc.namespace("seed001")
 
-	// Seed 000's class is the cluster's default class.
+	// The gp2 class of examples/seed is the cluster's default class.
 	sc, err := tc.client.StorageV1().StorageClasses().Get(ctx, "gp2", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	seedSC := seedObject[*storagev1.StorageClass](t, "00-storageclass-gp2.yaml")
 	if sc.Provisioner != seedSC.Provisioner || *sc.VolumeBindingMode != *seedSC.VolumeBindingMode || sc.Annotations[AnnDefaultStorageClass] != "true" {
-		t.Fatalf("default class gp2 = %s %s %v, want seed 000's (%s %s) marked default", sc.Provisioner, *sc.VolumeBindingMode, sc.Annotations,
+		t.Fatalf("default class gp2 = %s %s %v, want examples/seed's (%s %s) marked default", sc.Provisioner, *sc.VolumeBindingMode, sc.Annotations,
 			seedSC.Provisioner, *seedSC.VolumeBindingMode)
 	}
 	retain := corev1.PersistentVolumeReclaimRetain
@@ -91,7 +93,7 @@ func TestSeed001KeyStateTransitions(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// kubectl apply of seed 004: the PVC (Pending, WaitForFirstConsumer) and the Pod.
+	// kubectl apply of examples/seed: the PVC (Pending, WaitForFirstConsumer) and the Pod.
 	pvc, _ := tc.seedPair(ns, "my-app-pvc", "my-app-pod", "gp2")
 	pod := tc.waitPodRunning(ns, "my-app-pod")
 	node := pod.Spec.NodeName
@@ -100,7 +102,7 @@ func TestSeed001KeyStateTransitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	pvName := "pvc-" + string(pvc.UID)
-	// The rows depend on each other, so they are steps of one test, not subtests.
+	// The transitions depend on each other, so they are steps of one test, not subtests.
 	step := func(row string, f func()) {
 		t.Helper()
 		t.Logf("row: %s", row)

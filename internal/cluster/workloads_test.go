@@ -85,9 +85,9 @@ func TestStatefulSetAcrossZones(t *testing.T) {
 	}
 }
 
-// TestSeed003Deployment: seed 003's Deployment of 3 gets a ReplicaSet and pods owned
-// by it; it scales to 5 and to 1; a rolling image update keeps it available; deleting it
-// garbage-collects the ReplicaSets and pods.
+// TestSeed003Deployment: the Deployment of 3 in examples/seed gets a ReplicaSet and pods
+// owned by it; it scales to 5 and to 1; a rolling image update keeps it available;
+// deleting it garbage-collects the ReplicaSets and pods.
 func TestSeed003Deployment(t *testing.T) {
 	tc := startCluster(t, nil)
 	ctx := context.Background()
@@ -258,8 +258,9 @@ func TestSeed003Deployment(t *testing.T) {
 
 // TestClaimWithoutClassGetsTheDefault: most charts leave storageClassName out. Such a
 // claim gets the default class gp2 — from the API server's admission when it is created,
-// from the PV controller when it was created before a default class existed — and goes
-// the seed's way; a claim that says "" asks for no class and keeps none.
+// from the PV controller when it was created before a default class existed — and is
+// provisioned and Bound once its pod is scheduled; a claim that says "" asks for no class
+// and keeps none.
 func TestClaimWithoutClassGetsTheDefault(t *testing.T) {
 	tc := startCluster(t, nil)
 	ctx := context.Background()
@@ -343,8 +344,8 @@ func TestResizeInUse(t *testing.T) {
 	tc.waitResized(pod, pvc)
 }
 
-// growInUse runs the seed's claim and pod in namespace ns on a class that allows
-// expansion and asks for 3Gi while the pod runs; it returns the pod and the claim.
+// growInUse runs the claim and pod of examples/seed in namespace ns on a class that
+// allows expansion and asks for 3Gi while the pod runs; it returns the pod and the claim.
 func (tc *testCluster) growInUse(ns string) (*corev1.Pod, *corev1.PersistentVolumeClaim) {
 	t := tc.t
 	ctx := context.Background()

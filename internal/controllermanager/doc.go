@@ -1,8 +1,8 @@
 // Package controllermanager is `kubelab controller-manager`: every controller of the
 // cluster in one component on one shared informer factory, as kube-controller-manager
-// runs them — the controllers of seed 003 (deployment, replicaset, statefulset,
-// daemonset, garbage collector, namespace, nodeipam, nodelifecycle, endpointslice,
-// serviceaccount) and the storage controllers of seed 001 (persistentvolume-binder,
+// runs them — the workload and cluster controllers (deployment, replicaset,
+// statefulset, daemonset, garbage collector, namespace, nodeipam, nodelifecycle,
+// endpointslice, serviceaccount) and the storage controllers (persistentvolume-binder,
 // pvc/pv-protection, attach/detach) plus the snapshot controller.
 //
 // New builds them all against an API server (each reaches it only through client-go);

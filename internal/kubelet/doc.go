@@ -1,6 +1,7 @@
-// Package kubelet is kubelab's kubelet, so far in hollow mode only: the node agent of
-// seed 003 §4 and of the last rows of seed 001's sequence ("kubelet sees pod + PVC" →
-// NodeStage → NodePublish → "kubelet starts containers").
+// Package kubelet is kubelab's kubelet, for real and hollow nodes: the node agent that
+// turns a pod bound to its node into running containers, and the last steps of the
+// storage flow (the kubelet sees the pod and its PVC → NodeStageVolume →
+// NodePublishVolume → the kubelet starts the containers).
 //
 // What it does, as upstream's kubelet (and KWOK/kubemark hollow nodes) do:
 //   - registers its Node: labels kubernetes.io/hostname, kubernetes.io/os=linux,
@@ -12,16 +13,18 @@
 //     addresses, nodeInfo.kubeletVersion; the status is written when it changes (checked
 //     every 10 s) and at least every 5 min;
 //   - registers the CSI driver (ebs.csi.aws.com) in its CSINode: nodeID = the instance id,
-//     topologyKeys, allocatable.count (in hollow mode at start; real mode will do it when
-//     the driver's registration socket appears);
+//     topologyKeys, allocatable.count (in hollow mode at start; on real nodes the plugin
+//     manager does it when the driver's registration socket appears);
 //   - keeps a Lease in kube-node-lease, owned by the Node, renewed every 10 s;
 //   - runs its pods (a workqueue of pod keys; sync is idempotent): the volume manager
 //     resolves each PVC to its CSI PV, reports the volume in node.status.volumesInUse, waits
 //     for it to be reported and for the VolumeAttachment of (PV, node) to be attached when
-//     the driver needs attach (no CSIDriver object or attachRequired), then stages and
-//     publishes it through the Mounter at the paths of DESIGN §4 with attachmentMetadata as
-//     the publish context; the Runtime starts the containers; the pod goes Running and Ready
-//     with container statuses and an IP from the node's podCIDR (when it has one);
+//     the driver needs attach (no CSIDriver object or attachRequired), then stages it at
+//     <root>/plugins/kubernetes.io/csi/pv/<pv>/globalmount and publishes it at
+//     <root>/pods/<uid>/volumes/kubernetes.io~csi/<pv>/mount through the Mounter, with
+//     attachmentMetadata as the publish context; the Runtime starts the containers; the
+//     pod goes Running and Ready with container statuses and an IP from the node's
+//     podCIDR (when it has one);
 //   - grows published volumes online (expand.go): when a claim it has published waits for
 //     the node (FileSystemResizePending / NodeResizePending) and its PV is larger than the
 //     claim's capacity, it expands through the Mounter (NodeExpandVolume), writes the new

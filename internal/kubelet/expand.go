@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// Online expansion (seed 001's volume, grown while a pod uses it): the external-resizer
+// Online expansion (a CSI volume grown while a pod uses it): the external-resizer
 // grows the cloud volume and the PV, and when the driver says the filesystem must follow
 // it marks the claim FileSystemResizePending (status.allocatedResourceStatuses storage:
 // NodeResizePending). The kubelet of a node that has the volume published calls

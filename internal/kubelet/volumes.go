@@ -54,7 +54,10 @@ func uniqueVolumeName(driver, handle string) corev1.UniqueVolumeName {
 	return corev1.UniqueVolumeName("kubernetes.io/csi/" + driver + "^" + handle)
 }
 
-// stagingPath and targetPath follow the kubelet layout of DESIGN §4.
+// stagingPath and targetPath are where a CSI volume is staged and published under the
+// kubelet's root dir: plugins/kubernetes.io/csi/pv/<pv>/globalmount (NodeStageVolume, one
+// per node) and pods/<uid>/volumes/kubernetes.io~csi/<pv>/mount (NodePublishVolume, one
+// per pod).
 func stagingPath(root, pv string) string {
 	return filepath.Join(root, "plugins", "kubernetes.io", "csi", "pv", pv, "globalmount")
 }

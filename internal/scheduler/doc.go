@@ -2,8 +2,10 @@
 // without a node whose spec.schedulerName is its own and binds each to a node through
 // pods/binding.
 //
-// Seed 003 §3 ("Scheduling: choosing a node") and seed 001's WaitForFirstConsumer step
-// ("scheduler selects node in AZ-b"). The shape is upstream's scheduling framework:
+// It is the scheduling step of the flow (API server → scheduler → kubelet): it filters
+// and scores the nodes for each pod and binds it to one, and for a claim of a
+// WaitForFirstConsumer class the node it picks decides the zone the volume is created
+// in. The shape is upstream's scheduling framework:
 //
 //   - a SchedulingQueue with activeQ (priority, then age), backoffQ (1 s doubling to 10 s)
 //     and the unschedulable pods, which cluster events (node add/update, assigned pod

@@ -1,5 +1,5 @@
 // Package blockdev is the cloud's block layer on the machine: sparse volume files and the
-// loop devices over them (seed 002 step 2, "AWS attaches the volume to that EC2").
+// loop devices over them (attaching an EBS volume to an instance sets up a loop device).
 //
 // Loop sets up loop devices with the LOOP_* ioctls (LOOP_CTL_GET_FREE, LOOP_CONFIGURE,
 // LOOP_SET_CAPACITY, LOOP_CLR_FD), grows files with truncate and copies them sparse-aware

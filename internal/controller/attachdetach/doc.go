@@ -4,8 +4,9 @@
 // any more and the node has stopped using it, and reports what is attached in the
 // node's status.volumesAttached.
 //
-// It implements seed 001's step "AttachDetach controller sees pod+PV → CREATE
-// VolumeAttachment". For every node, the desired set is the volumes of its pods
+// It is the attach step of the storage flow: once a pod whose claim is bound to a PV
+// is scheduled, it creates the VolumeAttachment that the external-attacher carries out.
+// For every node, the desired set is the volumes of its pods
 // that are not terminated (phase Succeeded/Failed, or deleted with no container
 // running), whose claim is Bound to a CSI PV of a driver that requires attach
 // (CSIDriver.spec.attachRequired, true when unset or when there is no CSIDriver

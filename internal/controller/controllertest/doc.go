@@ -5,7 +5,7 @@
 // EventsAbout and HasEvent (events.go) read the Events about an object.
 // Kubelet (kubelet.go) plays the scheduler and the kubelet for the pods of one
 // namespace against a real API server through client-go, so workload controller tests
-// (seed 003 §2: Deployment, ReplicaSet, StatefulSet, DaemonSet) can watch pods become
+// (Deployment, ReplicaSet, StatefulSet, DaemonSet) can watch pods become
 // bound, Running and Ready, and deletions complete, without a real node.
 //
 // Contract: RunKubelet starts it and registers its stop in t.Cleanup; it touches only

@@ -1,6 +1,6 @@
 // Package deployment is the Deployment controller of the controller-manager
-// ("deployment-controller"): seed 003 §2, "Deployment controller computes desired
-// ReplicaSets and replica counts".
+// ("deployment-controller"): it computes each Deployment's desired ReplicaSets and their
+// replica counts.
 //
 // Contract:
 //   - Each Deployment owns ReplicaSets named "<deployment>-<pod-template-hash>", where the

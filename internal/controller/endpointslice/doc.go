@@ -1,7 +1,7 @@
 // Package endpointslice is the EndpointSlice controller of the controller-manager
 // ("endpointslice-controller.k8s.io"), together with the core/v1 Endpoints that
 // upstream's endpoints controller ("endpoint-controller") keeps for the same Services
-// (seed 003 §5: "readinessProbe failing → Endpoints/EndpointSlices exclude this Pod").
+// (a pod whose readiness probe fails is listed as not ready, so Service traffic leaves it).
 //
 // Contract, for each Service with a selector:
 //   - EndpointSlices (generateName "<service>-", owned by the Service, labelled

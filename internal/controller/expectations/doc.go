@@ -1,8 +1,8 @@
 // Package expectations records, per controller key, the pod creations and deletions a
 // workload controller has asked for but its informer has not yet seen, as the
-// ReplicaSet and DaemonSet controllers of the controller-manager need (seed 003 §2:
-// "ReplicaSet controller compares desired vs actual Pods → creates/deletes Pods to
-// match" must not act twice on a stale cache).
+// ReplicaSet and DaemonSet controllers of the controller-manager need (a controller that
+// compares desired with actual pods and creates or deletes pods to match must not act
+// twice on a stale cache).
 //
 // Contract:
 //   - A key with nothing in flight is Satisfied; so is one whose expectations were set

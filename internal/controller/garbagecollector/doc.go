@@ -1,7 +1,7 @@
 // Package garbagecollector is the garbage collector of the controller-manager: it
-// deletes objects whose owners are gone, following metadata.ownerReferences (seed 003
-// §8: "OwnerReferences & GC: Pods created by RS/Job carry owners; when owners go away,
-// dependents are garbage-collected").
+// deletes objects whose owners are gone, following metadata.ownerReferences (the pods a
+// ReplicaSet creates carry it as their owner; when the owner goes away, its dependents
+// are garbage-collected).
 //
 // How: it discovers every resource that can be listed, watched and deleted (again every
 // Config.DiscoveryPeriod, so new kinds are picked up), watches each through the metadata

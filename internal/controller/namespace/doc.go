@@ -3,8 +3,8 @@
 // resource as discovery lists them, and once nothing is left removes the "kubernetes"
 // finalizer through namespaces/finalize and deletes the namespace for good.
 //
-// Seed 003 §5 lists the controllers that keep desired and actual state together; this is
-// the one that makes `kubectl delete namespace` empty a namespace. It is a client of the
+// Of the controllers that keep desired and actual state together, this is the one that
+// makes `kubectl delete namespace` empty a namespace. It is a client of the
 // API server only (client-go informers, discovery and the metadata client), in the
 // sample-controller shape: handlers enqueue names, sync(ctx, name) is idempotent.
 package namespace

@@ -1,9 +1,9 @@
 // Package protection holds the storage-object-in-use protection controllers of the
 // controller-manager: "pvc-protection-controller" and "pv-protection-controller".
 //
-// It implements seed 001's "PV protection controller — finalizers on bound
-// PVCs/PVs". Every claim gets the finalizer kubernetes.io/pvc-protection and every
-// volume kubernetes.io/pv-protection (upstream an admission plugin adds them at
+// They keep claims and volumes in use from going away, with finalizers. Every claim gets
+// the finalizer kubernetes.io/pvc-protection and every volume
+// kubernetes.io/pv-protection (upstream an admission plugin adds them at
 // creation; the controllers add them to objects that lack them). A deleted claim
 // keeps its finalizer while a scheduled pod (spec.nodeName set) names it, directly
 // or as a generic ephemeral volume, unless that pod was force-deleted or is done

@@ -3,7 +3,7 @@
 // PersistentVolumes, hands claims of a dynamic StorageClass to their external
 // provisioner, and moves volumes through their phases when claims go away.
 //
-// It implements seed 001's "PV Controller" column: the PVC stays Pending while its
+// It is the PV-controller step of the storage flow: the PVC stays Pending while its
 // WaitForFirstConsumer class waits for a pod (event WaitForFirstConsumer); once the
 // scheduler has set volume.kubernetes.io/selected-node (or at once for Immediate
 // classes) the claim is annotated volume.kubernetes.io/storage-provisioner (and the

@@ -1,7 +1,7 @@
 // Package replicaset is the ReplicaSet controller of the controller-manager
 // ("replicaset-controller"): it keeps, for every ReplicaSet, spec.replicas active pods
-// that match its selector (seed 003 §2: "ReplicaSet controller compares desired vs actual
-// Pods → creates/deletes Pods to match").
+// that match its selector, comparing desired with actual pods and creating or deleting
+// pods to match.
 //
 // Contract:
 //   - Pods it creates come from spec.template, are named generateName "<rs>-", and carry an

@@ -1,6 +1,6 @@
 // Package worker is the work-queue loop the controllers of the controller-manager
-// share (seed 003 §2: every controller watches through informers, queues keys and
-// reconciles them one at a time per worker).
+// share (every controller watches through informers, queues keys and reconciles them
+// one at a time per worker).
 //
 // Contract:
 //   - Start runs n goroutines that take keys from a client-go rate-limiting queue until

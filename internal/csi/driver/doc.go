@@ -2,12 +2,11 @@
 // Identity, Controller and Node services on a unix socket, started by
 // `kubelab csi-driver --mode controller|node|all`.
 //
-// It implements the step of the seeds where "the CSI driver does the heavy lifting:
-// attaches, formats, and mounts" (seed 000) and seed 001's CSI column:
-// CreateVolume, DeleteVolume, ControllerPublishVolume and ControllerUnpublishVolume
-// in the controller plugin; NodeStageVolume (format + mount to the staging path),
-// NodePublishVolume (bind mount into the pod), NodeUnpublishVolume,
-// NodeUnstageVolume and NodeExpandVolume in the node plugin.
+// It does the heavy lifting of the storage flow — it creates, attaches, formats and
+// mounts volumes: CreateVolume, DeleteVolume, ControllerPublishVolume and
+// ControllerUnpublishVolume in the controller plugin; NodeStageVolume (format +
+// mount to the staging path), NodePublishVolume (bind mount into the pod),
+// NodeUnpublishVolume, NodeUnstageVolume and NodeExpandVolume in the node plugin.
 //
 // # Contract
 //

@@ -2,9 +2,9 @@
 // the VolumeAttachments of its driver with ControllerPublishVolume and
 // ControllerUnpublishVolume.
 //
-// It implements seed 001's step "external-attacher calls ControllerPublishVolume"
-// and the table row "VolumeAttachment (created) → ControllerPublishVolume →
-// .status.attached: true". For a VolumeAttachment whose spec.attacher is this
+// It is the attach step of the storage flow: a VolumeAttachment, once created, is
+// carried out with ControllerPublishVolume and then reports .status.attached: true.
+// For a VolumeAttachment whose spec.attacher is this
 // driver: it puts the finalizer external-attacher/<driver with dots as dashes> on the
 // PV and then on the VolumeAttachment (with the node's CSI id in the annotation
 // csi.alpha.kubernetes.io/node-id), finds that id in the node's CSINode entry for

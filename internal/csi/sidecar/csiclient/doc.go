@@ -8,7 +8,7 @@
 // (NewQueue) and worker loop (Work), and the index of VolumeAttachments by PV
 // (IndexAttachmentsByPV).
 //
-// It is the sidecars' side of the wire "CSI gRPC on the driver's socket"
-// (seed 001's external-provisioner and external-attacher columns); nothing here
-// calls the driver's Go package.
+// It is the sidecars' side of the wire "CSI gRPC on the driver's socket" (the
+// external-provisioner, -attacher, -resizer and -snapshotter and the
+// node-driver-registrar use it); nothing here calls the driver's Go package.
 package csiclient

@@ -20,7 +20,7 @@ import (
 	"github.com/kubelab/kubelab/internal/controller/attachdetach"
 )
 
-// BenchmarkClaimToAttached measures, per claim, the control plane of seed 001
+// BenchmarkClaimToAttached measures, per claim, the storage control plane
 // from "PVC and Pod created" (the scheduler's choices made up front:
 // selected-node on the claim, spec.nodeName on the pod) to "VolumeAttachment
 // attached": PV controller → provisioner → CreateVolume → PV → binding →

@@ -5,8 +5,8 @@
 // external-provisioner and external-attacher, each reaching the others only through
 // those wires.
 //
-// The tests walk seed 001's sequence and assert every row of its "Key State
-// Transitions" table that these components own: PVC Pending → provisioned → Bound,
+// The tests walk the storage flow from claim to attached volume and assert every
+// state transition these components own: PVC Pending → provisioned → Bound,
 // PV Available → Bound, VolumeAttachment created → attached with a devicePath, the
 // PV Released under Retain and the cloud volume deleted under Delete, and a claim
 // kept by kubernetes.io/pvc-protection while a pod uses it. The scheduler's and the

@@ -147,9 +147,10 @@ func hasFinalizer(list []string, f string) bool {
 	return false
 }
 
-// TestSeed001Flow walks seed 001's sequence with the gp2 class of seed 000
-// (WaitForFirstConsumer) and the PVC and Pod of seed 004, asserting the rows of the
-// Key State Transitions table, then tears it down under reclaim policy Delete.
+// TestSeed001Flow walks the storage flow with a gp2 class (WaitForFirstConsumer) and
+// the claim my-app-pvc and pod my-app-pod of examples/seed, asserting each state
+// transition (PVC Pending → Bound, PV Available → Bound, VolumeAttachment created →
+// attached), then tears it down under reclaim policy Delete.
 func TestSeed001Flow(t *testing.T) {
 	e := newEnv(t)
 	ctrl := e.startControllers()
@@ -219,7 +220,7 @@ func TestSeed001Flow(t *testing.T) {
 		t.Errorf("cloud volume zone %s size %d type %s, want us-east-1b 1 gp2", z, aws.ToInt32(vols[0].Size), vols[0].VolumeType)
 	}
 
-	// Row: PVC Pending → PV provisioned → Bound; PV → Bound.
+	// Transition: PVC Pending → PV provisioned → Bound; PV → Bound.
 	waitFor(t, "claim Bound", func() (bool, error) {
 		c = e.getClaim(ns, "my-app-pvc")
 		return c.Status.Phase == corev1.ClaimBound, nil
@@ -305,7 +306,7 @@ func TestSeed001Flow(t *testing.T) {
 		return err == nil && len(n.Status.VolumesAttached) == 0, err
 	})
 
-	// Row: PV Bound → PVC deleted → deleted (Delete): the claim goes, the PV is
+	// Transition: PV Bound → PVC deleted → deleted (Delete): the claim goes, the PV is
 	// Released, the provisioner deletes the cloud volume and the PV.
 	waitFor(t, "claim gone", func() (bool, error) {
 		_, err := e.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "my-app-pvc", metav1.GetOptions{})

@@ -2,7 +2,8 @@
 // a PersistentVolumeClaim into a volume of its driver (CreateVolume) and a
 // PersistentVolume, and deletes both when a Delete-policy volume is Released.
 //
-// It implements seed 001's "external-provisioner" column. A claim is provisioned
+// It is the provisioning step of the storage flow: it watches claims and calls
+// CreateVolume. A claim is provisioned
 // when the PV controller has annotated it volume.kubernetes.io/storage-provisioner
 // (or the beta key) with this driver's name, it has no volume yet, its class is
 // this driver's, and, under WaitForFirstConsumer, the scheduler has set

@@ -2,8 +2,8 @@
 // registers the CSI driver's node plugin with the kubelet through the kubelet
 // plugin registration API (k8s.io/kubelet pluginregistration v1).
 //
-// It implements seed 001's "CSI Node Plugin Socket Registration": it asks the
-// driver its name over the driver's socket (GetPluginInfo, after Probe), then
+// It is how the kubelet learns of the node plugin's socket: it asks the driver
+// its name over the driver's socket (GetPluginInfo, after Probe), then
 // serves the Registration service on <plugins_registry>/<driver>-reg.sock. The
 // kubelet's plugin watcher finds that socket, calls GetInfo (type CSIPlugin, the
 // driver's name, the endpoint of the driver's socket as the kubelet reaches it,

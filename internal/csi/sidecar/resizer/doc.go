@@ -2,8 +2,8 @@
 // volume of a bound PersistentVolumeClaim when its spec.resources.requests.storage
 // is raised above its PV's capacity.
 //
-// It implements the resize path of the notes (seed 001's CSI controller; the
-// kubelet then calls NodeExpandVolume). For a bound claim of this driver whose
+// It is the controller half of volume expansion (the kubelet then calls
+// NodeExpandVolume). For a bound claim of this driver whose
 // request exceeds the PV's capacity it records the claim's condition Resizing,
 // status.allocatedResources and status.allocatedResourceStatuses
 // (ControllerResizeInProgress), emits Resizing, calls ControllerExpandVolume with

@@ -3,8 +3,8 @@
 // snapshotter sidecar (VolumeSnapshotContent → CreateSnapshot/DeleteSnapshot, New),
 // as upstream's snapshot-controller and csi-snapshotter split the work.
 //
-// It implements seed 001's "external-snapshotter — watches VolumeSnapshots, calls
-// CreateSnapshot". The snapshot controller takes a VolumeSnapshot of a bound claim
+// It watches VolumeSnapshots and has the driver take them with CreateSnapshot. The
+// snapshot controller takes a VolumeSnapshot of a bound claim
 // (spec.source.persistentVolumeClaimName), picks its VolumeSnapshotClass (named, or
 // the driver's default: snapshot.storage.kubernetes.io/is-default-class=true),
 // creates the VolumeSnapshotContent snapcontent-<snapshot uid> (spec.driver,

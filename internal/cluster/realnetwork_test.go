@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/overlay"
 	"github.com/kubelab/kubelab/internal/overlay/overlaytest"
 	"github.com/kubelab/kubelab/internal/vpc"
 )
@@ -275,6 +276,50 @@ func (tc *testCluster) logNetwork(ns, node string) {
 	if err == nil {
 		for _, s := range slices.Items {
 			tc.t.Logf("EndpointSlice %s: ports %+v endpoints %+v", s.Name, s.Ports, s.Endpoints)
+		}
+	}
+}
+
+// TestRealNetworkDirectRoutes runs two real nodes whose pod subnets are routed through
+// their VPC addresses instead of the VXLAN overlay: a pod reaches a pod on the other node,
+// and its packets cross the VPC bridge unencapsulated, with the pods' own addresses.
+func TestRealNetworkDirectRoutes(t *testing.T) {
+	tc := startRealClusterWith(t, func(c *Config) { c.OverlayMode = overlay.ModeDirect }, 2, "us-east-1a", "us-east-1b")
+	ctx := context.Background()
+	ns := tc.namespace("direct")
+	n0, n1 := tc.Nodes()[0], tc.Nodes()[1]
+	client := busyboxPod(ns, "client", corev1.RestartPolicyAlways, "sleep 3600")
+	client.Spec.NodeName = n0.Name
+	for _, p := range []*corev1.Pod{client, webPod(ns, "web", n1.Name)} {
+		if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl, web := tc.waitPodRunning(ns, "client"), tc.waitPodRunning(ns, "web")
+	capture, err := overlaytest.Capture(tc.vpc.Path(), tc.vpc.Port(n0.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer capture.Close()
+	pid := tc.containerPID(cl, "main")
+	out, err := exec.Command("nsenter", "-t", strconv.Itoa(pid), "-n", "busybox", "wget", "-qO-", "http://"+web.Status.PodIP+"/").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "web" {
+		t.Fatalf("client → web on the other node: %v %q", err, out)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	p, err := capture.WaitFor(waitCtx, func(p overlaytest.Packet) bool {
+		return p.Src.String() == cl.Status.PodIP && p.Dst.String() == web.Status.PodIP
+	})
+	if err != nil {
+		t.Fatalf("no packet %s → %s on the VPC bridge: %v", cl.Status.PodIP, web.Status.PodIP, err)
+	}
+	if p.VXLAN {
+		t.Errorf("packet %s crossed the VPC in VXLAN; want it routed as it is", p)
+	}
+	for _, p := range capture.Packets() {
+		if p.VXLAN {
+			t.Errorf("a VXLAN packet on the VPC with direct routes: %s", p)
 		}
 	}
 }

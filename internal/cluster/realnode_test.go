@@ -31,6 +31,12 @@ import (
 // of its containerds, no network namespace of its VPC or nodes, no cgroup of its pods.
 func startRealCluster(t *testing.T, nodes int, zones ...string) *testCluster {
 	t.Helper()
+	return startRealClusterWith(t, nil, nodes, zones...)
+}
+
+// startRealClusterWith is startRealCluster with tweak applied to the cluster's config.
+func startRealClusterWith(t *testing.T, tweak func(*Config), nodes int, zones ...string) *testCluster {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("real nodes need root (loop devices, mounts, containerd)")
 	}
@@ -49,6 +55,9 @@ func startRealCluster(t *testing.T, nodes int, zones ...string) *testCluster {
 	tc = startCluster(t, func(c *Config) {
 		c.Hollow, c.PauseBinary, c.CNIBinary = false, pause, plugin
 		c.Zones, c.Nodes = zones, nodes
+		if tweak != nil {
+			tweak(c)
+		}
 	})
 	return tc
 }

@@ -3,6 +3,7 @@ package dns
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -19,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kubelab/kubelab/internal/controller/controllertest"
 )
 
 type testServer struct {
@@ -128,17 +131,15 @@ func (ts *testServer) ask(t *testing.T, network, name string, qtype uint16) *mdn
 // waitFor asks name over UDP until check holds for the answer.
 func (ts *testServer) waitFor(t *testing.T, name string, qtype uint16, what string, check func(*mdns.Msg) bool) *mdns.Msg {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		m := ts.ask(t, "udp", name, qtype)
-		if check(m) {
-			return m
+	var m *mdns.Msg
+	controllertest.WaitWithin(t, 10*time.Second, name+" "+mdns.TypeToString[qtype]+" "+what, func() (bool, error) {
+		m = ts.ask(t, "udp", name, qtype)
+		if !check(m) {
+			return false, fmt.Errorf("last answer:\n%v", m)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s %s: never %s; last answer:\n%v", name, mdns.TypeToString[qtype], what, m)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return true, nil
+	})
+	return m
 }
 
 func answers(m *mdns.Msg) []string { return rrs(m.Answer) }

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/knftables"
+
+	"github.com/kubelab/kubelab/internal/controller/worker"
 )
 
 // syncKey is the one work queue key: every change leads to a sync of the whole node.
@@ -162,21 +164,13 @@ func (a *Agent) Run(ctx context.Context) error {
 		<-ctx.Done()
 		a.queue.ShutDown()
 	}()
-	for {
-		key, quit := a.queue.Get()
-		if quit {
-			return nil
-		}
-		if err := a.sync(ctx); err != nil {
+	worker.Work(ctx, a.queue, func(ctx context.Context, _ string) error { return a.sync(ctx) },
+		func(ctx context.Context, _ string, err error) {
 			if ctx.Err() == nil {
 				a.log.ErrorContext(ctx, "sync failed, will retry", "err", err)
 			}
-			a.queue.AddRateLimited(key)
-		} else {
-			a.queue.Forget(key)
-		}
-		a.queue.Done(key)
-	}
+		})
+	return nil
 }
 
 // sync computes the node's rules from the informers' caches and applies them.

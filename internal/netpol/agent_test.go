@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/knftables"
+
+	"github.com/kubelab/kubelab/internal/controller/controllertest"
 )
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -47,17 +49,7 @@ func startAgent(t testing.TB, cfg Config, client kubernetes.Interface, opts ...O
 // deadline.
 func eventually(t testing.TB, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	controllertest.WaitWithin(t, 10*time.Second, what, func() (bool, error) { err := cond(); return err == nil, err })
 }
 
 func TestConfigValidate(t *testing.T) {

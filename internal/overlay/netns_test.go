@@ -21,6 +21,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubelab/kubelab/internal/controller/controllertest"
 )
 
 // The test network: a "vpc" namespace with bridge br0 (172.31.0.2/16); per node a
@@ -209,17 +211,7 @@ func startAgent(t testing.TB, cfg Config, client kubernetes.Interface) (stop fun
 // a deadline.
 func eventually(t testing.TB, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	controllertest.WaitWithin(t, 10*time.Second, what, func() (bool, error) { err := cond(); return err == nil, err })
 }
 
 // Reading the kernel's state directly, independently of the agent's own listing.

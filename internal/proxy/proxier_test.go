@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/knftables"
+
+	"github.com/kubelab/kubelab/internal/controller/controllertest"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -84,13 +86,7 @@ func runProxier(t *testing.T, cfg Config, objects ...any) (*Proxier, *fake.Clien
 // eventually polls cond for up to 10 s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	controllertest.WaitWithin(t, 10*time.Second, what, func() (bool, error) { return cond(), nil })
 }
 
 func hasLine(nft *knftables.Fake, line string) bool { return dumpLines(nft)[line] }

@@ -22,6 +22,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubelab/kubelab/internal/controller/controllertest"
 )
 
 // testNet is a node namespace with pods and a client routed through it, and a host on
@@ -247,17 +249,7 @@ func refused(n ns.NetNS, addr string) func() error {
 // poll retries check until it returns nil, for up to 15 s.
 func poll(t *testing.T, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	controllertest.WaitWithin(t, 15*time.Second, what, func() (bool, error) { err := check(); return err == nil, err })
 }
 
 func requireRoot(t *testing.T) {

@@ -144,6 +144,11 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 	if c.vpc != nil {
 		// The VPC's namespace goes when everything in it has stopped; a kill -9 leaves it,
 		// with the nodes' and the pods' network, for the next start to find.
+		defer func() {
+			if rerr := c.vpc.Remove(); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("cluster: %w", rerr))
+			}
+		}()
 		if err := c.vpc.Ensure(); err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}
@@ -155,11 +160,6 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 		if err := c.cp.APIServer.AddListener(l); err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}
-		defer func() {
-			if rerr := c.vpc.Remove(); rerr != nil {
-				err = errors.Join(err, fmt.Errorf("cluster: %w", rerr))
-			}
-		}()
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	c.cp.Start(ctx, g)

@@ -34,10 +34,13 @@ import (
 	"github.com/kubelab/kubelab/internal/vpc"
 )
 
-// A real node is four components, each reaching the others over its wire: its
-// containerd (CRI), the EBS CSI node plugin with its node-driver-registrar (CSI and
-// plugin registration sockets under the kubelet's root), and the kubelet with its plugin
-// manager and the writer of its CNI configuration.
+// A real node is a network namespace on the cluster's VPC and components, each reaching
+// the others over its wire: its metadata service (HTTP at 169.254.169.254 in the
+// namespace), its containerd (CRI; its pods' network through kubelab-cni in the
+// namespace), the EBS CSI node plugin with its node-driver-registrar (CSI and plugin
+// registration sockets under the kubelet's root), the kubelet with its plugin manager and
+// the writer of its CNI configuration, and the overlay, NetworkPolicy and service-proxy
+// agents (netlink and nftables in the namespace; the API server's watches).
 
 // nodeDir is everything of node n on this machine.
 func (c *Cluster) nodeDir(n Node) string { return filepath.Join(c.cfg.DataDir, "nodes", n.Name) }

@@ -167,17 +167,14 @@ func (s *syncer) fullSync(ctx context.Context, desired map[types.NamespacedName]
 // (re)written, chains and affinity sets no longer needed are deleted, new elements added.
 func (s *syncer) partialSync(ctx context.Context, changes map[types.NamespacedName]*ServiceState) (syncStats, error) {
 	var (
-		elemDeletes, elemAdds    []*knftables.Element
-		chainAdds, chainFlushes  []string
-		setAdds                  []AffinitySet
-		ruleAdds                 []Chain
-		chainDeletes, setDeletes []string
-		mapAdds, mapFlushes      []string
-		mapFills                 []VerdictMap
-		mapDeletes               []string
-		released                 = map[string]bool{}
-		claimed                  = map[string]types.NamespacedName{}
-		written                  = map[types.NamespacedName]bool{}
+		elemDeletes, elemAdds []*knftables.Element
+		setAdds               []AffinitySet
+		setDeletes            []string
+		chains                objectDiff[Chain]
+		lbMaps                objectDiff[VerdictMap]
+		released              = map[string]bool{}
+		claimed               = map[string]types.NamespacedName{}
+		written               = map[types.NamespacedName]bool{}
 	)
 	keys := sortedNames(changes)
 	state := func(m map[types.NamespacedName]*ServiceState, k types.NamespacedName) *ServiceState {
@@ -229,58 +226,15 @@ func (s *syncer) partialSync(ctx context.Context, changes map[types.NamespacedNa
 			written[k] = true
 		}
 
-		oldChains := make(map[string][]string, len(old.Chains))
-		for _, c := range old.Chains {
-			oldChains[c.Name] = c.Rules
-		}
-		curChains := make(map[string]bool, len(cur.Chains))
-		for _, c := range cur.Chains {
-			curChains[c.Name] = true
-			rules, existed := oldChains[c.Name]
-			switch {
-			case existed && slices.Equal(rules, c.Rules):
-				continue
-			case existed:
-				chainFlushes = append(chainFlushes, c.Name)
-			default:
-				chainAdds = append(chainAdds, c.Name)
-			}
-			ruleAdds = append(ruleAdds, c)
+		chainName := func(c Chain) string { return c.Name }
+		chainRules := func(c Chain) []string { return c.Rules }
+		if chains.diff(old.Chains, cur.Chains, chainName, chainRules) {
 			written[k] = true
 		}
-		for _, c := range old.Chains {
-			if !curChains[c.Name] {
-				chainFlushes = append(chainFlushes, c.Name)
-				chainDeletes = append(chainDeletes, c.Name)
-				written[k] = true
-			}
-		}
-
-		oldMaps := make(map[string][]string, len(old.Maps))
-		for _, m := range old.Maps {
-			oldMaps[m.Name] = m.Verdicts
-		}
-		curMaps := make(map[string]bool, len(cur.Maps))
-		for _, m := range cur.Maps {
-			curMaps[m.Name] = true
-			verdicts, existed := oldMaps[m.Name]
-			switch {
-			case existed && slices.Equal(verdicts, m.Verdicts):
-				continue
-			case existed:
-				mapFlushes = append(mapFlushes, m.Name)
-			default:
-				mapAdds = append(mapAdds, m.Name)
-			}
-			mapFills = append(mapFills, m)
+		mapName := func(m VerdictMap) string { return m.Name }
+		mapVerdicts := func(m VerdictMap) []string { return m.Verdicts }
+		if lbMaps.diff(old.Maps, cur.Maps, mapName, mapVerdicts) {
 			written[k] = true
-		}
-		for _, m := range old.Maps {
-			if !curMaps[m.Name] {
-				mapFlushes = append(mapFlushes, m.Name)
-				mapDeletes = append(mapDeletes, m.Name)
-				written[k] = true
-			}
 		}
 
 		oldSets := make(map[string]AffinitySet, len(old.Sets))
@@ -311,36 +265,36 @@ func (s *syncer) partialSync(ctx context.Context, changes map[types.NamespacedNa
 	for _, e := range elemDeletes {
 		tx.Delete(e)
 	}
-	for _, c := range chainAdds {
+	for _, c := range chains.adds {
 		tx.Add(&knftables.Chain{Name: c})
 		tx.Flush(&knftables.Chain{Name: c})
 	}
-	for _, c := range chainFlushes {
+	for _, c := range chains.flushes {
 		tx.Flush(&knftables.Chain{Name: c})
 	}
-	for _, m := range mapAdds {
+	for _, m := range lbMaps.adds {
 		tx.Add(lbMapObject(m))
 		tx.Flush(&knftables.Map{Name: m})
 	}
-	for _, m := range mapFlushes {
+	for _, m := range lbMaps.flushes {
 		tx.Flush(&knftables.Map{Name: m})
 	}
 	for _, set := range setAdds {
 		tx.Add(affinitySetObject(set))
 	}
-	for _, c := range ruleAdds {
+	for _, c := range chains.writes {
 		addRules(tx, c)
 	}
-	for _, m := range mapFills {
+	for _, m := range lbMaps.writes {
 		addVerdicts(tx, m)
 	}
 	for _, e := range elemAdds {
 		tx.Add(e)
 	}
-	for _, m := range mapDeletes {
+	for _, m := range lbMaps.deletes {
 		tx.Delete(&knftables.Map{Name: m})
 	}
-	for _, c := range chainDeletes {
+	for _, c := range chains.deletes {
 		tx.Delete(&knftables.Chain{Name: c})
 	}
 	for _, set := range setDeletes {
@@ -544,4 +498,45 @@ func sortedNames[V any](m map[types.NamespacedName]V) []types.NamespacedName {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	return keys
+}
+
+// objectDiff collects how the named objects of the Services in a partial sync (chains
+// with their rules, load-balancing maps with their verdicts) change: new ones to add,
+// changed or gone ones to flush, gone ones to delete, and new or changed ones to write.
+type objectDiff[T any] struct {
+	adds, flushes, deletes []string
+	writes                 []T
+}
+
+// diff adds the changes from old to cur of one Service's objects, named by name and
+// holding content, and reports whether there were any.
+func (d *objectDiff[T]) diff(old, cur []T, name func(T) string, content func(T) []string) (changed bool) {
+	was := make(map[string][]string, len(old))
+	for _, o := range old {
+		was[name(o)] = content(o)
+	}
+	kept := make(map[string]bool, len(cur))
+	for _, c := range cur {
+		n := name(c)
+		kept[n] = true
+		before, existed := was[n]
+		switch {
+		case existed && slices.Equal(before, content(c)):
+			continue
+		case existed:
+			d.flushes = append(d.flushes, n)
+		default:
+			d.adds = append(d.adds, n)
+		}
+		d.writes = append(d.writes, c)
+		changed = true
+	}
+	for _, o := range old {
+		if n := name(o); !kept[n] {
+			d.flushes = append(d.flushes, n)
+			d.deletes = append(d.deletes, n)
+			changed = true
+		}
+	}
+	return changed
 }

@@ -45,13 +45,6 @@ func startAgent(t testing.TB, cfg Config, client kubernetes.Interface, opts ...O
 	return stop
 }
 
-// eventually polls cond until it returns nil, failing t with its last error after a
-// deadline.
-func eventually(t testing.TB, what string, cond func() error) {
-	t.Helper()
-	controllertest.WaitWithin(t, 10*time.Second, what, func() (bool, error) { err := cond(); return err == nil, err })
-}
-
 func TestConfigValidate(t *testing.T) {
 	for _, tt := range []struct {
 		cfg  Config
@@ -100,7 +93,7 @@ func TestAgentFollowsTheCluster(t *testing.T) {
 	startAgent(t, Config{NodeName: "n1", Table: testTable}, client, WithNFTables(nft))
 
 	// No policy: the table exists with an empty forward path.
-	eventually(t, "empty table", func() error {
+	controllertest.WaitNoError(t, 10*time.Second, "empty table", func() error {
 		if s := fakeState(nft); !strings.Contains(s, "map ingress-pods") || strings.Contains(s, "jump") {
 			return fmt.Errorf("table:\n%s", s)
 		}
@@ -122,7 +115,7 @@ func TestAgentFollowsTheCluster(t *testing.T) {
 			return nil
 		}
 	}
-	eventually(t, "policy applied", hasElement("peers-default/allow-a-ingress-0", ipA))
+	controllertest.WaitNoError(t, 10*time.Second, "policy applied", hasElement("peers-default/allow-a-ingress-0", ipA))
 	if s := fakeState(nft); !strings.Contains(s, ipB+" : jump ingress-default/b") {
 		t.Fatalf("b is not isolated:\n%s", s)
 	}
@@ -132,14 +125,14 @@ func TestAgentFollowsTheCluster(t *testing.T) {
 	if _, err := client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "new peer", hasElement("peers-default/allow-a-ingress-0", "10.244.2.50"))
+	controllertest.WaitNoError(t, 10*time.Second, "new peer", hasElement("peers-default/allow-a-ingress-0", "10.244.2.50"))
 
 	// Relabelling it takes it out again.
 	p.Labels = lbl("app", "other")
 	if _, err := client.CoreV1().Pods("default").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "relabelled peer", func() error {
+	controllertest.WaitNoError(t, 10*time.Second, "relabelled peer", func() error {
 		if hasElement("peers-default/allow-a-ingress-0", "10.244.2.50")() == nil {
 			return fmt.Errorf("10.244.2.50 is still a peer")
 		}
@@ -152,7 +145,7 @@ func TestAgentFollowsTheCluster(t *testing.T) {
 	if _, err := client.NetworkingV1().NetworkPolicies("default").Create(ctx, np2, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "second policy", func() error {
+	controllertest.WaitNoError(t, 10*time.Second, "second policy", func() error {
 		nft.RLock()
 		defer nft.RUnlock()
 		if nft.Table == nil || nft.Table.Sets["peers-default/from-ns-ingress-0"] == nil {
@@ -164,7 +157,7 @@ func TestAgentFollowsTheCluster(t *testing.T) {
 	if _, err := client.CoreV1().Namespaces().Update(ctx, third, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "namespace relabelled", hasElement("peers-default/from-ns-ingress-0", ipZ))
+	controllertest.WaitNoError(t, 10*time.Second, "namespace relabelled", hasElement("peers-default/from-ns-ingress-0", ipZ))
 
 	// Deleting the policies opens b again and removes their objects.
 	for _, name := range []string{"allow-a", "from-ns"} {
@@ -172,7 +165,7 @@ func TestAgentFollowsTheCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "policies deleted", func() error {
+	controllertest.WaitNoError(t, 10*time.Second, "policies deleted", func() error {
 		if s := fakeState(nft); strings.Contains(s, "jump") || strings.Contains(s, "set ") {
 			return fmt.Errorf("table:\n%s", s)
 		}
@@ -194,12 +187,12 @@ func TestAgentFullSyncRepairsTable(t *testing.T) {
 		}
 		return nil
 	}
-	eventually(t, "b isolated", isolated)
+	controllertest.WaitNoError(t, 10*time.Second, "b isolated", isolated)
 	// Someone deletes the table; the periodic full sync puts it back.
 	tx := nft.NewTransaction()
 	tx.Delete(&knftables.Table{})
 	if err := nft.Run(ctx, tx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "table repaired", isolated)
+	controllertest.WaitNoError(t, 10*time.Second, "table repaired", isolated)
 }

@@ -21,6 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/knftables"
+
+	"github.com/kubelab/kubelab/internal/controller/controllertest"
 )
 
 // Tests with real nft inside network namespaces they create. The node namespace holds
@@ -178,7 +180,7 @@ const blockedDial = 300 * time.Millisecond
 
 func requireConnects(t testing.TB, src, dst *testPod) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("%s connects to %s", src.name, dst.name), func() error { return dial(src, dst, time.Second) })
+	controllertest.WaitNoError(t, 10*time.Second, fmt.Sprintf("%s connects to %s", src.name, dst.name), func() error { return dial(src, dst, time.Second) })
 }
 
 func requireBlocked(t testing.TB, src, dst *testPod) {
@@ -263,7 +265,7 @@ func TestEnforceInNamespaces(t *testing.T) {
 	policies := client.NetworkingV1().NetworkPolicies("default")
 	waitKeys := func(what, objType, name string, want ...string) {
 		t.Helper()
-		eventually(t, what, func() error {
+		controllertest.WaitNoError(t, 10*time.Second, what, func() error {
 			got, err := elementKeys(nft, objType, name)
 			if err != nil {
 				return err

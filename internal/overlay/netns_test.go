@@ -21,8 +21,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/kubelab/kubelab/internal/controller/controllertest"
 )
 
 // The test network: a "vpc" namespace with bridge br0 (172.31.0.2/16); per node a
@@ -205,13 +203,6 @@ func startAgent(t testing.TB, cfg Config, client kubernetes.Interface) (stop fun
 	})
 	t.Cleanup(stop)
 	return stop
-}
-
-// eventually polls cond until it returns nil, failing t with its last error after
-// a deadline.
-func eventually(t testing.TB, what string, cond func() error) {
-	t.Helper()
-	controllertest.WaitWithin(t, 10*time.Second, what, func() (bool, error) { err := cond(); return err == nil, err })
 }
 
 // Reading the kernel's state directly, independently of the agent's own listing.

@@ -246,12 +246,6 @@ func refused(n ns.NetNS, addr string) func() error {
 	}
 }
 
-// poll retries check until it returns nil, for up to 15 s.
-func poll(t *testing.T, what string, check func() error) {
-	t.Helper()
-	controllertest.WaitWithin(t, 15*time.Second, what, func() (bool, error) { err := check(); return err == nil, err })
-}
-
 func requireRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -308,7 +302,7 @@ func TestRealServiceTraffic(t *testing.T) {
 		}
 	}
 	t.Cleanup(stopProxy)
-	poll(t, "first sync", func() error {
+	controllertest.WaitNoError(t, 15*time.Second, "first sync", func() error {
 		if !p.HasSynced() {
 			return errors.New("not synced")
 		}
@@ -369,16 +363,16 @@ func TestRealServiceTraffic(t *testing.T) {
 
 	t.Run("an endpoint not ready gets no traffic", func(t *testing.T) {
 		update(t, ep{ip: podIP(0), node: testNode}, ep{ip: podIP(1), node: "node-b", notReady: true})
-		poll(t, "pod-b dropped", onlyA)
+		controllertest.WaitNoError(t, 15*time.Second, "pod-b dropped", onlyA)
 	})
 
 	t.Run("ClientIP affinity sticks to one endpoint", func(t *testing.T) {
 		update(t, ep{ip: podIP(0), node: testNode}, ep{ip: podIP(1), node: "node-b"})
-		poll(t, "both back", func() error { return reachesBoth(client, "tcp4", cip, 40) })
+		controllertest.WaitNoError(t, 15*time.Second, "both back", func() error { return reachesBoth(client, "tcp4", cip, 40) })
 		sticky := svc.DeepCopy()
 		sticky.Spec.SessionAffinity = v1.ServiceAffinityClientIP
 		updateService(t, sticky)
-		poll(t, "sticky", func() error {
+		controllertest.WaitNoError(t, 15*time.Second, "sticky", func() error {
 			got, err := answers(client, "tcp4", cip, 30)
 			if err == nil && len(got) != 1 {
 				err = fmt.Errorf("answers %v, want one pod", got)
@@ -386,14 +380,14 @@ func TestRealServiceTraffic(t *testing.T) {
 			return err
 		})
 		updateService(t, svc)
-		poll(t, "not sticky any more", func() error { return reachesBoth(client, "tcp4", cip, 40) })
+		controllertest.WaitNoError(t, 15*time.Second, "not sticky any more", func() error { return reachesBoth(client, "tcp4", cip, 40) })
 	})
 
 	t.Run("externalTrafficPolicy Local sends NodePort traffic to local endpoints", func(t *testing.T) {
 		local := svc.DeepCopy()
 		local.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
 		updateService(t, local)
-		poll(t, "NodePort to the endpoint on this node only", func() error {
+		controllertest.WaitNoError(t, 15*time.Second, "NodePort to the endpoint on this node only", func() error {
 			return reachesOnly(tn.outside, nodeIP+":30080", "pod-a", 20)
 		})
 		// Pods still reach every endpoint through the NodePort.
@@ -401,19 +395,19 @@ func TestRealServiceTraffic(t *testing.T) {
 			t.Error(err)
 		}
 		updateService(t, svc)
-		poll(t, "Cluster policy again", func() error { return reachesBoth(tn.outside, "tcp4", nodeIP+":30080", 40) })
+		controllertest.WaitNoError(t, 15*time.Second, "Cluster policy again", func() error { return reachesBoth(tn.outside, "tcp4", nodeIP+":30080", 40) })
 	})
 
 	t.Run("no endpoints: connections are refused", func(t *testing.T) {
 		update(t, ep{ip: podIP(0), node: testNode, notReady: true}, ep{ip: podIP(1), node: "node-b", notReady: true})
-		poll(t, "ClusterIP refused", refused(client, cip))
-		poll(t, "NodePort refused", refused(tn.outside, nodeIP+":30080"))
-		poll(t, "ClusterIP refused from the node", refused(tn.node, cip))
+		controllertest.WaitNoError(t, 15*time.Second, "ClusterIP refused", refused(client, cip))
+		controllertest.WaitNoError(t, 15*time.Second, "NodePort refused", refused(tn.outside, nodeIP+":30080"))
+		controllertest.WaitNoError(t, 15*time.Second, "ClusterIP refused from the node", refused(tn.node, cip))
 	})
 
 	t.Run("rules stay when the proxy stops; Cleanup removes them", func(t *testing.T) {
 		update(t, ep{ip: podIP(0), node: testNode})
-		poll(t, "pod-a back", onlyA)
+		controllertest.WaitNoError(t, 15*time.Second, "pod-a back", onlyA)
 		stopProxy()
 		if err := onlyA(); err != nil {
 			t.Errorf("after the proxy stopped: %v", err)

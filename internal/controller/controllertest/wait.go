@@ -27,3 +27,10 @@ func WaitWithin(t testing.TB, timeout time.Duration, what string, cond func() (b
 		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
 	}
 }
+
+// WaitNoError is WaitWithin for a check that says what is still wrong: it waits until
+// check returns nil.
+func WaitNoError(t testing.TB, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	WaitWithin(t, timeout, what, func() (bool, error) { err := check(); return err == nil, err })
+}

@@ -22,12 +22,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/sets"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
-	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	"k8s.io/apiserver/pkg/authentication/request/union"
+	tokenunion "k8s.io/apiserver/pkg/authentication/token/union"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
 	"k8s.io/apiserver/pkg/authentication/token/tokenfile"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
@@ -46,6 +45,7 @@ import (
 	openapiutil "k8s.io/kube-openapi/pkg/util"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
+	"github.com/kubelab/kubelab/internal/apiserver/admission"
 	"github.com/kubelab/kubelab/internal/apiserver/openapi"
 	"github.com/kubelab/kubelab/internal/version"
 )
@@ -234,18 +234,13 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	factory := informers.NewSharedInformerFactory(client, 10*time.Minute)
-	nsLifecycle, err := lifecycle.NewLifecycle(sets.New(metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic))
+	chain, err := admission.New(admission.Deps{Client: client, Factory: factory, Loopback: cfg.LoopbackClientConfig,
+		Authorizer: cfg.Authorization.Authorizer})
 	if err != nil {
 		listener.Close()
-		return err
+		return fmt.Errorf("apiserver: %w", err)
 	}
-	nsLifecycle.SetExternalKubeInformerFactory(factory)
-	nsLifecycle.SetExternalKubeClientSet(client)
-	if err := nsLifecycle.ValidateInitialization(); err != nil {
-		listener.Close()
-		return err
-	}
-	cfg.AdmissionControl = admission.NewChainHandler(nsLifecycle, newDefaultStorageClass(factory))
+	cfg.AdmissionControl = chain
 
 	etcdClient, err := clientv3.New(clientv3.Config{Endpoints: s.cfg.EtcdServers, DialTimeout: 10 * time.Second, Context: ctx})
 	if err != nil {
@@ -380,7 +375,8 @@ func (s *Server) applyAuth(cfg *genericapiserver.Config) error {
 	if err != nil {
 		return fmt.Errorf("token file: %w", err)
 	}
-	var authn authenticator.Request = union.New(certs, bearertoken.New(tokens))
+	tokenAuthenticators := []authenticator.Token{tokens}
+	var authn authenticator.Request = union.New(certs, bearertoken.New(tokenunion.New(tokenAuthenticators...)))
 	cfg.Authentication.Authenticator = group.NewAuthenticatedGroupAdder(authn)
 	cfg.Authorization.Authorizer = authorizerfactory.NewAlwaysAllowAuthorizer()
 	genericapiserver.AuthorizeClientBearerToken(cfg.LoopbackClientConfig, &cfg.Authentication, &cfg.Authorization)

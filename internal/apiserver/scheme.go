@@ -5,6 +5,8 @@ import (
 	"reflect"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +36,7 @@ var addToSchemes = []func(*runtime.Scheme) error{
 	corev1.AddToScheme, appsv1.AddToScheme, storagev1.AddToScheme, discoveryv1.AddToScheme,
 	coordinationv1.AddToScheme, eventsv1.AddToScheme, rbacv1.AddToScheme, policyv1.AddToScheme,
 	autoscalingv1.AddToScheme, networkingv1.AddToScheme, snapshotv1.AddToScheme,
+	authenticationv1.AddToScheme, authorizationv1.AddToScheme,
 }
 
 var metav1Pkg = reflect.TypeOf(metav1.Status{}).PkgPath()
@@ -73,7 +76,8 @@ func newScheme(resources []resource) (*runtime.Scheme, serializer.CodecFactory, 
 	for _, gv := range []schema.GroupVersion{corev1.SchemeGroupVersion, appsv1.SchemeGroupVersion,
 		storagev1.SchemeGroupVersion, discoveryv1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion,
 		eventsv1.SchemeGroupVersion, rbacv1.SchemeGroupVersion, policyv1.SchemeGroupVersion,
-		autoscalingv1.SchemeGroupVersion, networkingv1.SchemeGroupVersion, snapshotv1.SchemeGroupVersion} {
+		autoscalingv1.SchemeGroupVersion, networkingv1.SchemeGroupVersion, snapshotv1.SchemeGroupVersion,
+		authenticationv1.SchemeGroupVersion, authorizationv1.SchemeGroupVersion} {
 		if err := scheme.SetVersionPriority(gv); err != nil {
 			return nil, serializer.CodecFactory{}, err
 		}

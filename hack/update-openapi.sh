@@ -9,5 +9,6 @@ go install k8s.io/kube-openapi/cmd/openapi-gen@"$(go list -m -f '{{.Version}}' k
 	--report-filename /dev/null \
 	k8s.io/api/core/v1 k8s.io/api/apps/v1 k8s.io/api/storage/v1 k8s.io/api/discovery/v1 \
 	k8s.io/api/coordination/v1 k8s.io/api/events/v1 k8s.io/api/rbac/v1 k8s.io/api/policy/v1 \
-	k8s.io/api/autoscaling/v1 k8s.io/api/networking/v1 k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime \
+	k8s.io/api/autoscaling/v1 k8s.io/api/networking/v1 k8s.io/api/admissionregistration/v1 \
+	k8s.io/api/authentication/v1 k8s.io/api/authorization/v1 k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime \
 	k8s.io/apimachinery/pkg/version k8s.io/apimachinery/pkg/util/intstr k8s.io/apimachinery/pkg/api/resource

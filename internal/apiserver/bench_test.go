@@ -15,7 +15,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -285,16 +284,7 @@ func benchClientConfig(c rest.Config) rest.Config {
 
 // benchEtcdClient is a bare clientv3 client of s's embedded etcd, closed when b ends.
 func benchEtcdClient(b *testing.B, s *apiservertest.Server) *clientv3.Client {
-	etcd, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{fmt.Sprintf("http://127.0.0.1:%d", s.EtcdClientPort)},
-		DialTimeout: 10 * time.Second,
-		Logger:      zap.NewNop(),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = etcd.Close() })
-	return etcd
+	return s.EtcdClient(b)
 }
 
 // benchWatch opens 100 watches of bench-watch, each through a client from
@@ -330,7 +320,7 @@ func benchWatch(b *testing.B, client kubernetes.Interface, watcherClient func(*t
 		if mode == readFrames {
 			go func() {
 				defer watchers.Done()
-				err := watchFrames(wctx, wc.CoreV1().RESTClient(), l.ResourceVersion, func(frame []byte) {
+				err := watchFrames(wctx, wc.CoreV1().RESTClient(), "bench-watch", "pods", l.ResourceVersion, func(frame []byte) {
 					at := time.Now()
 					if i := bytes.Index(frame, burstPrefix); i >= 0 && i+len(burstPrefix)+7 <= len(frame) {
 						receipts[w] = append(receipts[w], receipt{string(frame[i : i+len(burstPrefix)+7]), at})
@@ -516,13 +506,13 @@ const (
 	readFrames
 )
 
-// watchFrames watches bench-watch's pods from rv over protobuf and calls frame with each
-// frame of the stream, undecoded. When the server ends the stream it resumes from the
-// last event's resourceVersion (the one frame it decodes) and calls rewatch.
-func watchFrames(ctx context.Context, rc rest.Interface, rv string, frame func([]byte), rewatch func()) error {
+// watchFrames watches resource in namespace from rv over protobuf and calls frame with
+// each frame of the stream, undecoded. When the server ends the stream it resumes from
+// the last event's resourceVersion (the one frame it decodes) and calls rewatch.
+func watchFrames(ctx context.Context, rc rest.Interface, namespace, resource, rv string, frame func([]byte), rewatch func()) error {
 	var buf, last []byte
 	for {
-		body, err := rc.Get().Namespace("bench-watch").Resource("pods").
+		body, err := rc.Get().Namespace(namespace).Resource(resource).
 			Param("watch", "true").Param("resourceVersion", rv).
 			SetHeader("Accept", runtime.ContentTypeProtobuf).Stream(ctx)
 		if err != nil {
@@ -559,7 +549,7 @@ func watchFrames(ctx context.Context, rc rest.Interface, rv string, frame func([
 }
 
 // frameResourceVersion decodes one protobuf watch frame (a bare WatchEvent whose object
-// is a Pod in the protobuf envelope) and returns the object's resourceVersion.
+// is in the protobuf envelope) and returns the object's resourceVersion.
 func frameResourceVersion(frame []byte) (string, error) {
 	var ev metav1.WatchEvent
 	if err := ev.Unmarshal(frame); err != nil {

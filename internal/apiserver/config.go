@@ -26,6 +26,11 @@ type Config struct {
 	// EtcdServers are the etcd client URLs; EtcdPrefix the key prefix ("/registry").
 	EtcdServers []string
 	EtcdPrefix  string
+	// EtcdCAFile, EtcdCertFile and EtcdKeyFile are the API server's TLS toward etcd: the
+	// CA that signed etcd's serving certificate, and the client certificate etcd asks for
+	// (the embedded etcd's are PKI.APIServerEtcdClientCert and PKI.EtcdCACert). All three
+	// or none; https etcd servers need them.
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
 	// ServiceCIDR is the range ClusterIPs come from (10.96.0.0/12).
 	ServiceCIDR string
 	// KubeconfigPath is where the admin kubeconfig is written; DataDir/kubeconfig when empty.
@@ -107,6 +112,7 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("etcd server %q must be a URL like http://127.0.0.1:2379", s))
 		}
 	}
+	errs = append(errs, c.validateEtcdTLS()...)
 	if !strings.HasPrefix(c.EtcdPrefix, "/") {
 		errs = append(errs, fmt.Errorf("etcd prefix %q must start with /", c.EtcdPrefix))
 	}

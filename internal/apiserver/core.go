@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -159,6 +160,27 @@ func coreResources() []resource {
 				sa := o.(*corev1.ServiceAccount)
 				return []interface{}{sa.Name, int64(len(sa.Secrets)), age(sa.CreationTimestamp)}
 			},
+		},
+		{
+			kind: "LimitRange", plural: "limitranges", singular: "limitrange", shortNames: []string{"limits"}, namespaced: true,
+			newObj: func() runtime.Object { return &corev1.LimitRange{} }, newList: func() runtime.Object { return &corev1.LimitRangeList{} },
+			columns: []metav1.TableColumnDefinition{nameCol(), col("Created At", "date", metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"])},
+			row: func(o runtime.Object) []interface{} {
+				lr := o.(*corev1.LimitRange)
+				return []interface{}{lr.Name, lr.CreationTimestamp.UTC().Format("2006-01-02T15:04:05Z")}
+			},
+			hooks: hooks{validate: validateLimitRange},
+		},
+		{
+			kind: "ResourceQuota", plural: "resourcequotas", singular: "resourcequota", shortNames: []string{"quota"}, namespaced: true,
+			newObj: func() runtime.Object { return &corev1.ResourceQuota{} }, newList: func() runtime.Object { return &corev1.ResourceQuotaList{} },
+			status: true,
+			columns: []metav1.TableColumnDefinition{nameCol(), ageCol(),
+				col("Request", "string", "Request represents a minimum amount of cpu/memory that a container may consume."),
+				col("Limit", "string", "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node."),
+			},
+			row:   quotaRow,
+			hooks: hooks{validate: validateResourceQuota},
 		},
 		{
 			kind: "Event", plural: "events", singular: "event", shortNames: []string{"ev"}, namespaced: true,
@@ -424,4 +446,25 @@ func serviceRow(o runtime.Object) []interface{} {
 	}
 	return []interface{}{s.Name, string(s.Spec.Type), orNone(s.Spec.ClusterIP), external, joinOrNone(ports),
 		age(s.CreationTimestamp), labelMap(s.Spec.Selector)}
+}
+
+// quotaRow shows used/hard per resource, limits.* under LIMIT and the rest under REQUEST.
+func quotaRow(o runtime.Object) []interface{} {
+	rq := o.(*corev1.ResourceQuota)
+	names := make([]string, 0, len(rq.Spec.Hard))
+	for name := range rq.Spec.Hard {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	var requests, limits []string
+	for _, name := range names {
+		used, hard := rq.Status.Used[corev1.ResourceName(name)], rq.Status.Hard[corev1.ResourceName(name)]
+		cell := fmt.Sprintf("%s: %s/%s", name, used.String(), hard.String())
+		if strings.HasPrefix(name, "limits.") {
+			limits = append(limits, cell)
+		} else {
+			requests = append(requests, cell)
+		}
+	}
+	return []interface{}{rq.Name, age(rq.CreationTimestamp), strings.Join(requests, ", "), strings.Join(limits, ", ")}
 }

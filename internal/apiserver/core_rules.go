@@ -2,6 +2,9 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,7 +61,6 @@ func podHooks() hooks {
 		prepareForCreate: func(o runtime.Object) {
 			p := o.(*corev1.Pod)
 			p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qosClass(p)}
-			addDefaultTolerations(p)
 		},
 		validate:       validatePod,
 		validateUpdate: validatePodUpdate,
@@ -304,26 +306,46 @@ func pvcHooks() hooks {
 	}
 }
 
+// validateConfigMap checks the keys and that the values of data and binaryData total at
+// most corev1.MaxSecretSize (1 MiB).
 func validateConfigMap(o runtime.Object) field.ErrorList {
 	cm := o.(*corev1.ConfigMap)
 	var errs field.ErrorList
-	for k := range cm.Data {
+	size := 0
+	for k, v := range cm.Data {
 		errs = append(errs, configKey(field.NewPath("data").Key(k), k)...)
+		size += len(v)
 	}
-	for k := range cm.BinaryData {
+	for k, v := range cm.BinaryData {
 		errs = append(errs, configKey(field.NewPath("binaryData").Key(k), k)...)
 		if _, dup := cm.Data[k]; dup {
 			errs = append(errs, field.Invalid(field.NewPath("binaryData").Key(k), k, "duplicate of key present in data"))
 		}
+		size += len(v)
+	}
+	if size > corev1.MaxSecretSize {
+		errs = append(errs, field.TooLong(field.NewPath(""), "", corev1.MaxSecretSize))
 	}
 	return errs
 }
 
+// validateSecret checks the keys and that the values of data total at most
+// corev1.MaxSecretSize (1 MiB), stringData counted as the data it stands for.
 func validateSecret(o runtime.Object) field.ErrorList {
 	s := o.(*corev1.Secret)
 	var errs field.ErrorList
-	for k := range s.Data {
+	size := 0
+	for k, v := range s.Data {
 		errs = append(errs, configKey(field.NewPath("data").Key(k), k)...)
+		if _, replaced := s.StringData[k]; !replaced {
+			size += len(v)
+		}
+	}
+	for _, v := range s.StringData {
+		size += len(v)
+	}
+	if size > corev1.MaxSecretSize {
+		errs = append(errs, field.TooLong(field.NewPath("data"), "", corev1.MaxSecretSize))
 	}
 	return errs
 }
@@ -357,24 +379,220 @@ func nonNegative(p *field.Path, list corev1.ResourceList) field.ErrorList {
 	return errs
 }
 
-// defaultTolerationSeconds is how long a pod stays on a node that is not ready or
-// unreachable before it is evicted, unless it says otherwise (upstream's
-// DefaultTolerationSeconds admission).
-const defaultTolerationSeconds = int64(300)
+// standardLimitTypes are the LimitRange item types without a domain prefix.
+var standardLimitTypes = []string{string(corev1.LimitTypePod), string(corev1.LimitTypeContainer), string(corev1.LimitTypePersistentVolumeClaim)}
 
-func addDefaultTolerations(p *corev1.Pod) {
-	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
-		found := false
-		for _, t := range p.Spec.Tolerations {
-			if (t.Key == key || t.Key == "") && (t.Effect == corev1.TaintEffectNoExecute || t.Effect == "") {
-				found = true
+// validateLimitRange: each item has a known type (once), resource names fit its type,
+// min ≤ defaultRequest ≤ default ≤ max, maxLimitRequestRatio ≥ 1 (and ≤ max/min), a
+// Pod item has no defaults and a PersistentVolumeClaim item bounds storage.
+func validateLimitRange(o runtime.Object) field.ErrorList {
+	lr := o.(*corev1.LimitRange)
+	var errs field.ErrorList
+	seen := map[corev1.LimitType]bool{}
+	for i := range lr.Spec.Limits {
+		item := &lr.Spec.Limits[i]
+		p := field.NewPath("spec", "limits").Index(i)
+		errs = append(errs, limitTypeName(p.Child("type"), string(item.Type))...)
+		if seen[item.Type] {
+			errs = append(errs, field.Duplicate(p.Child("type"), item.Type))
+		}
+		seen[item.Type] = true
+		names := sets.New[corev1.ResourceName]()
+		check := func(child string, list corev1.ResourceList) {
+			for k := range list {
+				errs = append(errs, limitResourceName(item.Type, p.Child(child).Key(string(k)), string(k))...)
+				names.Insert(k)
 			}
 		}
-		if !found {
-			secs := defaultTolerationSeconds
-			p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{
-				Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &secs,
-			})
+		check("max", item.Max)
+		check("min", item.Min)
+		if item.Type == corev1.LimitTypePod {
+			if len(item.Default) > 0 {
+				errs = append(errs, field.Forbidden(p.Child("default"), "may not be specified when `type` is 'Pod'"))
+			}
+			if len(item.DefaultRequest) > 0 {
+				errs = append(errs, field.Forbidden(p.Child("defaultRequest"), "may not be specified when `type` is 'Pod'"))
+			}
+		} else {
+			check("default", item.Default)
+			check("defaultRequest", item.DefaultRequest)
+		}
+		if item.Type == corev1.LimitTypePersistentVolumeClaim {
+			_, hasMin := item.Min[corev1.ResourceStorage]
+			_, hasMax := item.Max[corev1.ResourceStorage]
+			if !hasMin && !hasMax {
+				errs = append(errs, field.Required(p.Child("limits"), "either minimum or maximum storage value is required, but neither was provided"))
+			}
+		}
+		check("maxLimitRequestRatio", item.MaxLimitRequestRatio)
+		for _, k := range sets.List(names) {
+			errs = append(errs, limitRangeOrder(p, k, item)...)
 		}
 	}
+	return errs
+}
+
+// limitRangeOrder checks the quantities one item gives resource k against each other.
+func limitRangeOrder(p *field.Path, k corev1.ResourceName, item *corev1.LimitRangeItem) field.ErrorList {
+	var errs field.ErrorList
+	key := string(k)
+	min, hasMin := item.Min[k]
+	max, hasMax := item.Max[k]
+	def, hasDef := item.Default[k]
+	defReq, hasDefReq := item.DefaultRequest[k]
+	ratio, hasRatio := item.MaxLimitRequestRatio[k]
+	if item.Type == corev1.LimitTypePod {
+		hasDef, hasDefReq = false, false
+	}
+	if hasMin && hasMax && min.Cmp(max) > 0 {
+		errs = append(errs, field.Invalid(p.Child("min").Key(key), min.String(), fmt.Sprintf("min value %s is greater than max value %s", min.String(), max.String())))
+	}
+	if hasDefReq && hasMin && min.Cmp(defReq) > 0 {
+		errs = append(errs, field.Invalid(p.Child("defaultRequest").Key(key), defReq.String(), fmt.Sprintf("min value %s is greater than default request value %s", min.String(), defReq.String())))
+	}
+	if hasDefReq && hasMax && defReq.Cmp(max) > 0 {
+		errs = append(errs, field.Invalid(p.Child("defaultRequest").Key(key), defReq.String(), fmt.Sprintf("default request value %s is greater than max value %s", defReq.String(), max.String())))
+	}
+	if hasDefReq && hasDef && defReq.Cmp(def) > 0 {
+		errs = append(errs, field.Invalid(p.Child("defaultRequest").Key(key), defReq.String(), fmt.Sprintf("default request value %s is greater than default limit value %s", defReq.String(), def.String())))
+	}
+	if hasDef && hasMin && min.Cmp(def) > 0 {
+		errs = append(errs, field.Invalid(p.Child("default").Key(key), min.String(), fmt.Sprintf("min value %s is greater than default value %s", min.String(), def.String())))
+	}
+	if hasDef && hasMax && def.Cmp(max) > 0 {
+		errs = append(errs, field.Invalid(p.Child("default").Key(key), max.String(), fmt.Sprintf("default value %s is greater than max value %s", def.String(), max.String())))
+	}
+	if hasRatio && ratio.Cmp(*apiresource.NewQuantity(1, apiresource.DecimalSI)) < 0 {
+		errs = append(errs, field.Invalid(p.Child("maxLimitRequestRatio").Key(key), ratio.String(), fmt.Sprintf("ratio %s is less than 1", ratio.String())))
+	}
+	if hasRatio && hasMin && hasMax && min.Sign() > 0 {
+		r, lo, hi := float64(ratio.Value()), float64(min.Value()), float64(max.Value())
+		if ratio.Value() < apiresource.MaxMilliValue && min.Value() < apiresource.MaxMilliValue && max.Value() < apiresource.MaxMilliValue {
+			r, lo, hi = float64(ratio.MilliValue())/1000, float64(min.MilliValue()), float64(max.MilliValue())
+		}
+		if r > hi/lo {
+			errs = append(errs, field.Invalid(p.Child("maxLimitRequestRatio").Key(key), ratio.String(), fmt.Sprintf("ratio %s is greater than max/min = %f", ratio.String(), hi/lo)))
+		}
+	}
+	return errs
+}
+
+func limitTypeName(p *field.Path, v string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range utilvalidation.IsQualifiedName(v) {
+		errs = append(errs, field.Invalid(p, v, msg))
+	}
+	if len(errs) == 0 && !strings.Contains(v, "/") && !slices.Contains(standardLimitTypes, v) {
+		errs = append(errs, field.NotSupported(p, v, standardLimitTypes))
+	}
+	return errs
+}
+
+// limitResourceName: a name with a domain prefix is an extended resource; one without
+// must be a resource of the item's type.
+func limitResourceName(t corev1.LimitType, p *field.Path, v string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range utilvalidation.IsQualifiedName(v) {
+		errs = append(errs, field.Invalid(p, v, msg))
+	}
+	if len(errs) > 0 || strings.Contains(v, "/") {
+		return errs
+	}
+	switch t {
+	case corev1.LimitTypePod, corev1.LimitTypeContainer:
+		switch corev1.ResourceName(v) {
+		case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+		default:
+			if !strings.HasPrefix(v, corev1.ResourceHugePagesPrefix) {
+				errs = append(errs, field.Invalid(p, v, "must be a standard resource for containers"))
+			}
+		}
+	default:
+		switch corev1.ResourceName(v) {
+		case corev1.ResourceStorage, corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+		default:
+			errs = append(errs, field.Invalid(p, v, "must be a standard resource type or fully qualified"))
+		}
+	}
+	return errs
+}
+
+// standardQuotaNames are the quota resource names without a domain prefix.
+var standardQuotaNames = sets.New[corev1.ResourceName](
+	corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage,
+	corev1.ResourceRequestsCPU, corev1.ResourceRequestsMemory, corev1.ResourceRequestsStorage, corev1.ResourceRequestsEphemeralStorage,
+	corev1.ResourceLimitsCPU, corev1.ResourceLimitsMemory, corev1.ResourceLimitsEphemeralStorage,
+	corev1.ResourcePods, corev1.ResourceServices, corev1.ResourceReplicationControllers, corev1.ResourceQuotas,
+	corev1.ResourceSecrets, corev1.ResourceConfigMaps, corev1.ResourcePersistentVolumeClaims,
+	corev1.ResourceServicesNodePorts, corev1.ResourceServicesLoadBalancers)
+
+// integerQuotaNames are counted in whole objects.
+var integerQuotaNames = sets.New[corev1.ResourceName](
+	corev1.ResourcePods, corev1.ResourceServices, corev1.ResourceReplicationControllers, corev1.ResourceQuotas,
+	corev1.ResourceSecrets, corev1.ResourceConfigMaps, corev1.ResourcePersistentVolumeClaims,
+	corev1.ResourceServicesNodePorts, corev1.ResourceServicesLoadBalancers)
+
+// quotaScopes are the scopes a ResourceQuota may name.
+var quotaScopes = []string{string(corev1.ResourceQuotaScopeTerminating), string(corev1.ResourceQuotaScopeNotTerminating),
+	string(corev1.ResourceQuotaScopeBestEffort), string(corev1.ResourceQuotaScopeNotBestEffort),
+	string(corev1.ResourceQuotaScopePriorityClass), string(corev1.ResourceQuotaScopeCrossNamespacePodAffinity),
+	string(corev1.ResourceQuotaScopeVolumeAttributesClass)}
+
+// validateResourceQuota: spec.hard (and status) name quota resources with quantities
+// that are not negative (whole for object counts); scopes and scope selectors are
+// known ones.
+func validateResourceQuota(o runtime.Object) field.ErrorList {
+	rq := o.(*corev1.ResourceQuota)
+	var errs field.ErrorList
+	errs = append(errs, quotaList(field.NewPath("spec", "hard"), rq.Spec.Hard)...)
+	errs = append(errs, quotaList(field.NewPath("status", "hard"), rq.Status.Hard)...)
+	errs = append(errs, quotaList(field.NewPath("status", "used"), rq.Status.Used)...)
+	for i, s := range rq.Spec.Scopes {
+		if !slices.Contains(quotaScopes, string(s)) {
+			errs = append(errs, field.NotSupported(field.NewPath("spec", "scopes").Index(i), s, quotaScopes))
+		}
+	}
+	if sel := rq.Spec.ScopeSelector; sel != nil {
+		for i, req := range sel.MatchExpressions {
+			p := field.NewPath("spec", "scopeSelector", "matchExpressions").Index(i)
+			if !slices.Contains(quotaScopes, string(req.ScopeName)) {
+				errs = append(errs, field.NotSupported(p.Child("scopeName"), req.ScopeName, quotaScopes))
+			}
+			switch req.Operator {
+			case corev1.ScopeSelectorOpIn, corev1.ScopeSelectorOpNotIn:
+				if len(req.Values) == 0 {
+					errs = append(errs, field.Required(p.Child("values"), "must be at least one value when `operator` is 'In' or 'NotIn' for scope selector"))
+				}
+			case corev1.ScopeSelectorOpExists, corev1.ScopeSelectorOpDoesNotExist:
+				if len(req.Values) != 0 {
+					errs = append(errs, field.Invalid(p.Child("values"), req.Values, "must be no value when `operator` is 'Exist' or 'DoesNotExist' for scope selector"))
+				}
+			default:
+				errs = append(errs, field.NotSupported(p.Child("operator"), req.Operator,
+					[]string{string(corev1.ScopeSelectorOpIn), string(corev1.ScopeSelectorOpNotIn), string(corev1.ScopeSelectorOpExists), string(corev1.ScopeSelectorOpDoesNotExist)}))
+			}
+		}
+	}
+	return errs
+}
+
+func quotaList(p *field.Path, list corev1.ResourceList) field.ErrorList {
+	var errs field.ErrorList
+	for name, q := range list {
+		kp := p.Key(string(name))
+		for _, msg := range utilvalidation.IsQualifiedName(string(name)) {
+			errs = append(errs, field.Invalid(kp, name, msg))
+		}
+		if !strings.Contains(string(name), "/") && !standardQuotaNames.Has(name) &&
+			!strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) && !strings.HasPrefix(string(name), corev1.ResourceRequestsHugePagesPrefix) {
+			errs = append(errs, field.Invalid(kp, name, "must be a standard resource for quota"))
+		}
+		if q.Sign() < 0 {
+			errs = append(errs, field.Invalid(kp, q.String(), "must be greater than or equal to 0"))
+		}
+		if integerQuotaNames.Has(name) && q.MilliValue()%1000 != 0 {
+			errs = append(errs, field.Invalid(kp, q.String(), "must be an integer"))
+		}
+	}
+	return errs
 }

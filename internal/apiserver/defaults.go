@@ -23,6 +23,12 @@ func addDefaults(s *runtime.Scheme) {
 		}
 	})
 	s.AddTypeDefaultingFunc(&corev1.Service{}, func(o interface{}) { defaultService(o.(*corev1.Service)) })
+	s.AddTypeDefaultingFunc(&corev1.LimitRange{}, func(o interface{}) {
+		lr := o.(*corev1.LimitRange)
+		for i := range lr.Spec.Limits {
+			defaultLimitRangeItem(&lr.Spec.Limits[i])
+		}
+	})
 	s.AddTypeDefaultingFunc(&corev1.PersistentVolumeClaim{}, func(o interface{}) {
 		pvc := o.(*corev1.PersistentVolumeClaim)
 		if pvc.Spec.VolumeMode == nil {
@@ -256,5 +262,34 @@ func defaultService(s *corev1.Service) {
 	}
 	if (s.Spec.Type == corev1.ServiceTypeNodePort || s.Spec.Type == corev1.ServiceTypeLoadBalancer) && s.Spec.ExternalTrafficPolicy == "" {
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
+	}
+}
+
+// defaultLimitRangeItem fills a Container item's defaults from its bounds: a default
+// limit from max, a default request from the default limit, else from min.
+func defaultLimitRangeItem(item *corev1.LimitRangeItem) {
+	if item.Type != corev1.LimitTypeContainer {
+		return
+	}
+	if item.Default == nil {
+		item.Default = corev1.ResourceList{}
+	}
+	if item.DefaultRequest == nil {
+		item.DefaultRequest = corev1.ResourceList{}
+	}
+	for k, v := range item.Max {
+		if _, ok := item.Default[k]; !ok {
+			item.Default[k] = v.DeepCopy()
+		}
+	}
+	for k, v := range item.Default {
+		if _, ok := item.DefaultRequest[k]; !ok {
+			item.DefaultRequest[k] = v.DeepCopy()
+		}
+	}
+	for k, v := range item.Min {
+		if _, ok := item.DefaultRequest[k]; !ok {
+			item.DefaultRequest[k] = v.DeepCopy()
+		}
 	}
 }

@@ -14,7 +14,9 @@
 // storage have a file each: pods.go (binding, eviction, graceful deletion),
 // podstreams.go (log, exec, attach and portforward, proxied to the kubelet of the pod's
 // node, reached as kubelet.go says), namespaces.go (two-step deletion, /finalize),
-// services.go (the rules of Services), scale.go (/scale).
+// services.go (the rules of Services), scale.go (/scale), serviceaccounttoken.go
+// (serviceaccounts/token: TokenRequest, signed and checked by package
+// auth/serviceaccount with the PKI's sa.key and sa.pub).
 //
 // Service ClusterIPs (Config.ServiceCIDR; its first host is the "kubernetes" Service's)
 // and NodePorts (30000-32767) are reserved as etcd keys, one per value, on create and on
@@ -36,9 +38,21 @@
 // so kubelets only ever see SPDY upgrades.
 //
 // Contract: New(Config) validates; Run(ctx) serves HTTPS on the loopback address until ctx
-// ends, authenticating x509 client certificates of the cluster CA (CN user, O groups) and
-// bearer tokens, and writes the admin kubeconfig; Ready() closes once the built-in
-// namespaces exist. Authorization allows every authenticated user for now (a seam for RBAC).
+// ends and writes the admin kubeconfig; Ready() closes once the bootstrap RBAC policy and
+// the built-in namespaces exist. Every request is authenticated (x509 client
+// certificates of the cluster CA with CN user and O groups, bearer tokens; anonymous
+// only on /healthz, /livez, /readyz and /version, 401 elsewhere), authorized (the group
+// system:masters, then the Node authorizer, then RBAC: package auth; 403 when none
+// allows) and passed through the admission chain (package admission) before it
+// reaches etcd. The review APIs (reviews.go) answer kubectl's auth whoami and auth
+// can-i. Components get their own identities from PKI.ClientCert (identity.go).
+//
+// etcd is reached over TLS when Config.EtcdCAFile, EtcdCertFile and EtcdKeyFile are set
+// (etcdclient.go), by the storage and by the Service allocations alike; the embedded
+// etcd's certificates are made by PKI.EnsureEtcd (etcdpki.go) before it starts. Limits
+// (limits.go): 400 read-only and 200 mutating requests in flight (429 beyond), request
+// bodies of 3 MiB (413), ConfigMap and Secret values of 1 MiB (422), and objects larger
+// than etcd's 1.5 MiB request limit get 413 naming it rather than a 500.
 //
 // Two process-level choices serve throughput (gc.go, certcache.go): Run sets the
 // garbage collector's target to Config.GCPercent (DefaultGCPercent, 400, unless the GOGC

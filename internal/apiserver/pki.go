@@ -20,6 +20,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubelab/kubelab/internal/apiserver/auth/serviceaccount"
 )
 
 // PKI is the cluster's certificate authority and the certificates made from it at first
@@ -45,6 +47,11 @@ func (p PKI) KubeletClientCert() string { return filepath.Join(p.Dir, "apiserver
 func (p PKI) KubeletClientKey() string  { return filepath.Join(p.Dir, "apiserver-kubelet-client.key") }
 func (p PKI) adminTokenFile() string    { return filepath.Join(p.Dir, "admin.token") }
 
+// ServiceAccountKey and ServiceAccountPublicKey are the key pair service account tokens
+// are signed and checked with (sa.key, sa.pub: serviceaccount.EnsureKeyPair).
+func (p PKI) ServiceAccountKey() string       { return filepath.Join(p.Dir, "sa.key") }
+func (p PKI) ServiceAccountPublicKey() string { return filepath.Join(p.Dir, "sa.pub") }
+
 // AdminUser and AdminGroup are the identity of the admin kubeconfig.
 const (
 	AdminUser  = "kubelab-admin"
@@ -64,21 +71,7 @@ func (p PKI) ensure(servingIPs ...net.IP) error {
 		return fmt.Errorf("create pki dir: %w", err)
 	}
 	if !exists(p.CACert()) || !exists(p.CAKey()) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return err
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber: serial(), Subject: pkix.Name{CommonName: "kubelab-ca"},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().AddDate(10, 0, 0),
-			KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-			BasicConstraintsValid: true, IsCA: true,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-		if err != nil {
-			return fmt.Errorf("create CA: %w", err)
-		}
-		if err := writePair(p.CACert(), p.CAKey(), der, key); err != nil {
+		if err := createCA(p.CACert(), p.CAKey(), "kubelab-ca"); err != nil {
 			return err
 		}
 	}
@@ -131,15 +124,42 @@ func (p PKI) ensure(servingIPs ...net.IP) error {
 			return err
 		}
 	}
+	if err := serviceaccount.EnsureKeyPair(p.ServiceAccountKey(), p.ServiceAccountPublicKey()); err != nil {
+		return err
+	}
 	return nil
 }
 
+// createCA writes a new self-signed CA, valid for 10 years, named cn.
+func createCA(certPath, keyPath, cn string) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().AddDate(10, 0, 0),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		BasicConstraintsValid: true, IsCA: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return fmt.Errorf("create CA %s: %w", cn, err)
+	}
+	return writePair(certPath, keyPath, der, key)
+}
+
 func (p PKI) loadCA() (*x509.Certificate, *ecdsa.PrivateKey, error) {
-	certPEM, err := os.ReadFile(p.CACert())
+	return loadCAFiles(p.CACert(), p.CAKey())
+}
+
+// loadCAFiles reads a CA's certificate and EC key.
+func loadCAFiles(certPath, keyPath string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	certPEM, err := os.ReadFile(certPath)
 	if err != nil {
 		return nil, nil, err
 	}
-	keyPEM, err := os.ReadFile(p.CAKey())
+	keyPEM, err := os.ReadFile(keyPath)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -36,7 +37,7 @@ var addToSchemes = []func(*runtime.Scheme) error{
 	corev1.AddToScheme, appsv1.AddToScheme, storagev1.AddToScheme, discoveryv1.AddToScheme,
 	coordinationv1.AddToScheme, eventsv1.AddToScheme, rbacv1.AddToScheme, policyv1.AddToScheme,
 	autoscalingv1.AddToScheme, networkingv1.AddToScheme, snapshotv1.AddToScheme,
-	authenticationv1.AddToScheme, authorizationv1.AddToScheme,
+	authenticationv1.AddToScheme, authorizationv1.AddToScheme, admissionregistrationv1.AddToScheme,
 }
 
 var metav1Pkg = reflect.TypeOf(metav1.Status{}).PkgPath()
@@ -77,13 +78,14 @@ func newScheme(resources []resource) (*runtime.Scheme, serializer.CodecFactory, 
 		storagev1.SchemeGroupVersion, discoveryv1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion,
 		eventsv1.SchemeGroupVersion, rbacv1.SchemeGroupVersion, policyv1.SchemeGroupVersion,
 		autoscalingv1.SchemeGroupVersion, networkingv1.SchemeGroupVersion, snapshotv1.SchemeGroupVersion,
-		authenticationv1.SchemeGroupVersion, authorizationv1.SchemeGroupVersion} {
+		authenticationv1.SchemeGroupVersion, authorizationv1.SchemeGroupVersion, admissionregistrationv1.SchemeGroupVersion} {
 		if err := scheme.SetVersionPriority(gv); err != nil {
 			return nil, serializer.CodecFactory{}, err
 		}
 	}
 
 	addDefaults(scheme)
+	addAdmissionRegistrationDefaults(scheme)
 	for i := range resources {
 		r := &resources[i]
 		allowed := map[string]bool{"metadata.name": true, "metadata.namespace": true}

@@ -6,15 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,14 +23,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/sets"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
+	apiserverconfig "k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/anonymous"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	"k8s.io/apiserver/pkg/authentication/request/union"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
 	"k8s.io/apiserver/pkg/authentication/token/tokenfile"
 	tokenunion "k8s.io/apiserver/pkg/authentication/token/union"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	authzunion "k8s.io/apiserver/pkg/authorization/union"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -46,6 +52,7 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/kubelab/kubelab/internal/apiserver/admission"
+	"github.com/kubelab/kubelab/internal/apiserver/auth"
 	"github.com/kubelab/kubelab/internal/apiserver/openapi"
 	"github.com/kubelab/kubelab/internal/version"
 )
@@ -57,6 +64,11 @@ type Server struct {
 	log   *slog.Logger
 	ready chan struct{}
 	url   string
+	// tokens authenticate bearer tokens (TokenReview asks them too); set by applyAuth.
+	tokens authenticator.Token
+	// serviceAccounts issue (serviceaccounts/token) and authenticate service account
+	// tokens; set by Run.
+	serviceAccounts *serviceAccountTokens
 
 	// The listeners besides the main one (AddListener): pending until Run serves, then
 	// live's; stopped once Run has returned.
@@ -155,6 +167,7 @@ func allResources() []resource {
 	rs = append(rs, storageResources()...)
 	rs = append(rs, networkingResources()...)
 	rs = append(rs, otherResources()...)
+	rs = append(rs, admissionRegistrationResources()...)
 	return rs
 }
 
@@ -191,13 +204,26 @@ func (s *Server) Run(ctx context.Context) error {
 	s.url = "https://" + listener.Addr().String()
 
 	cfg := genericapiserver.NewConfig(codecs)
+	applyLimits(cfg)
 	info := version.Info()
 	cfg.EffectiveVersion = kubelabVersion{basecompatibility.NewEffectiveVersionFromString(info.Major+"."+info.Minor, "", ""), info}
 	if err := s.applyServing(cfg, listener); err != nil {
 		listener.Close()
 		return err
 	}
-	if err := s.applyAuth(cfg); err != nil {
+	// The server's own clients (authorizers, admission plugins, bootstrap) go through
+	// the loopback connection as system:apiserver, in group system:masters.
+	client, err := kubernetes.NewForConfig(cfg.LoopbackClientConfig)
+	if err != nil {
+		listener.Close()
+		return err
+	}
+	factory := informers.NewSharedInformerFactory(client, 10*time.Minute)
+	if s.serviceAccounts, err = newServiceAccountTokens(s.pki, client, factory); err != nil {
+		listener.Close()
+		return fmt.Errorf("apiserver: %w", err)
+	}
+	if err := s.applyAuth(cfg, factory); err != nil {
 		listener.Close()
 		return err
 	}
@@ -228,21 +254,15 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 
-	client, err := kubernetes.NewForConfig(cfg.LoopbackClientConfig)
-	if err != nil {
-		listener.Close()
-		return err
-	}
-	factory := informers.NewSharedInformerFactory(client, 10*time.Minute)
 	chain, err := admission.New(admission.Deps{Client: client, Factory: factory, Loopback: cfg.LoopbackClientConfig,
-		Authorizer: cfg.Authorization.Authorizer})
+		Authorizer: cfg.Authorization.Authorizer, Stop: cfg.DrainedNotify()})
 	if err != nil {
 		listener.Close()
 		return fmt.Errorf("apiserver: %w", err)
 	}
 	cfg.AdmissionControl = chain
 
-	etcdClient, err := clientv3.New(clientv3.Config{Endpoints: s.cfg.EtcdServers, DialTimeout: 10 * time.Second, Context: ctx})
+	etcdClient, err := newEtcdClient(ctx, &s.cfg)
 	if err != nil {
 		listener.Close()
 		return fmt.Errorf("apiserver etcd client: %w", err)
@@ -261,7 +281,8 @@ func (s *Server) Run(ctx context.Context) error {
 	// Watches never go idle, so a graceful HTTP shutdown would wait its whole timeout
 	// for them; clients reconnect anyway.
 	server.ShutdownTimeout = 3 * time.Second
-	if err := installAPIs(server, scheme, codecs, resources, cfg.RESTOptionsGetter, alloc, kubelet); err != nil {
+	extra := reviews(cfg.Authorization.Authorizer, cfg.RuleResolver, s.tokens)
+	if err := installAPIs(server, scheme, codecs, resources, extra, cfg.RESTOptionsGetter, alloc, kubelet, s.serviceAccounts); err != nil {
 		return err
 	}
 	server.AddPostStartHookOrDie("kubelab-bootstrap", func(hook genericapiserver.PostStartHookContext) error {
@@ -352,10 +373,16 @@ func (s *Server) applyServing(cfg *genericapiserver.Config, listener net.Listene
 	return nil
 }
 
-// applyAuth: x509 client certificates signed by the cluster CA (CN user, O groups) and
-// bearer tokens from the token file; no anonymous requests (401). Every authenticated
-// user may do everything for now: authorization is a seam for RBAC.
-func (s *Server) applyAuth(cfg *genericapiserver.Config) error {
+// applyAuth sets who a request is and what it may do.
+//
+// Authentication: x509 client certificates signed by the cluster CA (CN user, O
+// groups), bearer tokens (the token file and the token authenticators after it), and
+// anonymous requests, as system:anonymous in group system:unauthenticated, only on the
+// public health and version paths; anywhere else an unauthenticated request gets 401.
+//
+// Authorization, first opinion wins: the group system:masters may do everything; the
+// Node authorizer decides for kubelets; RBAC for everyone; what none allows is 403.
+func (s *Server) applyAuth(cfg *genericapiserver.Config, factory informers.SharedInformerFactory) error {
 	caPEM, err := os.ReadFile(s.pki.CACert())
 	if err != nil {
 		return err
@@ -375,12 +402,45 @@ func (s *Server) applyAuth(cfg *genericapiserver.Config) error {
 	if err != nil {
 		return fmt.Errorf("token file: %w", err)
 	}
-	tokenAuthenticators := []authenticator.Token{tokens}
-	var authn authenticator.Request = union.New(certs, bearertoken.New(tokenunion.New(tokenAuthenticators...)))
-	cfg.Authentication.Authenticator = group.NewAuthenticatedGroupAdder(authn)
-	cfg.Authorization.Authorizer = authorizerfactory.NewAlwaysAllowAuthorizer()
+	tokenAuthenticators := []authenticator.Token{tokens, s.serviceAccounts.authn}
+	// A token that authenticated is remembered for 10s (a refusal is not), as
+	// kube-apiserver does: checking a service account token costs a signature check and
+	// look-ups of its account and bound object.
+	s.tokens = tokencache.New(tokenunion.New(tokenAuthenticators...), false, 10*time.Second, 0)
+	var authn authenticator.Request = union.New(certs, bearertoken.New(s.tokens))
+	cfg.Authentication.Authenticator = union.New(group.NewAuthenticatedGroupAdder(authn), anonymousOnPublicPaths())
+
+	node, err := auth.NewNode(factory)
+	if err != nil {
+		return err
+	}
+	rbac := auth.NewRBAC(factory)
+	authz, err := authzunion.New(
+		authzunion.NamedAuthorizer{AuthorizerName: "privileged-groups", Authorizer: authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)},
+		authzunion.NamedAuthorizer{AuthorizerName: "node", Authorizer: node},
+		authzunion.NamedAuthorizer{AuthorizerName: "rbac", Authorizer: rbac})
+	if err != nil {
+		return fmt.Errorf("authorizers: %w", err)
+	}
+	cfg.Authorization.Authorizer = authz
+	cfg.RuleResolver = rbac
 	genericapiserver.AuthorizeClientBearerToken(cfg.LoopbackClientConfig, &cfg.Authentication, &cfg.Authorization)
 	return nil
+}
+
+// publicPaths are what anonymous requests may reach, as the bootstrap policy's
+// system:public-info-viewer role allows.
+var publicPaths = []string{"/healthz", "/livez", "/readyz", "/version", "/version/"}
+
+// anonymousOnPublicPaths authenticates requests without credentials as
+// system:anonymous, but only on publicPaths exactly; elsewhere it leaves
+// them unauthenticated, so they get 401.
+func anonymousOnPublicPaths() authenticator.Request {
+	var conditions []apiserverconfig.AnonymousAuthCondition
+	for _, p := range publicPaths {
+		conditions = append(conditions, apiserverconfig.AnonymousAuthCondition{Path: p})
+	}
+	return anonymous.NewAuthenticator(conditions)
 }
 
 // applyStorage stores every kind in etcd as protobuf (JSON for the snapshot kinds, which
@@ -388,6 +448,7 @@ func (s *Server) applyAuth(cfg *genericapiserver.Config) error {
 func (s *Server) applyStorage(cfg *genericapiserver.Config, scheme *runtime.Scheme, codecs serializer.CodecFactory, resources []resource, resourceConfig *serverstorage.ResourceConfig) error {
 	backend := storagebackend.NewDefaultConfig(s.cfg.EtcdPrefix, nil)
 	backend.Transport.ServerList = s.cfg.EtcdServers
+	backend.Transport.TrustedCAFile, backend.Transport.CertFile, backend.Transport.KeyFile = s.cfg.EtcdCAFile, s.cfg.EtcdCertFile, s.cfg.EtcdKeyFile
 	etcdOpts := options.NewEtcdOptions(backend)
 	etcdOpts.DefaultStorageMediaType = runtime.ContentTypeProtobuf
 	factory := serverstorage.NewDefaultStorageFactory(etcdOpts.StorageConfig, runtime.ContentTypeProtobuf, codecs,
@@ -423,9 +484,19 @@ func (w withoutProtobuf) SupportedMediaTypes() []runtime.SerializerInfo {
 }
 
 // installAPIs builds a store per row and installs each group.
-func installAPIs(server *genericapiserver.GenericAPIServer, scheme *runtime.Scheme, codecs serializer.CodecFactory, resources []resource, optsGetter generic.RESTOptionsGetter, alloc *serviceAllocator, kubelet *kubeletClient) error {
+// extra are endpoints without a row (the review APIs), by group and path, served in
+// each group's preferred version.
+func installAPIs(server *genericapiserver.GenericAPIServer, scheme *runtime.Scheme, codecs serializer.CodecFactory, resources []resource,
+	extra map[string]map[string]rest.Storage, optsGetter generic.RESTOptionsGetter, alloc *serviceAllocator, kubelet *kubeletClient, tokens *serviceAccountTokens) error {
 	groups := map[string]*genericapiserver.APIGroupInfo{}
 	var order []string
+	for _, group := range slices.Sorted(maps.Keys(extra)) {
+		g := genericapiserver.NewDefaultAPIGroupInfo(group, scheme, runtime.NewParameterCodec(scheme), codecs)
+		version := scheme.PrioritizedVersionsForGroup(group)[0].Version
+		g.VersionedResourcesStorageMap[version] = extra[group]
+		groups[group] = &g
+		order = append(order, group)
+	}
 	for i := range resources {
 		r := &resources[i]
 		info, ok := groups[r.group]
@@ -441,7 +512,7 @@ func installAPIs(server *genericapiserver.GenericAPIServer, scheme *runtime.Sche
 		if info.VersionedResourcesStorageMap[r.version] == nil {
 			info.VersionedResourcesStorageMap[r.version] = map[string]rest.Storage{}
 		}
-		storages, err := restStorages(scheme, r, optsGetter, alloc, kubelet)
+		storages, err := restStorages(scheme, r, optsGetter, alloc, kubelet, tokens)
 		if err != nil {
 			return err
 		}
@@ -466,7 +537,7 @@ func installAPIs(server *genericapiserver.GenericAPIServer, scheme *runtime.Sche
 }
 
 // restStorages are the REST endpoints of one row: the resource and its subresources.
-func restStorages(scheme *runtime.Scheme, r *resource, optsGetter generic.RESTOptionsGetter, alloc *serviceAllocator, kubelet *kubeletClient) (map[string]rest.Storage, error) {
+func restStorages(scheme *runtime.Scheme, r *resource, optsGetter generic.RESTOptionsGetter, alloc *serviceAllocator, kubelet *kubeletClient, tokens *serviceAccountTokens) (map[string]rest.Storage, error) {
 	store, err := newStore(scheme, r, optsGetter)
 	if err != nil {
 		return nil, err
@@ -492,6 +563,8 @@ func restStorages(scheme *runtime.Scheme, r *resource, optsGetter generic.RESTOp
 	case corev1.SchemeGroupVersion.WithKind("Namespace"):
 		out["namespaces"] = withMeta{&namespaceREST{store}, r}
 		out["namespaces/finalize"] = newFinalizeREST(store)
+	case corev1.SchemeGroupVersion.WithKind("ServiceAccount"):
+		out["serviceaccounts/token"] = &tokenREST{serviceAccounts: store, tokens: tokens}
 	case corev1.SchemeGroupVersion.WithKind("Service"):
 		out[r.plural] = withMeta{alloc.decorate(store), r}
 	}

@@ -27,12 +27,7 @@ const (
 // etcdOf is a client of the server's embedded etcd, for looking at the reservations.
 func etcdOf(t *testing.T, s *apiservertest.Server) *clientv3.Client {
 	t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{fmt.Sprintf("http://127.0.0.1:%d", s.EtcdClientPort)}, DialTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return s.EtcdClient(t)
 }
 
 // reservedKeys are the reservations under prefix, "<value>=<owner>", sorted.

@@ -30,7 +30,7 @@ func newStore(scheme *runtime.Scheme, r *resource, optsGetter generic.RESTOption
 		ResetFieldsStrategy:       strat,
 		TableConvertor:            tableConvertor{r: r, fallback: rest.NewDefaultTableConvertor(r.groupResource())},
 	}
-	opts := &generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: attrFunc(r)}
+	opts := &generic.StoreOptions{RESTOptions: tooLargeOptions{optsGetter}, AttrFunc: attrFunc(r)}
 	if err := store.CompleteWithOptions(opts); err != nil {
 		return nil, fmt.Errorf("store for %s: %w", r.groupResource(), err)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -32,7 +33,7 @@ const kubeAPIServerEnv = "KUBELAB_KUBE_APISERVER"
 // BenchmarkAgainstKubeAPIServer runs the create benchmark against kubelab's API server
 // and, in the same run, on the same etcd, with the same client and certificates, against
 // the upstream kube-apiserver (its default admission plugins and priority and fairness,
-// authorization AlwaysAllow as kubelab's), next to raw etcd puts of the bytes
+// authorization Node,RBAC as kubelab's), next to raw etcd puts of the bytes
 // kube-apiserver stored for the pod. CPU per operation counts this process (client,
 // kubelab's server, etcd) and the kube-apiserver process. Then the watch goal's load
 // on each. It answers whether the goals are within reach of upstream's own server on
@@ -62,9 +63,9 @@ func BenchmarkAgainstKubeAPIServer(b *testing.B) {
 			if _, err := srv.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 				b.Fatalf("%s: %v", srv.name, err)
 			}
-			// No controller-manager runs: the ServiceAccount admission plugin of
-			// kube-apiserver wants the namespace's default account to exist.
-			if _, err := srv.client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+			// No controller-manager runs: the ServiceAccount admission plugins want the
+			// namespace's default account to exist (apiservertest may have made kubelab's).
+			if _, err := srv.client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 				b.Fatalf("%s: %v", srv.name, err)
 			}
 		}
@@ -154,7 +155,9 @@ func startKubeAPIServer(b *testing.B, bin string, s *apiservertest.Server) *kube
 	port := apiservertest.FreePort(b)
 	prefix := "/kube-apiserver-bench"
 	cmd := exec.Command(bin,
-		"--etcd-servers="+fmt.Sprintf("http://127.0.0.1:%d", s.EtcdClientPort),
+		"--etcd-servers="+fmt.Sprintf("https://127.0.0.1:%d", s.EtcdClientPort),
+		"--etcd-cafile="+filepath.Join(pki, "etcd", "ca.crt"),
+		"--etcd-certfile="+filepath.Join(pki, "apiserver-etcd-client.crt"), "--etcd-keyfile="+filepath.Join(pki, "apiserver-etcd-client.key"),
 		"--etcd-prefix="+prefix,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(port),
 		"--endpoint-reconciler-type=none",
@@ -164,7 +167,9 @@ func startKubeAPIServer(b *testing.B, bin string, s *apiservertest.Server) *kube
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+saKey, "--service-account-signing-key-file="+saKey,
 		"--service-cluster-ip-range=10.96.0.0/12",
-		"--authorization-mode=AlwaysAllow",
+		// As kubelab serves: the Node authorizer and RBAC, and kube-apiserver's default
+		// admission plugins.
+		"--authorization-mode=Node,RBAC",
 	)
 	logPath := filepath.Join(dir, "kube-apiserver.log")
 	logFile, err := os.Create(logPath)

@@ -22,6 +22,9 @@ type controlPlaneFlags struct {
 	etcdPrefix     string
 	etcdClientPort int
 	etcdPeerPort   int
+	etcdCAFile     string
+	etcdCertFile   string
+	etcdKeyFile    string
 	serviceCIDR    string
 	gcPercent      int
 	memoryLimit    string
@@ -36,6 +39,9 @@ func (f *controlPlaneFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.etcdPrefix, "etcd-prefix", "/registry", "prefix of every key the API server writes")
 	fs.IntVar(&f.etcdClientPort, "etcd-client-port", 2379, "client port of the embedded etcd on 127.0.0.1")
 	fs.IntVar(&f.etcdPeerPort, "etcd-peer-port", 0, "peer port of the embedded etcd on 127.0.0.1 (default: the client port + 1)")
+	fs.StringVar(&f.etcdCAFile, "etcd-cafile", "", "CA of an external etcd's serving certificate (with --etcd-servers https://...; the embedded etcd uses DATA-DIR/pki/etcd)")
+	fs.StringVar(&f.etcdCertFile, "etcd-certfile", "", "client certificate toward an external etcd")
+	fs.StringVar(&f.etcdKeyFile, "etcd-keyfile", "", "key of the client certificate toward an external etcd")
 	fs.StringVar(&f.serviceCIDR, "service-cluster-ip-range", "10.96.0.0/12", "range Service ClusterIPs come from")
 	fs.IntVar(&f.gcPercent, "gc-percent", 0, "garbage collector target of the process (0: the API server's default 400, or $GOGC; -1: Go's own)")
 	fs.StringVar(&f.memoryLimit, "memory-limit", "", "soft memory limit of the process, a quantity such as 4Gi (default $GOMEMLIMIT, or none)")
@@ -46,8 +52,8 @@ func (f *controlPlaneFlags) config() (cluster.ControlPlaneConfig, error) {
 	cfg := cluster.ControlPlaneConfig{
 		DataDir: f.dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort,
 		EtcdServers: f.etcdServers, EtcdPrefix: f.etcdPrefix, EtcdClientPort: f.etcdClientPort,
-		EtcdPeerPort: f.etcdPeerPort,
-		ServiceCIDR:  f.serviceCIDR, GCPercent: f.gcPercent,
+		EtcdPeerPort: f.etcdPeerPort, EtcdCAFile: f.etcdCAFile, EtcdCertFile: f.etcdCertFile, EtcdKeyFile: f.etcdKeyFile,
+		ServiceCIDR: f.serviceCIDR, GCPercent: f.gcPercent,
 	}
 	if f.memoryLimit != "" {
 		q, err := resource.ParseQuantity(f.memoryLimit)

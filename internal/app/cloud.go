@@ -32,7 +32,10 @@ DATA-DIR/aws-credentials, so that
   AWS_CONFIG_FILE=DATA-DIR/aws-config AWS_SHARED_CREDENTIALS_FILE=DATA-DIR/aws-credentials \
     aws ec2 describe-volumes --endpoint-url $(cat DATA-DIR/endpoint)
 
-works with nothing else set up. Faults are injected at ENDPOINT/_kubelab/faults.`,
+works with nothing else set up. Faults are injected at ENDPOINT/_kubelab/faults, with
+requests signed like EC2 calls (Signature Version 4, service ec2) with the same keys:
+
+  curl --aws-sigv4 aws:amz:REGION:ec2 --user "$KEY_ID:$SECRET" ENDPOINT/_kubelab/faults`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var level slog.Level
@@ -66,7 +69,7 @@ works with nothing else set up. Faults are injected at ENDPOINT/_kubelab/faults.
 			fmt.Fprintf(out, "region:      %s\n", c.Region())
 			fmt.Fprintf(out, "config:      %s\n", c.ConfigFile())
 			fmt.Fprintf(out, "credentials: %s\n", c.CredentialsFile())
-			fmt.Fprintf(out, "faults:      %s/_kubelab/faults\n", c.Endpoint())
+			fmt.Fprintf(out, "faults:      %s/_kubelab/faults (signed with the credentials above, service ec2)\n", c.Endpoint())
 			fmt.Fprintf(out, "try:         AWS_CONFIG_FILE=%s AWS_SHARED_CREDENTIALS_FILE=%s aws ec2 describe-volumes --endpoint-url %s\n",
 				c.ConfigFile(), c.CredentialsFile(), c.Endpoint())
 			if err := <-errc; err != nil {

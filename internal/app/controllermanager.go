@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
@@ -10,7 +11,7 @@ import (
 )
 
 func newControllerManagerCommand() *cobra.Command {
-	var kubeconfig string
+	var kubeconfig, rootCAFile string
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
 		Short: "Run the controllers (namespace, garbage collector, PV binder, attach/detach, workloads, …) against a kubelab API server",
@@ -19,7 +20,13 @@ func newControllerManagerCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
 			}
-			cm, err := controllermanager.New(controllermanager.Config{}, cfg)
+			var rootCA []byte
+			if rootCAFile != "" {
+				if rootCA, err = os.ReadFile(rootCAFile); err != nil {
+					return fmt.Errorf("--root-ca-file: %w", err)
+				}
+			}
+			cm, err := controllermanager.New(controllermanager.Config{RootCA: rootCA}, cfg)
 			if err != nil {
 				return err
 			}
@@ -27,5 +34,6 @@ func newControllerManagerCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", DefaultDataDir+"/kubeconfig", "kubeconfig of the API server")
+	cmd.Flags().StringVar(&rootCAFile, "root-ca-file", "", "CA bundle published in every namespace as the kube-root-ca.crt ConfigMap (default: the kubeconfig's CA)")
 	return cmd
 }

@@ -239,8 +239,8 @@ func (c *Cloud) Run(ctx context.Context) error {
 	c.mu.Unlock()
 
 	mux := http.NewServeMux()
-	mux.Handle("/_kubelab/faults", http.HandlerFunc(c.serveFaults))
-	mux.Handle("/_kubelab/faults/", http.HandlerFunc(c.serveFaults))
+	mux.Handle("/_kubelab/faults", c.adminOnly(c.serveFaults))
+	mux.Handle("/_kubelab/faults/", c.adminOnly(c.serveFaults))
 	mux.Handle("/", http.HandlerFunc(c.serveAPI))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)

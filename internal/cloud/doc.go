@@ -72,5 +72,9 @@
 //
 // POST /_kubelab/faults on the API listener (JSON, see Fault) or Cloud.InjectFault makes
 // chosen creates, attaches, detaches, modifications or snapshots fail, hang or slow down,
-// by volume or instance; GET lists them, DELETE /_kubelab/faults[/ID] clears them.
+// by volume or instance; GET lists them, DELETE /_kubelab/faults[/ID] clears them. These
+// admin requests, like EC2 requests, must be signed (Signature Version 4, service "ec2",
+// the cloud's region) with the cloud's key pair; an anonymous one gets 401, a badly
+// signed one 401 or 403, with a JSON error ({"code", "error"}), and changes nothing. The
+// listener of APIHandler (a cluster's VPC endpoint) serves no admin endpoint.
 package cloud

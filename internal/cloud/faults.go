@@ -162,6 +162,7 @@ func (c *Cloud) Faults() []Fault {
 }
 
 // serveFaults is the admin endpoint: POST a Fault, GET the list, DELETE one or all.
+// adminOnly has checked the request's signature.
 func (c *Cloud) serveFaults(w http.ResponseWriter, r *http.Request) {
 	id := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/_kubelab/faults"), "/")
 	w.Header().Set("Content-Type", "application/json")

@@ -3,14 +3,20 @@ package cloud
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
@@ -25,9 +31,9 @@ func TestFaults(t *testing.T) {
 
 	// Through the admin endpoint: attaches of this volume hang.
 	body, _ := json.Marshal(Fault{Action: "AttachVolume", VolumeID: vol, Mode: "hang"})
-	resp, err := http.Post(r.Endpoint()+"/_kubelab/faults", "application/json", bytes.NewReader(body))
-	if err != nil || resp.StatusCode != http.StatusCreated {
-		t.Fatalf("inject: %v %v", resp.StatusCode, err)
+	ak, sk := r.Credentials()
+	if status, answer := adminCall(t, r, http.MethodPost, "/_kubelab/faults", body, ak, sk); status != http.StatusCreated {
+		t.Fatalf("inject: %d %s", status, answer)
 	}
 	if _, err := r.ec2.AttachVolume(ctx, &ec2.AttachVolumeInput{VolumeId: &vol, InstanceId: &inst, Device: aws.String("/dev/xvdba")}); err != nil {
 		t.Fatal(err)
@@ -38,9 +44,8 @@ func TestFaults(t *testing.T) {
 			t.Fatalf("attach with a hang fault reached %q", attachedState(v))
 		}
 	}
-	req, _ := http.NewRequest(http.MethodDelete, r.Endpoint()+"/_kubelab/faults", nil)
-	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("clear: %v %v", resp.StatusCode, err)
+	if status, answer := adminCall(t, r, http.MethodDelete, "/_kubelab/faults", nil, ak, sk); status != http.StatusNoContent {
+		t.Fatalf("clear: %d %s", status, answer)
 	}
 	r.waitVolume(t, vol, func(v types.Volume) bool { return attachedState(v) == "attached" })
 
@@ -80,6 +85,85 @@ func TestFaults(t *testing.T) {
 		if _, err := r.InjectFault(f); err == nil {
 			t.Errorf("fault %+v accepted", f)
 		}
+	}
+}
+
+// adminCall sends body to the admin endpoint path, signed with ak and sk as the AWS SDK
+// signs (no signature when ak is empty), and returns the status and the answer.
+func adminCall(t testing.TB, r *running, method, path string, body []byte, ak, sk string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, r.Endpoint()+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if ak != "" {
+		h := sha256.Sum256(body)
+		err := v4.NewSigner().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: ak, SecretAccessKey: sk}, req,
+			hex.EncodeToString(h[:]), "ec2", r.Region(), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(answer)
+}
+
+// TestFaultsNeedSignature: the admin endpoint refuses anonymous and badly signed
+// requests (401/403, a JSON error naming the reason) and they change nothing; the
+// cloud's key pair opens it.
+func TestFaultsNeedSignature(t *testing.T) {
+	r := startCloud(t, Config{Hollow: true})
+	ak, sk := r.Credentials()
+	body, _ := json.Marshal(Fault{Action: "CreateVolume", Mode: "fail"})
+	for _, tc := range []struct {
+		name, method, ak, sk string
+		status               int
+		code                 string
+	}{
+		{"anonymous POST", http.MethodPost, "", "", http.StatusUnauthorized, "MissingAuthenticationToken"},
+		{"wrong secret", http.MethodPost, ak, "not-the-secret", http.StatusForbidden, "SignatureDoesNotMatch"},
+		{"unknown access key", http.MethodPost, "AKIAUNKNOWNUNKNOWN00", sk, http.StatusUnauthorized, "AuthFailure"},
+		{"anonymous GET", http.MethodGet, "", "", http.StatusUnauthorized, "MissingAuthenticationToken"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := body
+			if tc.method == http.MethodGet {
+				b = nil
+			}
+			status, answer := adminCall(t, r, tc.method, "/_kubelab/faults", b, tc.ak, tc.sk)
+			var e struct{ Code, Error string }
+			if err := json.Unmarshal([]byte(answer), &e); err != nil {
+				t.Fatalf("answer is not a JSON error: %v\n%s", err, answer)
+			}
+			if status != tc.status || e.Code != tc.code || !strings.Contains(e.Error, tc.code) {
+				t.Fatalf("got %d %s, want %d with code %s", status, answer, tc.status, tc.code)
+			}
+			if f := r.Faults(); len(f) != 0 {
+				t.Fatalf("a refused request created faults: %+v", f)
+			}
+		})
+	}
+
+	// A signed request works; an anonymous DELETE does not clear it.
+	status, answer := adminCall(t, r, http.MethodPost, "/_kubelab/faults", body, ak, sk)
+	if status != http.StatusCreated || len(r.Faults()) != 1 {
+		t.Fatalf("signed inject: %d %s, faults %+v", status, answer, r.Faults())
+	}
+	if status, _ := adminCall(t, r, http.MethodDelete, "/_kubelab/faults", nil, "", ""); status != http.StatusUnauthorized || len(r.Faults()) != 1 {
+		t.Fatalf("anonymous DELETE: %d, faults %+v", status, r.Faults())
+	}
+	status, answer = adminCall(t, r, http.MethodGet, "/_kubelab/faults", nil, ak, sk)
+	if status != http.StatusOK || !strings.Contains(answer, `"action":"CreateVolume"`) {
+		t.Fatalf("signed GET: %d %s", status, answer)
+	}
+	if status, _ := adminCall(t, r, http.MethodDelete, "/_kubelab/faults", nil, ak, sk); status != http.StatusNoContent || len(r.Faults()) != 0 {
+		t.Fatalf("signed DELETE: %d, faults %+v", status, r.Faults())
 	}
 }
 

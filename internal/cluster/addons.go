@@ -23,7 +23,8 @@ const DefaultStorageClass = "gp2"
 const AnnDefaultStorageClass = storageclass.AnnDefault
 
 // addons are the objects an EKS cluster with the EBS CSI driver add-on starts with: the
-// CSIDriver (attach required, fsGroup applied by the kubelet) and the default class.
+// CSIDriver (attach required, fsGroup applied by the kubelet) and the default class. The
+// add-ons' service accounts and roles are addonRBAC's.
 func addons() (*storagev1.CSIDriver, *storagev1.StorageClass) {
 	drv := &storagev1.CSIDriver{
 		ObjectMeta: metav1.ObjectMeta{Name: DriverName},
@@ -41,8 +42,9 @@ func addons() (*storagev1.CSIDriver, *storagev1.StorageClass) {
 	return drv, sc
 }
 
-// ensureAddons creates the add-on objects that are missing; existing ones are left as
-// the user changed them.
+// ensureAddons creates the add-on objects that are missing (addons, addonRBAC); existing
+// ones are left as the user changed them. It runs before any component starts, so that
+// each finds its role in place.
 func ensureAddons(ctx context.Context, client kubernetes.Interface) error {
 	drv, sc := addons()
 	create := func(what string, f func(ctx context.Context) error) error { return createAddon(ctx, what, f) }
@@ -57,6 +59,31 @@ func ensureAddons(ctx context.Context, client kubernetes.Interface) error {
 		return err
 	}); err != nil {
 		return fmt.Errorf("cluster: %w", err)
+	}
+	accounts, roles, bindings := addonRBAC()
+	for _, sa := range accounts {
+		if err := create("ServiceAccount "+sa.Namespace+"/"+sa.Name, func(ctx context.Context) error {
+			_, err := client.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{})
+			return err
+		}); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+	}
+	for _, r := range roles {
+		if err := create("ClusterRole "+r.Name, func(ctx context.Context) error {
+			_, err := client.RbacV1().ClusterRoles().Create(ctx, r, metav1.CreateOptions{})
+			return err
+		}); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+	}
+	for _, b := range bindings {
+		if err := create("ClusterRoleBinding "+b.Name, func(ctx context.Context) error {
+			_, err := client.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{})
+			return err
+		}); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
 	}
 	return nil
 }

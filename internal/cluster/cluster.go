@@ -29,6 +29,7 @@ type Cluster struct {
 	registry *image.Registry // real nodes' images; nil in hollow mode
 	vpc      *vpc.VPC        // real nodes' network; nil in hollow mode
 	units    units
+	ids      identities // the components' credentials
 	ready    chan struct{}
 	nodes    []Node // set once, before ready is closed
 
@@ -202,7 +203,7 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 			return fmt.Errorf("cluster: %s not ready after 2m", what)
 		}
 	}
-	admin, err := c.clientset("kubelab-up")
+	admin, err := c.adminClientset("kubelab-up")
 	if err != nil {
 		return err
 	}

@@ -3,10 +3,12 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
 	"google.golang.org/grpc"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -24,12 +26,9 @@ import (
 	"github.com/kubelab/kubelab/internal/scheduler"
 )
 
-// Each component reaches the API server through the admin kubeconfig, as a separate
-// process would, with its own user agent and connection.
-
-// restConfig is the API server's client config for component name: protobuf, as the
-// upstream components send.
-func (c *Cluster) restConfig(name string) (*rest.Config, error) {
+// adminClientset is kubelab up's own client, the admin's (system:masters), for the
+// add-ons and the wait for the nodes; no component uses it.
+func (c *Cluster) adminClientset(name string) (kubernetes.Interface, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig())
 	if err != nil {
 		return nil, fmt.Errorf("%s: load kubeconfig: %w", name, err)
@@ -37,14 +36,6 @@ func (c *Cluster) restConfig(name string) (*rest.Config, error) {
 	cfg.UserAgent = name
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cfg.QPS, cfg.Burst = 200, 400
-	return cfg, nil
-}
-
-func (c *Cluster) clientset(name string) (kubernetes.Interface, error) {
-	cfg, err := c.restConfig(name)
-	if err != nil {
-		return nil, err
-	}
 	return kubernetes.NewForConfig(cfg)
 }
 
@@ -54,11 +45,19 @@ func (c *Cluster) csiSocket() string {
 }
 
 func (c *Cluster) runControllerManager(ctx context.Context) error {
-	cfg, err := c.restConfig("kube-controller-manager")
+	cfg, err := c.restConfig("kube-controller-manager", controllerManagerIdentity)
 	if err != nil {
 		return err
 	}
-	cm, err := controllermanager.New(controllermanager.Config{Logger: c.cfg.Logger.With("component", "controller-manager")}, cfg)
+	rootCA, err := os.ReadFile(c.cp.APIServer.PKI().CACert())
+	if err != nil {
+		return fmt.Errorf("controller-manager: root CA: %w", err)
+	}
+	cm, err := controllermanager.New(controllermanager.Config{Logger: c.cfg.Logger.With("component", "controller-manager"), RootCA: rootCA,
+		// Each controller is its service account in kube-system.
+		ControllerConfig: func(sa string) (*rest.Config, error) {
+			return c.restConfig("kube-controller-manager/"+sa, serviceAccountIdentity(metav1.NamespaceSystem, sa))
+		}}, cfg)
 	if err != nil {
 		return err
 	}
@@ -66,7 +65,7 @@ func (c *Cluster) runControllerManager(ctx context.Context) error {
 }
 
 func (c *Cluster) runScheduler(ctx context.Context) error {
-	client, err := c.clientset("kube-scheduler")
+	client, err := c.clientset("kube-scheduler", schedulerIdentity)
 	if err != nil {
 		return err
 	}
@@ -97,11 +96,11 @@ func (c *Cluster) runCSIController(ctx context.Context) error {
 	return d.Run(ctx)
 }
 
-// sidecar runs a CSI sidecar built by build on its own client, informers and
-// connection to the driver's socket.
+// sidecar runs a CSI sidecar built by build on its own client (the driver's controller
+// service account), informers and connection to the driver's socket.
 func (c *Cluster) sidecar(ctx context.Context, name string,
 	build func(cfg *rest.Config, client kubernetes.Interface, factory informers.SharedInformerFactory, conn *grpc.ClientConn) (runner, error)) error {
-	cfg, err := c.restConfig(name)
+	cfg, err := c.restConfig(name, csiControllerIdentity)
 	if err != nil {
 		return err
 	}
@@ -190,7 +189,7 @@ func (w runWith) Run(ctx context.Context) error {
 // runKubelet runs the node's kubelet (hollow: a fake runtime and mounter).
 func (c *Cluster) runKubelet(n Node) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
-		client, err := c.clientset("kubelet/" + n.Name)
+		client, err := c.clientset("kubelet/"+n.Name, nodeIdentity(n.Name))
 		if err != nil {
 			return err
 		}

@@ -21,11 +21,15 @@ type ControlPlaneConfig struct {
 	BindAddress string
 	SecurePort  int
 	// EtcdServers are an external etcd's client URLs; when empty an etcd is embedded,
-	// serving clients on 127.0.0.1:EtcdClientPort and peers on EtcdPeerPort (default the
-	// next port).
+	// serving clients on https://127.0.0.1:EtcdClientPort and peers on EtcdPeerPort
+	// (default the next port), both over mutual TLS with the certificates of DataDir/pki
+	// (apiserver.PKI.EnsureEtcd).
 	EtcdServers                  []string
 	EtcdPrefix                   string
 	EtcdClientPort, EtcdPeerPort int
+	// EtcdCAFile, EtcdCertFile and EtcdKeyFile are the API server's TLS toward an external
+	// etcd (all three, or none for http).
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
 	// ServiceCIDR is the range Service ClusterIPs come from.
 	ServiceCIDR string
 	// AdvertiseAddress is where pods reach the API server (the kubernetes Service's
@@ -41,6 +45,8 @@ type ControlPlaneConfig struct {
 type ControlPlane struct {
 	Etcd      *etcd.Server // nil with an external etcd
 	APIServer *apiserver.Server
+
+	pki apiserver.PKI // where the embedded etcd's certificates are made
 }
 
 // NewControlPlane checks cfg and builds etcd and the API server without starting them.
@@ -52,12 +58,16 @@ func NewControlPlane(cfg ControlPlaneConfig) (*ControlPlane, error) {
 		return nil, fmt.Errorf("control plane: etcd ports %d/%d: want a client port in 1..65534 (and a peer port, default the next one)",
 			cfg.EtcdClientPort, cfg.EtcdPeerPort)
 	}
+	if len(cfg.EtcdServers) == 0 && (cfg.EtcdCAFile != "" || cfg.EtcdCertFile != "" || cfg.EtcdKeyFile != "") {
+		return nil, errors.New("control plane: etcd CA, certificate and key files are for an external etcd (etcd servers); the embedded etcd uses its own")
+	}
 	dataDir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("control plane: data dir: %w", err)
 	}
-	cp := &ControlPlane{}
+	cp := &ControlPlane{pki: apiserver.PKI{Dir: filepath.Join(dataDir, "pki")}}
 	servers := cfg.EtcdServers
+	etcdCA, etcdCert, etcdKey := cfg.EtcdCAFile, cfg.EtcdCertFile, cfg.EtcdKeyFile
 	if len(servers) == 0 {
 		peer := cfg.EtcdPeerPort
 		if peer == 0 {
@@ -65,17 +75,23 @@ func NewControlPlane(cfg ControlPlaneConfig) (*ControlPlane, error) {
 		}
 		cp.Etcd, err = etcd.New(etcd.Config{
 			DataDir:   filepath.Join(dataDir, "etcd"),
-			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", cfg.EtcdClientPort),
-			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", peer),
+			ClientURL: fmt.Sprintf("https://127.0.0.1:%d", cfg.EtcdClientPort),
+			PeerURL:   fmt.Sprintf("https://127.0.0.1:%d", peer),
+			ClientTLS: etcd.TLSFiles{CertFile: cp.pki.EtcdServerCert(), KeyFile: cp.pki.EtcdServerKey(), TrustedCAFile: cp.pki.EtcdCACert()},
+			PeerTLS:   etcd.TLSFiles{CertFile: cp.pki.EtcdPeerCert(), KeyFile: cp.pki.EtcdPeerKey(), TrustedCAFile: cp.pki.EtcdCACert()},
+			// The limit the API server names when it refuses an object too large for etcd.
+			MaxRequestBytes: apiserver.EtcdMaxRequestBytes,
 		})
 		if err != nil {
 			return nil, err
 		}
 		servers = cp.Etcd.Endpoints()
+		etcdCA, etcdCert, etcdKey = cp.pki.EtcdCACert(), cp.pki.APIServerEtcdClientCert(), cp.pki.APIServerEtcdClientKey()
 	}
 	cp.APIServer, err = apiserver.New(apiserver.Config{
 		DataDir: dataDir, BindAddress: cfg.BindAddress, Port: cfg.SecurePort,
 		EtcdServers: servers, EtcdPrefix: cfg.EtcdPrefix, ServiceCIDR: cfg.ServiceCIDR, AdvertiseAddress: cfg.AdvertiseAddress,
+		EtcdCAFile: etcdCA, EtcdCertFile: etcdCert, EtcdKeyFile: etcdKey,
 		GCPercent: cfg.GCPercent, MemoryLimit: cfg.MemoryLimit,
 		// Real nodes' kubelets listen on loopback and name it as their InternalDNS address.
 		KubeletPreferredAddressTypes: []corev1.NodeAddressType{corev1.NodeInternalDNS, corev1.NodeInternalIP, corev1.NodeHostName},
@@ -86,12 +102,18 @@ func NewControlPlane(cfg ControlPlaneConfig) (*ControlPlane, error) {
 	return cp, nil
 }
 
-// Start runs etcd, then the API server once etcd serves, in g. When ctx ends the API
-// server stops first and etcd after it, so no request is cut off from its store.
+// Start runs etcd (after making its certificates), then the API server once etcd
+// serves, in g. When ctx ends the API server stops first and etcd after it, so no
+// request is cut off from its store.
 func (cp *ControlPlane) Start(ctx context.Context, g *errgroup.Group) {
 	etcdCtx, stopEtcd := context.WithCancel(context.WithoutCancel(ctx))
 	if cp.Etcd != nil {
-		g.Go(func() error { return cp.Etcd.Run(etcdCtx) })
+		g.Go(func() error {
+			if err := cp.pki.EnsureEtcd("127.0.0.1"); err != nil {
+				return fmt.Errorf("etcd certificates: %w", err)
+			}
+			return cp.Etcd.Run(etcdCtx)
+		})
 	}
 	g.Go(func() error {
 		defer stopEtcd()

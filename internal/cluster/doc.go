@@ -9,7 +9,8 @@
 //     reaching the cloud only through the EC2 API, and its sidecars (external-provisioner,
 //     external-attacher, external-resizer, external-snapshotter) on that socket;
 //   - the add-ons an EKS cluster with the EBS CSI add-on has: the CSIDriver object
-//     (attachRequired) and the default StorageClass gp2 (WaitForFirstConsumer);
+//     (attachRequired), the default StorageClass gp2 (WaitForFirstConsumer), and the
+//     service accounts and RBAC of the driver, the cluster DNS and the network agents;
 //   - the controller-manager and the scheduler;
 //   - the nodes: for each, an instance launched in the cloud with RunInstances (zones
 //     round-robin; found again by its kubelab.dev/node-slot tag when the cluster restarts
@@ -20,9 +21,16 @@
 //     the service proxy; the EC2 endpoint and the cluster DNS listen on the VPC.
 //
 // The rule of the wire holds inside the one process: each component gets its own client
-// from the admin kubeconfig (its own user agent and connection, protobuf where upstream
-// uses it) or its own gRPC connection to the driver's socket, and no component calls
-// into another. Each runs under a supervisor: Stop and Start end and restart one (e.g.
+// (its own user agent and connection, protobuf where upstream uses it) or its own gRPC
+// connection to the driver's socket, and no component calls into another. Each client is
+// the component's own identity, a client certificate of the cluster CA (identity.go): the
+// scheduler system:kube-scheduler, the controller-manager system:kube-controller-manager
+// with each controller its service account kube-system/<controller>, a kubelet
+// system:node:<node> in system:nodes, kube-proxy system:kube-proxy, the CSI sidecars
+// kube-system/ebs-csi-controller-sa, the cluster DNS kube-system/coredns, the overlay and
+// NetworkPolicy agents kube-system/kubelab-overlay and kube-system/kubelab-netpol; the
+// add-ons' roles and bindings (rbac.go) are created before any component starts. Only
+// kubelab up's own client, for the add-ons, is the admin (system:masters). Each runs under a supervisor: Stop and Start end and restart one (e.g.
 // "scheduler", "controller-manager", "csi-provisioner", "kubelet/<node>") from scratch,
 // as a restarted process would, which is how the tests kill components mid-flow.
 //

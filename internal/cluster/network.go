@@ -119,7 +119,7 @@ func ensureClusterDNSService(ctx context.Context, client kubernetes.Interface) e
 // other node's pod subnet, and the masquerade of pod traffic leaving the pod network.
 func (c *Cluster) runOverlay(n Node, netns string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
-		client, err := c.clientset("overlay/" + n.Name)
+		client, err := c.clientset("overlay/"+n.Name, overlayIdentity)
 		if err != nil {
 			return err
 		}
@@ -135,7 +135,7 @@ func (c *Cluster) runOverlay(n Node, netns string) func(ctx context.Context) err
 // runClusterDNS serves the cluster domain on the VPC at ControlPlaneIP:53 (UDP and TCP),
 // the endpoint of the kube-dns Service.
 func (c *Cluster) runClusterDNS(ctx context.Context) error {
-	client, err := c.clientset("cluster-dns")
+	client, err := c.clientset("cluster-dns", clusterDNSIdentity)
 	if err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func (c *Cluster) runClusterDNS(ctx context.Context) error {
 // the node's namespace.
 func (c *Cluster) runNetworkPolicy(n Node, netns string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
-		client, err := c.clientset("netpol/" + n.Name)
+		client, err := c.clientset("netpol/"+n.Name, netpolIdentity)
 		if err != nil {
 			return err
 		}
@@ -177,7 +177,7 @@ func (c *Cluster) runNetworkPolicy(n Node, netns string) func(ctx context.Contex
 // node's namespace.
 func (c *Cluster) runProxy(n Node, netns string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
-		client, err := c.clientset("kube-proxy/" + n.Name)
+		client, err := c.clientset("kube-proxy/"+n.Name, kubeProxyIdentity)
 		if err != nil {
 			return err
 		}

@@ -197,7 +197,7 @@ func TestRealNetwork(t *testing.T) {
 	}
 	// A client in a node's namespace, as an in-cluster one: https://10.96.0.1 with the
 	// cluster's CA, through that node's proxy to the API server on the VPC.
-	inCluster, err := tc.restConfig("test")
+	inCluster, err := tc.restConfig("test", serviceAccountIdentity("default", "default"))
 	if err != nil {
 		t.Fatal(err)
 	}

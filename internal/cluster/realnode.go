@@ -155,7 +155,7 @@ func (c *Cluster) runCSINode(n Node, netns string) func(ctx context.Context) err
 // configuration (for the node's network namespace netns) once the node has its podCIDR.
 func (c *Cluster) runRealKubelet(n Node, criEndpoint, netns string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
-		client, err := c.clientset("kubelet/" + n.Name)
+		client, err := c.clientset("kubelet/"+n.Name, nodeIdentity(n.Name))
 		if err != nil {
 			return err
 		}
@@ -169,7 +169,7 @@ func (c *Cluster) runRealKubelet(n Node, criEndpoint, netns string) func(ctx con
 		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 		defer broadcaster.Shutdown()
 		root := c.kubeletRoot(n)
-		restCfg, err := c.restConfig("kubelet/" + n.Name)
+		restCfg, err := c.restConfig("kubelet/"+n.Name, nodeIdentity(n.Name))
 		if err != nil {
 			return err
 		}

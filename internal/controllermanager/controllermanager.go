@@ -2,8 +2,10 @@ package controllermanager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
@@ -12,10 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubelab/kubelab/internal/controller/attachdetach"
+	"github.com/kubelab/kubelab/internal/controller/clusterroleaggregation"
 	"github.com/kubelab/kubelab/internal/controller/daemonset"
 	"github.com/kubelab/kubelab/internal/controller/deployment"
 	"github.com/kubelab/kubelab/internal/controller/endpointslice"
@@ -26,6 +28,8 @@ import (
 	"github.com/kubelab/kubelab/internal/controller/protection"
 	"github.com/kubelab/kubelab/internal/controller/pvbinder"
 	"github.com/kubelab/kubelab/internal/controller/replicaset"
+	"github.com/kubelab/kubelab/internal/controller/resourcequota"
+	"github.com/kubelab/kubelab/internal/controller/rootcacertpublisher"
 	"github.com/kubelab/kubelab/internal/controller/serviceaccount"
 	"github.com/kubelab/kubelab/internal/controller/statefulset"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/snapshotter"
@@ -38,6 +42,16 @@ type Config struct {
 	// UserAgent is the client's user agent and so the field manager of its writes
 	// (default kube-controller-manager, as upstream).
 	UserAgent string
+	// ControllerConfig, when set, gives each controller its own identity: the client
+	// config of the service account kube-system/<sa> the bootstrap RBAC policy binds
+	// the controller's role to (sa is "deployment-controller", "node-controller"…).
+	// The shared informers keep the controller-manager's own identity. When nil every
+	// controller uses restConfig.
+	ControllerConfig func(sa string) (*rest.Config, error)
+	// RootCA is the CA bundle the root-ca-cert-publisher controller publishes in every
+	// namespace as the kube-root-ca.crt ConfigMap (kube-controller-manager's
+	// --root-ca-file); when empty, the CA restConfig trusts the API server with.
+	RootCA []byte
 }
 
 // runner is a controller: it blocks in Run until ctx ends.
@@ -67,10 +81,6 @@ func New(cfg Config, restConfig *rest.Config) (*ControllerManager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller-manager: %w", err)
 	}
-	md, err := metadata.NewForConfig(restConfig)
-	if err != nil {
-		return nil, fmt.Errorf("controller-manager: %w", err)
-	}
 	snaps, err := SnapshotClient(restConfig)
 	if err != nil {
 		return nil, fmt.Errorf("controller-manager: %w", err)
@@ -80,6 +90,22 @@ func New(cfg Config, restConfig *rest.Config) (*ControllerManager, error) {
 		snapFactory: snapinformers.NewSharedInformerFactory(snaps, 10*time.Minute),
 	}
 	factory, log := cm.factory, cfg.Logger
+	// withConfig builds a controller on the client config of service account sa; own
+	// is its clientset.
+	withConfig := func(sa string, build func(*rest.Config) (runner, error)) (runner, error) {
+		c, err := controllerConfig(cfg, restConfig, sa)
+		if err != nil {
+			return nil, err
+		}
+		return build(c)
+	}
+	own := func(sa string) (kubernetes.Interface, error) {
+		c, err := controllerConfig(cfg, restConfig, sa)
+		if err != nil {
+			return nil, err
+		}
+		return kubernetes.NewForConfig(c)
+	}
 	add := func(name string, r runner, err error) error {
 		if err != nil {
 			return fmt.Errorf("controller-manager: %s controller: %w", name, err)
@@ -89,60 +115,154 @@ func New(cfg Config, restConfig *rest.Config) (*ControllerManager, error) {
 	}
 	steps := []func() error{
 		func() error {
-			c, err := namespace.New(namespace.Config{Workers: 2}, client, md)
+			c, err := withConfig("namespace-controller", func(rc *rest.Config) (runner, error) {
+				cl, md, err := clients(rc)
+				if err != nil {
+					return nil, err
+				}
+				return namespace.New(namespace.Config{Workers: 2}, cl, md)
+			})
 			return add("namespace", c, err)
 		},
 		func() error {
-			c, err := garbagecollector.New(garbagecollector.Config{}, client.Discovery(), md)
+			c, err := withConfig("generic-garbage-collector", func(rc *rest.Config) (runner, error) {
+				cl, md, err := clients(rc)
+				if err != nil {
+					return nil, err
+				}
+				return garbagecollector.New(garbagecollector.Config{}, cl.Discovery(), md)
+			})
 			return add("garbagecollector", c, err)
 		},
 		func() error {
-			c, err := pvbinder.New(pvbinder.Config{Logger: log}, client, factory)
+			cl, err := own("persistent-volume-binder")
+			if err != nil {
+				return add("persistent-volume-binder", nil, err)
+			}
+			c, err := pvbinder.New(pvbinder.Config{Logger: log}, cl, factory)
 			return add("persistentvolume-binder", c, err)
 		},
 		func() error {
-			c, err := protection.New(protection.Config{Logger: log}, client, factory)
+			cl, err := own("pvc-protection-controller")
+			if err != nil {
+				return add("pvc-protection-controller", nil, err)
+			}
+			c, err := protection.New(protection.Config{Logger: log}, cl, factory)
 			return add("protection", c, err)
 		},
 		func() error {
-			c, err := attachdetach.New(attachdetach.Config{Logger: log}, client, factory)
+			cl, err := own("resourcequota-controller")
+			if err != nil {
+				return add("resourcequota-controller", nil, err)
+			}
+			c, err := resourcequota.New(resourcequota.Config{Logger: log}, cl, factory)
+			return add("resourcequota", c, err)
+		},
+		func() error {
+			cl, err := own("attachdetach-controller")
+			if err != nil {
+				return add("attachdetach-controller", nil, err)
+			}
+			c, err := attachdetach.New(attachdetach.Config{Logger: log}, cl, factory)
 			return add("attachdetach", c, err)
 		},
 		func() error {
-			c, err := replicaset.New(replicaset.Config{}, client, factory)
+			cl, err := own("replicaset-controller")
+			if err != nil {
+				return add("replicaset-controller", nil, err)
+			}
+			c, err := replicaset.New(replicaset.Config{}, cl, factory)
 			return add("replicaset", c, err)
 		},
 		func() error {
-			c, err := deployment.New(deployment.Config{}, client, factory)
+			cl, err := own("deployment-controller")
+			if err != nil {
+				return add("deployment-controller", nil, err)
+			}
+			c, err := deployment.New(deployment.Config{}, cl, factory)
 			return add("deployment", c, err)
 		},
 		func() error {
-			c, err := statefulset.New(statefulset.Config{}, client, factory)
+			cl, err := own("statefulset-controller")
+			if err != nil {
+				return add("statefulset-controller", nil, err)
+			}
+			c, err := statefulset.New(statefulset.Config{}, cl, factory)
 			return add("statefulset", c, err)
 		},
 		func() error {
-			c, err := daemonset.New(daemonset.Config{}, client, factory)
+			cl, err := own("daemon-set-controller")
+			if err != nil {
+				return add("daemon-set-controller", nil, err)
+			}
+			c, err := daemonset.New(daemonset.Config{}, cl, factory)
 			return add("daemonset", c, err)
 		},
 		func() error {
-			c, err := endpointslice.New(endpointslice.Config{}, client, factory)
+			cl, err := own("endpointslice-controller")
+			if err != nil {
+				return add("endpointslice-controller", nil, err)
+			}
+			c, err := endpointslice.New(endpointslice.Config{}, cl, factory)
 			return add("endpointslice", c, err)
 		},
 		func() error {
-			c, err := serviceaccount.New(serviceaccount.Config{}, client, factory)
+			cl, err := own("service-account-controller")
+			if err != nil {
+				return add("service-account-controller", nil, err)
+			}
+			c, err := serviceaccount.New(serviceaccount.Config{}, cl, factory)
 			return add("serviceaccount", c, err)
 		},
 		func() error {
-			c, err := nodeipam.New(nodeipam.Config{}, client, factory)
+			rootCA, err := rootCA(cfg.RootCA, restConfig)
+			if err != nil {
+				return add("root-ca-cert-publisher", nil, err)
+			}
+			cl, err := own("root-ca-cert-publisher")
+			if err != nil {
+				return add("root-ca-cert-publisher", nil, err)
+			}
+			c, err := rootcacertpublisher.New(rootcacertpublisher.Config{RootCA: rootCA, InformerClient: client}, cl, factory)
+			return add("root-ca-cert-publisher", c, err)
+		},
+		func() error {
+			cl, err := own("node-controller")
+			if err != nil {
+				return add("node-controller", nil, err)
+			}
+			c, err := nodeipam.New(nodeipam.Config{}, cl, factory)
 			return add("nodeipam", c, err)
 		},
 		func() error {
-			c, err := nodelifecycle.New(nodelifecycle.Config{}, client, factory)
+			cl, err := own("node-controller")
+			if err != nil {
+				return add("node-controller", nil, err)
+			}
+			c, err := nodelifecycle.New(nodelifecycle.Config{}, cl, factory)
 			return add("nodelifecycle", c, err)
 		},
 		func() error {
-			c, err := snapshotter.NewSnapshotController(snapshotter.Config{Logger: log}, client, snaps, factory, cm.snapFactory)
+			c, err := withConfig("snapshot-controller", func(rc *rest.Config) (runner, error) {
+				cl, _, err := clients(rc)
+				if err != nil {
+					return nil, err
+				}
+				snaps, err := SnapshotClient(rc)
+				if err != nil {
+					return nil, err
+				}
+				return snapshotter.NewSnapshotController(snapshotter.Config{Logger: log}, cl, snaps, factory, cm.snapFactory)
+			})
 			return add("snapshot", c, err)
+		},
+		func() error {
+			cl, err := own("clusterrole-aggregation-controller")
+			if err != nil {
+				return add("clusterrole-aggregation", nil, err)
+			}
+			c, err := clusterroleaggregation.New(cl, factory)
+			return add("clusterrole-aggregation", c, err)
 		},
 	}
 	for _, step := range steps {
@@ -172,4 +292,22 @@ func SnapshotClient(cfg *rest.Config) (snapclient.Interface, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.ContentType = runtime.ContentTypeJSON
 	return snapclient.NewForConfig(cfg)
+}
+
+// rootCA is the bundle to publish: the configured one, else the CA of restConfig.
+func rootCA(configured []byte, restConfig *rest.Config) ([]byte, error) {
+	if len(configured) > 0 {
+		return configured, nil
+	}
+	if len(restConfig.CAData) > 0 {
+		return restConfig.CAData, nil
+	}
+	if restConfig.CAFile != "" {
+		ca, err := os.ReadFile(restConfig.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("read the root CA: %w", err)
+		}
+		return ca, nil
+	}
+	return nil, errors.New("no root CA: set RootCA or a client config with a CA")
 }

@@ -2,8 +2,9 @@
 // cluster in one component on one shared informer factory, as kube-controller-manager
 // runs them — the workload and cluster controllers (deployment, replicaset,
 // statefulset, daemonset, garbage collector, namespace, nodeipam, nodelifecycle,
-// endpointslice, serviceaccount) and the storage controllers (persistentvolume-binder,
-// pvc/pv-protection, attach/detach) plus the snapshot controller.
+// endpointslice, serviceaccount, root-ca-cert-publisher, resourcequota) and the
+// storage controllers (persistentvolume-binder, pvc/pv-protection, attach/detach) plus
+// the snapshot controller.
 //
 // New builds them all against an API server (each reaches it only through client-go);
 // Run starts the informers once every controller has registered its own and runs them

@@ -8,6 +8,17 @@
 // instead by giving the API server its endpoints (--etcd-servers); then this package is
 // not started at all.
 //
+// Security: etcd serves clients and its peer port over mutual TLS only (https URLs,
+// client-cert-auth on both): a connection without a client certificate signed by the CA
+// of Config.ClientTLS fails in the TLS handshake, so no other local process reads the
+// keys (Secrets among them). The caller makes the certificates before Run; kubelab keeps
+// them in the cluster's PKI as kubeadm lays it out (apiserver.PKI.EnsureEtcd:
+// pki/etcd/ca.crt, server.crt, peer.crt, healthcheck-client.crt, and
+// pki/apiserver-etcd-client.crt for the API server). Run creates the data dir with mode
+// 0700, and sets 0700 on one it finds open to others. etcd takes requests up to
+// Config.MaxRequestBytes (1.5 MiB by default); a larger write fails with "etcdserver:
+// request is too large".
+//
 // Disk space (space.go): Run does not start etcd when the data dir's filesystem lacks
 // room for the write-ahead log etcd allocates plus Config.MinFreeBytes; it returns an
 // error naming the dir and wrapping syscall.ENOSPC instead. While etcd runs, less than

@@ -9,18 +9,53 @@ import (
 	"path/filepath"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
+
+// DefaultMaxRequestBytes is the largest request etcd takes when Config.MaxRequestBytes is
+// 0 (etcd's own default, 1.5 MiB): a write of an object larger than this, with its key,
+// fails with "etcdserver: request is too large".
+const DefaultMaxRequestBytes = 1536 * 1024
+
+// TLSFiles are the PEM files of one side of etcd's mutual TLS.
+type TLSFiles struct {
+	// CertFile and KeyFile are etcd's certificate; it names the URL's host, and for the
+	// client URL it is also a client certificate (etcd's gRPC gateway dials etcd with it).
+	CertFile, KeyFile string
+	// TrustedCAFile is the CA that must have signed the certificate every client (or
+	// peer) presents; etcd refuses connections without one.
+	TrustedCAFile string
+}
+
+func (f TLSFiles) validate(what string) error {
+	if f.CertFile == "" || f.KeyFile == "" || f.TrustedCAFile == "" {
+		return fmt.Errorf("etcd: %s TLS needs a certificate, its key and the trusted CA (got cert %q, key %q, CA %q)",
+			what, f.CertFile, f.KeyFile, f.TrustedCAFile)
+	}
+	return nil
+}
+
+// info is f with client-certificate authentication on.
+func (f TLSFiles) info() transport.TLSInfo {
+	return transport.TLSInfo{CertFile: f.CertFile, KeyFile: f.KeyFile, TrustedCAFile: f.TrustedCAFile, ClientCertAuth: true}
+}
 
 // Config describes an embedded, single-member etcd.
 type Config struct {
 	// DataDir holds etcd's write-ahead log and database.
 	DataDir string
-	// ClientURL is where clients reach it, e.g. http://127.0.0.1:2379.
+	// ClientURL is where clients reach it, e.g. https://127.0.0.1:2379.
 	ClientURL string
-	// PeerURL is the raft peer address, e.g. http://127.0.0.1:2380; nothing else joins.
+	// PeerURL is the raft peer address, e.g. https://127.0.0.1:2380; nothing else joins.
 	PeerURL string
+	// ClientTLS and PeerTLS are etcd's certificates and the CA its clients' and peers'
+	// certificates must come from. Both URLs are https and both sides require a client
+	// certificate: a process without one signed by the CA reads nothing.
+	ClientTLS, PeerTLS TLSFiles
+	// MaxRequestBytes is the largest request etcd takes; DefaultMaxRequestBytes when 0.
+	MaxRequestBytes uint
 	// Name of the member; "kubelab" when empty.
 	Name string
 	// MinFreeBytes is the free space kept on DataDir's filesystem (space.go): Run does not
@@ -38,11 +73,14 @@ func (c *Config) validate() error {
 	}
 	for what, raw := range map[string]string{"client": c.ClientURL, "peer": c.PeerURL} {
 		u, err := url.Parse(raw)
-		if err != nil || u.Host == "" {
-			return fmt.Errorf("etcd: %s URL %q is not a URL like http://127.0.0.1:2379", what, raw)
+		if err != nil || u.Host == "" || u.Scheme != "https" {
+			return fmt.Errorf("etcd: %s URL %q is not a URL like https://127.0.0.1:2379", what, raw)
 		}
 	}
-	return nil
+	if err := c.ClientTLS.validate("client"); err != nil {
+		return err
+	}
+	return c.PeerTLS.validate("peer")
 }
 
 // Server is an embedded etcd.
@@ -61,6 +99,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MinFreeBytes == 0 {
 		cfg.MinFreeBytes = defaultMinFree
+	}
+	if cfg.MaxRequestBytes == 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -84,6 +125,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := s.checkStartSpace(dir); err != nil {
 		return err
 	}
+	if err := s.privateDir(ctx, dir); err != nil {
+		return err
+	}
 
 	fail := newFailure()
 	ec := embed.NewConfig()
@@ -94,6 +138,9 @@ func (s *Server) Run(ctx context.Context) error {
 	ec.ListenPeerUrls = []url.URL{*peer}
 	ec.AdvertisePeerUrls = []url.URL{*peer}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+	ec.ClientTLSInfo = s.cfg.ClientTLS.info()
+	ec.PeerTLSInfo = s.cfg.PeerTLS.info()
+	ec.MaxRequestBytes = s.cfg.MaxRequestBytes
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newLogger(s.cfg.Logger, func() bool { return ctx.Err() != nil },
 		zap.WithFatalHook(fail), zap.WithPanicHook(fail)))
 	// The API server's watch cache asks for progress notifications to serve consistent

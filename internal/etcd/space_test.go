@@ -149,8 +149,13 @@ func freePort(t *testing.T) int {
 // its error.
 func runEtcd(t *testing.T, cfg Config) (*Server, chan error, context.CancelFunc) {
 	t.Helper()
-	cfg.ClientURL = fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	cfg.PeerURL = fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	cfg.ClientURL = fmt.Sprintf("https://127.0.0.1:%d", freePort(t))
+	cfg.PeerURL = fmt.Sprintf("https://127.0.0.1:%d", freePort(t))
+	if cfg.ClientTLS.CertFile == "" {
+		pki := testPKI(t)
+		cfg.ClientTLS = TLSFiles{CertFile: pki.EtcdServerCert(), KeyFile: pki.EtcdServerKey(), TrustedCAFile: pki.EtcdCACert()}
+		cfg.PeerTLS = TLSFiles{CertFile: pki.EtcdPeerCert(), KeyFile: pki.EtcdPeerKey(), TrustedCAFile: pki.EtcdCACert()}
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
@@ -184,9 +189,11 @@ func runError(t *testing.T, errc <-chan error, within time.Duration) error {
 	}
 }
 
+// newClient is a client of s with the API server's etcd client certificate.
 func newClient(t *testing.T, s *Server) *clientv3.Client {
 	t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: s.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	c, err := clientv3.New(clientv3.Config{Endpoints: s.Endpoints(), TLS: clientTLS(t, s, "apiserver"),
+		DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,15 +8,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 )
 
 // ReasonFailedMount is the reason of the Warning event of a pod volume that could not be
@@ -64,28 +63,49 @@ func configVolumePath(root string, uid types.UID, plugin, volume string) string 
 // brought to the objects' current content with the atomic writer (nothing is written
 // when nothing changed), secret and projected volumes on a tmpfs of their own. The
 // kubelet syncs a pod again when a ConfigMap or Secret it references is added or changes
-// (Objects' watches), so updates reach running containers within moments. A volume that
-// cannot be written records a FailedMount event; before its first write it keeps the pod
-// from starting (ContainerCreating), afterwards the volume keeps its last content.
+// (Objects' watches), so updates reach running containers within moments. The service
+// account tokens of projected volumes come from tokens; a pod with one is synced again
+// (requeueAfter) when its first token needs a refresh, so the new token lands in the
+// volume. A volume that cannot be written records a FailedMount event; before its first
+// write it keeps the pod from starting (ContainerCreating), afterwards the volume keeps
+// its last content.
 type configVolumes struct {
 	root        string
 	objects     objectSource
 	allocatable corev1.ResourceList
 	recorder    record.EventRecorder
 	log         *slog.Logger
-
-	mu     sync.Mutex
-	warned sets.Set[string]
+	// tokens gives serviceAccountToken sources their tokens (nil: the node has none).
+	tokens *serviceAccountTokens
+	// requeueAfter has the pod synced again after d (nil: nothing does).
+	requeueAfter func(pod *corev1.Pod, d time.Duration)
+	now          func() time.Time
 }
 
 func newConfigVolumes(root string, objects objectSource, allocatable corev1.ResourceList, recorder record.EventRecorder, log *slog.Logger) *configVolumes {
-	return &configVolumes{root: root, objects: objects, allocatable: allocatable, recorder: recorder, log: log, warned: sets.New[string]()}
+	return &configVolumes{root: root, objects: objects, allocatable: allocatable, recorder: recorder, log: log, now: time.Now}
 }
 
 // setUp writes the pod's configMap, secret, downwardAPI and projected volumes. The error
 // wraps errVolumesNotReady and names the volumes that were never written.
-func (c *configVolumes) setUp(pod *corev1.Pod) error {
+func (c *configVolumes) setUp(ctx context.Context, pod *corev1.Pod) error {
 	var errs []error
+	var refresh time.Time // the earliest refresh of the pod's tokens
+	in := payloadInput{objects: c.objects, allocatable: c.allocatable}
+	if c.tokens != nil {
+		in.token = func(pod *corev1.Pod, src *corev1.ServiceAccountTokenProjection) (string, error) {
+			token, at, err := c.tokens.token(ctx, pod, src)
+			if err == nil && (refresh.IsZero() || at.Before(refresh)) {
+				refresh = at
+			}
+			return token, err
+		}
+	}
+	defer func() {
+		if !refresh.IsZero() && c.requeueAfter != nil {
+			c.requeueAfter(pod, max(refresh.Sub(c.now()), 0))
+		}
+	}()
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
 		plugin, tmpfs := configVolumePlugin(v)
@@ -93,7 +113,7 @@ func (c *configVolumes) setUp(pod *corev1.Pod) error {
 			continue
 		}
 		dir := configVolumePath(c.root, pod.UID, plugin, v.Name)
-		err := c.setUpVolume(pod, v, dir, tmpfs)
+		err := c.setUpVolume(pod, v, dir, tmpfs, in)
 		if err == nil {
 			continue
 		}
@@ -110,10 +130,8 @@ func (c *configVolumes) setUp(pod *corev1.Pod) error {
 	return nil
 }
 
-func (c *configVolumes) setUpVolume(pod *corev1.Pod, v *corev1.Volume, dir string, tmpfs bool) error {
-	payload, err := volumePayload(pod, v, payloadInput{objects: c.objects, allocatable: c.allocatable, skipped: func(what string) {
-		c.warnOnce(string(pod.UID)+"/"+v.Name, "projected volume source left out", "pod", pod.Namespace+"/"+pod.Name, "volume", v.Name, "source", what)
-	}})
+func (c *configVolumes) setUpVolume(pod *corev1.Pod, v *corev1.Volume, dir string, tmpfs bool, in payloadInput) error {
+	payload, err := volumePayload(pod, v, in)
 	if err != nil {
 		return err
 	}
@@ -159,9 +177,13 @@ func volumeDir(dir string, tmpfs bool) error {
 	return nil
 }
 
-// tearDown unmounts the tmpfs of the pod's secret and projected volumes and removes the
-// directories of its configMap, secret, downwardAPI and projected volumes.
+// tearDown unmounts the tmpfs of the pod's secret and projected volumes, removes the
+// directories of its configMap, secret, downwardAPI and projected volumes, and forgets
+// its tokens.
 func (c *configVolumes) tearDown(uid types.UID) error {
+	if c.tokens != nil {
+		c.tokens.forget(uid)
+	}
 	base := filepath.Join(podDir(c.root, uid), "volumes")
 	if _, err := os.Stat(base); errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -198,24 +220,7 @@ func (c *configVolumes) tearDown(uid types.UID) error {
 			errs = append(errs, fmt.Errorf("remove %s: %w", pdir, err))
 		}
 	}
-	c.mu.Lock()
-	for k := range c.warned {
-		if len(k) > len(uid) && k[:len(uid)+1] == string(uid)+"/" {
-			c.warned.Delete(k)
-		}
-	}
-	c.mu.Unlock()
 	return errors.Join(errs...)
-}
-
-func (c *configVolumes) warnOnce(key, msg string, args ...any) {
-	c.mu.Lock()
-	seen := c.warned.Has(key)
-	c.warned.Insert(key)
-	c.mu.Unlock()
-	if !seen {
-		c.log.Warn(msg, args...)
-	}
 }
 
 // useObjects makes the real kubelet write configMap, secret, downwardAPI and projected
@@ -230,6 +235,8 @@ func (k *Kubelet) useObjects(objects *Objects) error {
 	}
 	k.objects = objects
 	k.volumes.config = newConfigVolumes(k.cfg.RootDir, objects, k.cfg.Capacity, k.recorder, k.log)
+	k.volumes.config.tokens = newServiceAccountTokens(clientTokenRequester(k.client), clock.RealClock{})
+	k.volumes.config.requeueAfter = func(pod *corev1.Pod, d time.Duration) { k.queue.AddAfter(pod.Namespace+"/"+pod.Name, d) }
 	objects.OnChange(k.onObjectChange)
 	return nil
 }

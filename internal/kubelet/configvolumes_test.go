@@ -1,17 +1,20 @@
 package kubelet
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 )
 
@@ -46,6 +49,11 @@ func TestConfigVolumesSetUpUpdateTearDown(t *testing.T) {
 	objs := testObjects()
 	rec := record.NewFakeRecorder(100)
 	cv := newConfigVolumes(root, objs, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}, rec, slog.Default())
+	clock := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	api := &fakeTokens{clock: clock}
+	cv.tokens, cv.now = newServiceAccountTokens(clientTokenRequester(api.client()), clock), clock.Now
+	var requeued []time.Duration
+	cv.requeueAfter = func(_ *corev1.Pod, d time.Duration) { requeued = append(requeued, d) }
 	pod := configPod()
 	pod.Spec.Volumes = []corev1.Volume{
 		{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}},
@@ -53,12 +61,12 @@ func TestConfigVolumesSetUpUpdateTearDown(t *testing.T) {
 		{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
 			{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}},
 		{Name: "sa", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
-			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3607)}},
 			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
 				{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}}}}}},
 		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
-	if err := cv.setUp(pod); err != nil {
+	if err := cv.setUp(context.Background(), pod); err != nil {
 		t.Fatal(err)
 	}
 	base := filepath.Join(root, "pods", "uid-1", "volumes")
@@ -76,8 +84,15 @@ func TestConfigVolumesSetUpUpdateTearDown(t *testing.T) {
 	if got := readVolume(t, filepath.Join(base, "kubernetes.io~downward-api", "info")); got["labels"] != "app=\"web\"\ntier=\"front \\\"end\\\"\"" {
 		t.Errorf("downwardAPI volume holds %v", got)
 	}
-	if got := readVolume(t, filepath.Join(base, "kubernetes.io~projected", "sa")); len(got) != 1 || got["namespace"] != "ns1" {
-		t.Errorf("projected volume holds %v, want only namespace (no token)", got)
+	saDir := filepath.Join(base, "kubernetes.io~projected", "sa")
+	if got := readVolume(t, saDir); len(got) != 2 || got["namespace"] != "ns1" || got["token"] != "token-1" {
+		t.Errorf("projected volume holds %v, want namespace and token-1", got)
+	}
+	if fi, err := os.Stat(filepath.Join(saDir, "token")); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("token file: %v %v, want mode 0644", fi, err)
+	}
+	if want := 3607 * time.Second * 8 / 10; len(requeued) != 1 || requeued[0] != want {
+		t.Errorf("pod requeued after %v, want once after %v (the token's refresh)", requeued, want)
 	}
 	for dir, want := range map[string]string{secDir: "tmpfs", filepath.Join(base, "kubernetes.io~projected", "sa"): "tmpfs"} {
 		ms, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(dir))
@@ -91,11 +106,23 @@ func TestConfigVolumesSetUpUpdateTearDown(t *testing.T) {
 
 	// A second sync with nothing changed mounts nothing more and writes nothing.
 	before, _ := os.Readlink(filepath.Join(cfgDir, "..data"))
-	if err := cv.setUp(pod); err != nil {
+	if err := cv.setUp(context.Background(), pod); err != nil {
 		t.Fatal(err)
 	}
 	if after, _ := os.Readlink(filepath.Join(cfgDir, "..data")); after != before {
 		t.Errorf("..data moved from %s to %s with nothing changed", before, after)
+	}
+	if api.count() != 1 {
+		t.Errorf("%d token requests for a fresh token, want 1", api.count())
+	}
+
+	// The sync when the token needs a refresh writes the new one.
+	clock.Step(requeued[0])
+	if err := cv.setUp(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if got := readVolume(t, saDir); got["token"] != "token-2" {
+		t.Errorf("refreshed projected volume holds %v, want token-2", got)
 	}
 	if ms, _ := mountinfo.GetMounts(mountinfo.SingleEntryFilter(secDir)); len(ms) != 1 {
 		t.Errorf("secret dir mounted %d times", len(ms))
@@ -103,7 +130,7 @@ func TestConfigVolumesSetUpUpdateTearDown(t *testing.T) {
 
 	// The ConfigMap changes: the volume follows.
 	objs.cms["ns1/app"] = &corev1.ConfigMap{Data: map[string]string{"greeting": "bonjour"}}
-	if err := cv.setUp(pod); err != nil {
+	if err := cv.setUp(context.Background(), pod); err != nil {
 		t.Fatal(err)
 	}
 	if got := readVolume(t, cfgDir); len(got) != 1 || got["greeting"] != "bonjour" {
@@ -113,7 +140,7 @@ func TestConfigVolumesSetUpUpdateTearDown(t *testing.T) {
 	// The ConfigMap goes away: the volume keeps its content, a FailedMount event says why.
 	delete(objs.cms, "ns1/app")
 	drainEvents(rec)
-	if err := cv.setUp(pod); err != nil {
+	if err := cv.setUp(context.Background(), pod); err != nil {
 		t.Errorf("a volume written once must not block the pod: %v", err)
 	}
 	if got := readVolume(t, cfgDir); got["greeting"] != "bonjour" {
@@ -132,6 +159,9 @@ func TestConfigVolumesSetUpUpdateTearDown(t *testing.T) {
 	if entries, err := os.ReadDir(base); err != nil || len(entries) != 0 {
 		t.Errorf("volumes dir after tear down: %v %v", entries, err)
 	}
+	if n := len(cv.tokens.cache); n != 0 {
+		t.Errorf("%d tokens kept after tear down", n)
+	}
 	if err := cv.tearDown(pod.UID); err != nil {
 		t.Errorf("second tear down: %v", err)
 	}
@@ -146,7 +176,7 @@ func TestConfigVolumeMissingObjectBlocksPod(t *testing.T) {
 		{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "missing-cm"}}}},
 		{Name: "opt", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "also-missing"}, Optional: ptr.To(true)}}},
 	}
-	err := cv.setUp(pod)
+	err := cv.setUp(context.Background(), pod)
 	if !errors.Is(err, errVolumesNotReady) {
 		t.Fatalf("err = %v, want volumes not ready", err)
 	}

@@ -19,13 +19,16 @@
 //   - runs its pods (a workqueue of pod keys; sync is idempotent): the volume manager
 //     resolves each PVC to its CSI PV, reports the volume in node.status.volumesInUse, waits
 //     for it to be reported and for the VolumeAttachment of (PV, node) to be attached when
-//     the driver needs attach (no CSIDriver object or attachRequired), then stages it at
+//     the driver needs attach (no CSIDriver object or attachRequired) — claims, PVs and
+//     attachments it gets by name and polls while it waits, for a kubelet may read only
+//     those of its own pods and list none (the Node authorizer) — then stages it at
 //     <root>/plugins/kubernetes.io/csi/pv/<pv>/globalmount and publishes it at
 //     <root>/pods/<uid>/volumes/kubernetes.io~csi/<pv>/mount through the Mounter, with
 //     attachmentMetadata as the publish context; the Runtime starts the containers; the
 //     pod goes Running and Ready with container statuses and an IP from the node's
 //     podCIDR (when it has one);
-//   - grows published volumes online (expand.go): when a claim it has published waits for
+//   - grows published volumes online (expand.go): when a claim it has published (looked at
+//     every second) waits for
 //     the node (FileSystemResizePending / NodeResizePending) and its PV is larger than the
 //     claim's capacity, it expands through the Mounter (NodeExpandVolume), writes the new
 //     capacity into the claim's status with the resize condition and status cleared, and

@@ -31,20 +31,28 @@ const (
 )
 
 // nodeExpansion says whether claim's filesystem waits for the node to grow it, and to
-// what size: the claim asks for it (the FileSystemResizePending condition, or
-// NodeResizePending for storage) and its PV is larger than the claim's capacity.
+// what size: the claim asks for it (resizePending) and its PV is larger than the claim's
+// capacity.
 func nodeExpansion(pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) (resource.Quantity, bool) {
-	pending := pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage] == corev1.PersistentVolumeClaimNodeResizePending
-	for _, c := range pvc.Status.Conditions {
-		if c.Type == corev1.PersistentVolumeClaimFileSystemResizePending && c.Status == corev1.ConditionTrue {
-			pending = true
-		}
-	}
 	size, have := pv.Spec.Capacity[corev1.ResourceStorage], pvc.Status.Capacity[corev1.ResourceStorage]
-	if !pending || size.Cmp(have) <= 0 {
+	if !resizePending(pvc) || size.Cmp(have) <= 0 {
 		return resource.Quantity{}, false
 	}
 	return size, true
+}
+
+// resizePending says whether the claim asks the node to grow its filesystem: the
+// FileSystemResizePending condition, or NodeResizePending for storage.
+func resizePending(pvc *corev1.PersistentVolumeClaim) bool {
+	if pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage] == corev1.PersistentVolumeClaimNodeResizePending {
+		return true
+	}
+	for _, c := range pvc.Status.Conditions {
+		if c.Type == corev1.PersistentVolumeClaimFileSystemResizePending && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 // resizeFinished is the status patch of a claim whose filesystem now has size: the
@@ -83,11 +91,14 @@ func (m *volumeManager) expandInUse(ctx context.Context, pod *corev1.Pod) ([]exp
 	var out []expandedVolume
 	for _, v := range vols {
 		ns, name, _ := cache.SplitMetaNamespaceKey(v.Claim)
-		pvc, err := m.pvcs.PersistentVolumeClaims(ns).Get(name)
+		pvc, err := m.claim(ctx, ns, name)
 		if err != nil {
 			continue // the pod's sync meets a missing claim itself
 		}
-		pv, err := m.pvs.Get(v.PVName)
+		if !resizePending(pvc) {
+			continue
+		}
+		pv, err := m.volume(ctx, v.PVName)
 		if err != nil {
 			continue
 		}
@@ -104,7 +115,7 @@ func (m *volumeManager) expandInUse(ctx context.Context, pod *corev1.Pod) ([]exp
 		}
 		updated, err := m.client.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 		if apierrors.IsConflict(err) {
-			continue // the claim changed since the cache's copy; its update brings the pod back if still due
+			continue // the claim changed since it was read; checkExpansions brings the pod back if still due
 		}
 		if err != nil {
 			return out, fmt.Errorf("record the new size of claim %s: %w", v.Claim, err)
@@ -114,44 +125,31 @@ func (m *volumeManager) expandInUse(ctx context.Context, pod *corev1.Pod) ([]exp
 	return out, nil
 }
 
-// onClaim wakes the pods waiting for claims or PVs, and the pods that have a claim
-// published whose filesystem waits for the node to grow it.
-func (m *volumeManager) onClaim(obj any) {
-	m.onClaims()
-	if pvc, ok := obj.(*corev1.PersistentVolumeClaim); ok && pvc.Spec.VolumeName != "" {
-		if pv, err := m.pvs.Get(pvc.Spec.VolumeName); err == nil {
-			m.requeueExpansion(pvc, pv)
-		}
-	}
-}
-
-// onVolume is onClaim for a PV's change (the resizer grows the PV before it marks the
-// claim, and the informers may tell of the two in either order).
-func (m *volumeManager) onVolume(obj any) {
-	m.onClaims()
-	if pv, ok := obj.(*corev1.PersistentVolume); ok && pv.Spec.ClaimRef != nil {
-		if pvc, err := m.pvcs.PersistentVolumeClaims(pv.Spec.ClaimRef.Namespace).Get(pv.Spec.ClaimRef.Name); err == nil {
-			m.requeueExpansion(pvc, pv)
-		}
-	}
-}
-
-// requeueExpansion requeues the pods that have pvc published, if its filesystem waits
-// for the node to grow it.
-func (m *volumeManager) requeueExpansion(pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) {
-	if _, ok := nodeExpansion(pvc, pv); !ok {
-		return
-	}
-	key := pvc.Namespace + "/" + pvc.Name
-	var keys []string
+// checkExpansions requeues the pods that have a claim published whose filesystem waits
+// for the node to grow it. A kubelet cannot watch claims (it may only get those of its
+// pods): Kubelet.Run calls this every second.
+func (m *volumeManager) checkExpansions(ctx context.Context) {
+	keys, volumes := map[string][]string{}, map[string]string{} // by claim: pod keys, PV
 	m.mu.Lock()
 	for uid, vols := range m.mounted {
 		for _, v := range vols {
-			if v.Claim == key {
-				keys = append(keys, m.podKeys[uid])
-			}
+			keys[v.Claim] = append(keys[v.Claim], m.podKeys[uid])
+			volumes[v.Claim] = v.PVName
 		}
 	}
 	m.mu.Unlock()
-	m.requeue(keys...)
+	for claim, podKeys := range keys {
+		ns, name, _ := cache.SplitMetaNamespaceKey(claim)
+		pvc, err := m.claim(ctx, ns, name)
+		if err != nil || !resizePending(pvc) {
+			continue
+		}
+		pv, err := m.volume(ctx, volumes[claim])
+		if err != nil {
+			continue
+		}
+		if _, ok := nodeExpansion(pvc, pv); ok {
+			m.requeue(podKeys...)
+		}
+	}
 }

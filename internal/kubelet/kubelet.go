@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,6 +28,10 @@ import (
 
 // runtimeStartWait bounds how long the first node status waits for the runtime.
 const runtimeStartWait = 30 * time.Second
+
+// volumeRetryMax is the longest wait between two tries of a pod whose claims are not
+// bound or whose volumes are not attached yet (the first come after 100ms and double).
+const volumeRetryMax = time.Second
 
 // Deps are the node's runtime and mounter; in hollow mode nil ones get the hollow fakes.
 type Deps struct {
@@ -61,6 +64,8 @@ type Kubelet struct {
 	nodeLister              corelisters.NodeLister
 	synced                  []cache.InformerSynced
 	queue                   workqueue.TypedRateLimitingInterface[string]
+	// volumeRetry spaces the retries of a pod whose volumes are not ready.
+	volumeRetry workqueue.TypedRateLimiter[string]
 
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
@@ -83,8 +88,9 @@ type podState struct {
 }
 
 // New builds the kubelet of one node. factory is shared for the cluster-wide objects it
-// reads (PVCs, PVs, VolumeAttachments, CSIDrivers) and started by the caller after New;
-// the node's own pods and Node are watched by informers of its own.
+// watches (CSIDrivers) and started by the caller after New; the node's own pods and Node
+// are watched by informers of its own. The claims, volumes and attachments of its pods
+// it gets by name, as the Node authorizer allows a kubelet.
 func New(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, deps Deps) (*Kubelet, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -109,6 +115,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 10*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "kubelet-" + cfg.NodeName}),
+		volumeRetry: workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, volumeRetryMax),
 	}
 	k.podFactory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
@@ -119,15 +126,10 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	pods, nodes := k.podFactory.Core().V1().Pods(), k.nodeFactory.Core().V1().Nodes()
 	k.podLister, k.nodeLister = pods.Lister(), nodes.Lister()
 
-	core, storage := factory.Core().V1(), factory.Storage().V1()
-	vaInf := storage.VolumeAttachments().Informer()
-	if _, ok := vaInf.GetIndexer().GetIndexers()[vaIndex]; !ok {
-		if err := vaInf.AddIndexers(cache.Indexers{vaIndex: vaIndexFunc}); err != nil {
-			return nil, fmt.Errorf("kubelet %s: index volume attachments: %w", cfg.NodeName, err)
-		}
-	}
-	k.volumes = newVolumeManager(cfg.NodeName, cfg.RootDir, client, core.PersistentVolumeClaims().Lister(), core.PersistentVolumes().Lister(),
-		storage.CSIDrivers().Lister(), vaInf.GetIndexer(), deps.Mounter)
+	// Claims, volumes and attachments the volume manager gets by name (the Node
+	// authorizer lets a kubelet read only those of its own pods, and not list them).
+	drivers := factory.Storage().V1().CSIDrivers()
+	k.volumes = newVolumeManager(cfg.NodeName, cfg.RootDir, client, drivers.Lister(), deps.Mounter)
 	k.volumes.requeue = func(keys ...string) {
 		for _, key := range keys {
 			k.queue.Add(key)
@@ -138,21 +140,13 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 			k.queue.Add(key)
 		}
 	}
-	onVA := func(obj any) {
-		if va, ok := obj.(*storagev1.VolumeAttachment); ok {
-			k.volumes.onAttachment(va)
-		}
-	}
 	handlers := []struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
 	}{
 		{pods.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue}},
 		{nodes.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: k.onNode, UpdateFunc: func(_, o any) { k.onNode(o) }}},
-		{vaInf, cache.ResourceEventHandlerFuncs{AddFunc: onVA, UpdateFunc: func(_, o any) { onVA(o) }}},
-		{core.PersistentVolumeClaims().Informer(), cache.ResourceEventHandlerFuncs{AddFunc: k.volumes.onClaim, UpdateFunc: func(_, o any) { k.volumes.onClaim(o) }}},
-		{core.PersistentVolumes().Informer(), cache.ResourceEventHandlerFuncs{AddFunc: k.volumes.onVolume, UpdateFunc: func(_, o any) { k.volumes.onVolume(o) }}},
-		{storage.CSIDrivers().Informer(), cache.ResourceEventHandlerFuncs{}},
+		{drivers.Informer(), cache.ResourceEventHandlerFuncs{}},
 	}
 	for _, h := range handlers {
 		if _, err := h.inf.AddEventHandler(h.h); err != nil {
@@ -264,6 +258,8 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); k.probes.run(ctx) }()
 	}
+	wg.Add(1)
+	go func() { defer wg.Done(); wait.UntilWithContext(ctx, k.volumes.checkExpansions, time.Second) }()
 	k.log.Info("kubelet running", "zone", k.cfg.Zone, "instance", k.cfg.InstanceID, "hollow", k.cfg.Hollow)
 	for i := 0; i < k.cfg.Workers; i++ {
 		wg.Add(1)
@@ -299,13 +295,17 @@ func (k *Kubelet) processNext(ctx context.Context) bool {
 	}
 	defer k.queue.Done(key)
 	err := k.syncPod(ctx, key)
+	if !errors.Is(err, errVolumesNotReady) {
+		k.volumeRetry.Forget(key)
+	}
 	switch {
 	case err == nil:
 		k.queue.Forget(key)
 	case errors.Is(err, errVolumesNotReady):
-		// Woken by the event it waits for; this is only a safety net.
+		// Claims and attachments are polled (a kubelet may not watch them), soon at
+		// first, then every volumeRetryMax; other waits are also woken by their event.
 		k.queue.Forget(key)
-		k.queue.AddAfter(key, 5*time.Second)
+		k.queue.AddAfter(key, k.volumeRetry.When(key))
 	default:
 		if ctx.Err() == nil {
 			k.log.Warn("sync pod", "pod", key, "err", err)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/controller/attachdetach"
 )
 
 type hollowNode struct {
@@ -317,9 +318,10 @@ func TestHollowPodWaitsForAttachedVolume(t *testing.T) {
 		return p.Status.Phase == corev1.PodPending && len(p.Status.ContainerStatuses) == 1 &&
 			p.Status.ContainerStatuses[0].State.Waiting != nil && p.Status.ContainerStatuses[0].State.Waiting.Reason == "ContainerCreating", nil
 	})
-	// The attach/detach controller's part: a VolumeAttachment, not yet attached.
+	// The attach/detach controller's part: a VolumeAttachment, not yet attached, under
+	// the name the kubelet gets it by.
 	va := &storagev1.VolumeAttachment{
-		ObjectMeta: metav1.ObjectMeta{Name: "csi-0123"},
+		ObjectMeta: metav1.ObjectMeta{Name: attachdetach.AttachmentName("vol-0abc", "ebs.csi.aws.com", "hollow-d")},
 		Spec: storagev1.VolumeAttachmentSpec{Attacher: "ebs.csi.aws.com", NodeName: "hollow-d",
 			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To("pvc-1111")}},
 	}

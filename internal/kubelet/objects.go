@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -28,11 +29,13 @@ const rootCAConfigMap = "kube-root-ca.crt"
 // ObjectsConfig configures the kubelet's source of ConfigMaps, Secrets and Services.
 type ObjectsConfig struct {
 	// RootCA is the cluster's CA bundle (PEM). A namespace without a kube-root-ca.crt
-	// ConfigMap (nothing in this cluster publishes one yet) is served one holding it as
-	// ca.crt; empty leaves such ConfigMaps missing like any other.
+	// ConfigMap (the root-ca-cert-publisher controller has not published it yet) is
+	// served one holding it as ca.crt; empty leaves such ConfigMaps missing like any
+	// other.
 	RootCA []byte
-	// SyncTimeout is how long a lookup waits for the caches of a namespace it starts
-	// watching to fill before it asks the API server directly (5 s).
+	// SyncTimeout is how long a lookup waits for a watch it starts (of a namespace's
+	// Services, of a ConfigMap or Secret) to fill its cache before it asks the API server
+	// directly (5 s).
 	SyncTimeout time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
@@ -47,11 +50,13 @@ type ObjectRef struct {
 // Objects gives the kubelet the ConfigMaps, Secrets and Services its pods reference: the
 // contents of configMap, secret and projected volumes, and containers' env (it implements
 // the container runtime's object lookups). It watches, through client-go informers, the
-// ConfigMaps, Secrets and Services of each namespace it was asked about (and of the
-// default namespace, for the "kubernetes" Service), starting a namespace's informers at
-// its first lookup; Retain stops those of namespaces the node no longer runs pods in.
-// Handlers registered with OnChange hear of every ConfigMap and Secret added or updated in
-// watched namespaces. Lookups that miss the cache ask the API server (an object created
+// Services of each namespace it was asked about (and of the default namespace, for the
+// "kubernetes" Service) and each ConfigMap and Secret it was asked about, by name (a field
+// selector on metadata.name: the Node authorizer lets a kubelet list and watch only the
+// ConfigMaps and Secrets its pods use, one by one), starting each watch at its first
+// lookup; Retain stops those of namespaces the node no longer runs pods in. Handlers
+// registered with OnChange hear of every watched ConfigMap and Secret added or updated.
+// Lookups that miss the cache ask the API server (an object created
 // just before the pod may not have reached the cache yet), so a NotFound is the API
 // server's answer; its message names the kind in the singular (configmap "x" not found),
 // as the kubelet reports it in FailedMount events. Returned objects are shared: read only.
@@ -67,15 +72,26 @@ type Objects struct {
 	warned   sets.Set[string]
 }
 
-// nsCache holds the informers of one namespace.
+// nsCache holds the watches of one namespace: its Services, and the ConfigMaps and
+// Secrets asked for, each on its own.
 type nsCache struct {
-	factory    informers.SharedInformerFactory
-	stop       chan struct{}
-	configMaps corelisters.ConfigMapNamespaceLister
-	secrets    corelisters.SecretNamespaceLister
-	services   corelisters.ServiceNamespaceLister
-	hasSynced  []cache.InformerSynced
-	synced     atomic.Bool
+	factory   informers.SharedInformerFactory // the Services'
+	stop      chan struct{}
+	services  corelisters.ServiceNamespaceLister
+	hasSynced []cache.InformerSynced
+	synced    atomic.Bool
+
+	mu      sync.Mutex
+	objects map[ObjectRef]*objectWatch
+}
+
+// objectWatch is the watch of one ConfigMap or Secret.
+type objectWatch struct {
+	factory   informers.SharedInformerFactory
+	stop      chan struct{}
+	store     cache.Store
+	hasSynced []cache.InformerSynced
+	synced    atomic.Bool
 }
 
 // NewObjects returns the object source of a kubelet talking to the API server through
@@ -96,8 +112,8 @@ func NewObjects(cfg ObjectsConfig, client kubernetes.Interface) (*Objects, error
 	return &Objects{cfg: cfg, client: client, log: cfg.Logger, caches: map[string]*nsCache{}, warned: sets.New[string]()}, nil
 }
 
-// OnChange registers h, called (from informer goroutines) for every ConfigMap and Secret
-// added or updated in a watched namespace.
+// OnChange registers h, called (from informer goroutines) for every watched ConfigMap and
+// Secret added or updated.
 func (o *Objects) OnChange(h func(ObjectRef)) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -147,6 +163,16 @@ func (o *Objects) Watched() []string {
 func (c *nsCache) shutdown() {
 	close(c.stop)
 	c.factory.Shutdown()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, w := range c.objects {
+		w.shutdown()
+	}
+}
+
+func (w *objectWatch) shutdown() {
+	close(w.stop)
+	w.factory.Shutdown()
 }
 
 // cache is namespace ns's filled cache, started when needed; nil before Run, after it,
@@ -164,11 +190,19 @@ func (o *Objects) cache(ns string) *nsCache {
 	}
 	ctx := o.ctx
 	o.mu.Unlock()
-	if c.synced.Load() {
-		return c
+	if !o.waitSynced(ctx, &c.synced, c.hasSynced) {
+		return nil
+	}
+	return c
+}
+
+// waitSynced waits up to SyncTimeout for hasSynced, remembered in synced.
+func (o *Objects) waitSynced(ctx context.Context, synced *atomic.Bool, hasSynced []cache.InformerSynced) bool {
+	if synced.Load() {
+		return true
 	}
 	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, o.cfg.SyncTimeout, true, func(context.Context) (bool, error) {
-		for _, s := range c.hasSynced {
+		for _, s := range hasSynced {
 			if !s() {
 				return false, nil
 			}
@@ -176,43 +210,99 @@ func (o *Objects) cache(ns string) *nsCache {
 		return true, nil
 	})
 	if err != nil {
-		return nil
+		return false
 	}
-	c.synced.Store(true)
-	return c
+	synced.Store(true)
+	return true
 }
 
-// startCache starts the informers of namespace ns; o.mu is held.
+// watched is the filled cache of the ConfigMap or Secret ref, its watch started when
+// needed (with its namespace's); nil before Run, after it, or when it did not fill
+// within SyncTimeout.
+func (o *Objects) watched(ref ObjectRef) cache.Store {
+	o.mu.Lock()
+	if o.ctx == nil || o.ctx.Err() != nil {
+		o.mu.Unlock()
+		return nil
+	}
+	c := o.caches[ref.Namespace]
+	if c == nil {
+		c = o.startCache(ref.Namespace)
+		o.caches[ref.Namespace] = c
+	}
+	ctx := o.ctx
+	o.mu.Unlock()
+	c.mu.Lock()
+	w := c.objects[ref]
+	if w == nil {
+		w = o.startWatch(c, ref)
+		c.objects[ref] = w
+	}
+	c.mu.Unlock()
+	if !o.waitSynced(ctx, &w.synced, w.hasSynced) {
+		return nil
+	}
+	return w.store
+}
+
+// startWatch starts the informer of the one ConfigMap or Secret ref; c.mu is held.
+func (o *Objects) startWatch(c *nsCache, ref ObjectRef) *objectWatch {
+	f := informers.NewSharedInformerFactoryWithOptions(o.client, 0, informers.WithNamespace(ref.Namespace),
+		informers.WithTweakListOptions(func(opts *metav1.ListOptions) {
+			opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", ref.Name).String()
+		}))
+	var inf cache.SharedIndexInformer
+	if ref.Kind == "ConfigMap" {
+		inf = f.Core().V1().ConfigMaps().Informer()
+	} else {
+		inf = f.Core().V1().Secrets().Informer()
+	}
+	_, _ = inf.AddEventHandler(o.notify(ref.Kind))
+	w := &objectWatch{factory: f, stop: make(chan struct{}), store: inf.GetStore(), hasSynced: []cache.InformerSynced{inf.HasSynced}}
+	f.Start(w.stop)
+	return w
+}
+
+// unwatch stops the watch of ref, which the node may not read (no pod of its uses it).
+func (o *Objects) unwatch(ref ObjectRef) {
+	o.mu.Lock()
+	c := o.caches[ref.Namespace]
+	o.mu.Unlock()
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	w := c.objects[ref]
+	delete(c.objects, ref)
+	c.mu.Unlock()
+	if w != nil {
+		w.shutdown()
+	}
+}
+
+// notify tells the OnChange handlers of the objects of kind an informer adds or updates.
+func (o *Objects) notify(kind string) cache.ResourceEventHandler {
+	h := func(obj any) {
+		m, err := metaOf(obj)
+		if err != nil {
+			return
+		}
+		o.mu.Lock()
+		hs := append([]func(ObjectRef){}, o.handlers...)
+		o.mu.Unlock()
+		for _, h := range hs {
+			h(ObjectRef{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName()})
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{AddFunc: h, UpdateFunc: func(_, obj any) { h(obj) }}
+}
+
+// startCache starts the Services informer of namespace ns; o.mu is held.
 func (o *Objects) startCache(ns string) *nsCache {
 	f := informers.NewSharedInformerFactoryWithOptions(o.client, 0, informers.WithNamespace(ns))
-	core := f.Core().V1()
-	c := &nsCache{factory: f, stop: make(chan struct{}),
-		configMaps: core.ConfigMaps().Lister().ConfigMaps(ns), secrets: core.Secrets().Lister().Secrets(ns),
-		services: core.Services().Lister().Services(ns)}
-	notify := func(kind string) cache.ResourceEventHandler {
-		h := func(obj any) {
-			m, err := metaOf(obj)
-			if err != nil {
-				return
-			}
-			o.mu.Lock()
-			hs := append([]func(ObjectRef){}, o.handlers...)
-			o.mu.Unlock()
-			for _, h := range hs {
-				h(ObjectRef{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName()})
-			}
-		}
-		return cache.ResourceEventHandlerFuncs{AddFunc: h, UpdateFunc: func(_, obj any) { h(obj) }}
-	}
-	for _, inf := range []struct {
-		inf  cache.SharedIndexInformer
-		kind string
-	}{{core.ConfigMaps().Informer(), "ConfigMap"}, {core.Secrets().Informer(), "Secret"}, {core.Services().Informer(), ""}} {
-		if inf.kind != "" {
-			_, _ = inf.inf.AddEventHandler(notify(inf.kind))
-		}
-		c.hasSynced = append(c.hasSynced, inf.inf.HasSynced)
-	}
+	services := f.Core().V1().Services()
+	c := &nsCache{factory: f, stop: make(chan struct{}), services: services.Lister().Services(ns),
+		hasSynced: []cache.InformerSynced{services.Informer().HasSynced}, objects: map[ObjectRef]*objectWatch{}}
 	f.Start(c.stop)
 	return c
 }
@@ -252,13 +342,9 @@ func (o *Objects) ConfigMap(namespace, name string) (*corev1.ConfigMap, error) {
 }
 
 func (o *Objects) configMap(namespace, name string) (*corev1.ConfigMap, error) {
-	if c := o.cache(namespace); c != nil {
-		cm, err := c.configMaps.Get(name)
-		if err == nil {
-			return cm, nil
-		}
-		if !apierrors.IsNotFound(err) {
-			return nil, err
+	if store := o.watched(ObjectRef{Kind: "ConfigMap", Namespace: namespace, Name: name}); store != nil {
+		if obj, ok, err := store.GetByKey(namespace + "/" + name); err == nil && ok {
+			return obj.(*corev1.ConfigMap), nil
 		}
 	}
 	ctx, cancel := o.lookupContext()
@@ -266,6 +352,9 @@ func (o *Objects) configMap(namespace, name string) (*corev1.ConfigMap, error) {
 	cm, err := o.client.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmap"}, name)
+	}
+	if apierrors.IsForbidden(err) {
+		o.unwatch(ObjectRef{Kind: "ConfigMap", Namespace: namespace, Name: name})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get configmap %s/%s: %w", namespace, name, err)
@@ -276,13 +365,9 @@ func (o *Objects) configMap(namespace, name string) (*corev1.ConfigMap, error) {
 // Secret returns the Secret namespace/name; a missing one is a NotFound error (secret
 // "name" not found).
 func (o *Objects) Secret(namespace, name string) (*corev1.Secret, error) {
-	if c := o.cache(namespace); c != nil {
-		s, err := c.secrets.Get(name)
-		if err == nil {
-			return s, nil
-		}
-		if !apierrors.IsNotFound(err) {
-			return nil, err
+	if store := o.watched(ObjectRef{Kind: "Secret", Namespace: namespace, Name: name}); store != nil {
+		if obj, ok, err := store.GetByKey(namespace + "/" + name); err == nil && ok {
+			return obj.(*corev1.Secret), nil
 		}
 	}
 	ctx, cancel := o.lookupContext()
@@ -290,6 +375,9 @@ func (o *Objects) Secret(namespace, name string) (*corev1.Secret, error) {
 	s, err := o.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "secret"}, name)
+	}
+	if apierrors.IsForbidden(err) {
+		o.unwatch(ObjectRef{Kind: "Secret", Namespace: namespace, Name: name})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get secret %s/%s: %w", namespace, name, err)

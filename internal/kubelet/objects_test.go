@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,11 +18,15 @@ import (
 )
 
 // TestObjects looks ConfigMaps, Secrets and Service variables up through Objects against
-// a real API server: before Run (direct requests) and after (watched namespaces), with
-// the change notifications, the kube-root-ca.crt stand-in and Retain.
+// a real API server, as the kubelet of a node the pods using them are bound to (the Node
+// authorizer lets it read those, by name, and nothing else): before Run (direct requests)
+// and after (watched objects), with the change notifications, the kube-root-ca.crt
+// stand-in and Retain.
 func TestObjects(t *testing.T) {
 	api := apiservertest.Start(t, apiservertest.Options{})
 	c, ctx := api.Client, context.Background()
+	const node = "objs-node"
+	kubelet := api.ClientAs(t, "system:node:"+node, "system:nodes")
 	for _, ns := range []string{"objs-a", "objs-b"} {
 		if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -40,7 +45,36 @@ func TestObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	o, err := NewObjects(ObjectsConfig{RootCA: []byte("-----BEGIN CERTIFICATE-----\n")}, c)
+	// The node's pods, which use what the kubelet looks up.
+	configMaps := func(names ...string) (vols []corev1.Volume) {
+		for _, n := range names {
+			vols = append(vols, corev1.Volume{Name: "cm-" + strings.ReplaceAll(n, ".", "-"), VolumeSource: corev1.VolumeSource{
+				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: n}}}})
+		}
+		return vols
+	}
+	secrets := func(names ...string) (vols []corev1.Volume) {
+		for _, n := range names {
+			vols = append(vols, corev1.Volume{Name: "secret-" + n, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: n}}})
+		}
+		return vols
+	}
+	for ns, vols := range map[string][]corev1.Volume{
+		"objs-a": append(configMaps("app", "fresh", "gone"), secrets("creds", "nope")...),
+		"objs-b": configMaps("kube-root-ca.crt"),
+	} {
+		pod := testPod("user", node)
+		pod.Namespace, pod.Spec.Volumes = ns, vols
+		if _, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll(t, "the node may read its pods' objects", func(ctx context.Context) (bool, error) {
+		_, err := kubelet.CoreV1().ConfigMaps("objs-b").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		return err == nil || apierrors.IsNotFound(err), nil
+	})
+
+	o, err := NewObjects(ObjectsConfig{RootCA: []byte("-----BEGIN CERTIFICATE-----\n"), SyncTimeout: time.Second}, kubelet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +118,19 @@ func TestObjects(t *testing.T) {
 
 	if s, err := o.Secret("objs-a", "creds"); err != nil || string(s.Data["p"]) != "s" {
 		t.Fatalf("secret: %v %v", s, err)
+	}
+	if cm, err := o.ConfigMap("objs-a", "app"); err != nil || cm.Data["k"] != "v1" {
+		t.Fatalf("configmap: %v %v", cm, err)
+	}
+	// What no pod of the node uses is refused, and not watched.
+	if _, err := o.Secret("objs-a", "other"); !apierrors.IsForbidden(err) {
+		t.Errorf("a secret no pod of the node uses: %v", err)
+	}
+	o.caches["objs-a"].mu.Lock()
+	_, watching := o.caches["objs-a"].objects[ObjectRef{Kind: "Secret", Namespace: "objs-a", Name: "other"}]
+	o.caches["objs-a"].mu.Unlock()
+	if watching {
+		t.Error("still watching a secret the node may not read")
 	}
 	if got := o.Watched(); !slices.Equal(got, []string{"objs-a"}) {
 		t.Errorf("watched %v, want objs-a", got)

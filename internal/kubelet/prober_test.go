@@ -501,6 +501,9 @@ func TestKubeletProbesDriveStatus(t *testing.T) {
 
 	pod := testPod("probed", "probed-a")
 	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5)
+	// The probes are under test, not the service account token volume (a tmpfs, and the
+	// kube-root-ca.crt ConfigMap no controller publishes here).
+	pod.Spec.AutomountServiceAccountToken = ptr.To(false)
 	pod.Spec.Containers[0].ReadinessProbe = execProbe("readiness", 0, 1)
 	pod.Spec.Containers[0].LivenessProbe = execProbe("liveness", 0, 1)
 	pod.Spec.Containers[0].LivenessProbe.FailureThreshold = 1

@@ -24,8 +24,9 @@ type objectSource interface {
 type payloadInput struct {
 	objects     objectSource
 	allocatable corev1.ResourceList
-	// skipped receives what a projected volume leaves out (a serviceAccountToken source).
-	skipped func(what string)
+	// token is the service account token of a projected serviceAccountToken source of
+	// the pod (nil: the node has none to give).
+	token func(pod *corev1.Pod, src *corev1.ServiceAccountTokenProjection) (string, error)
 }
 
 // configMapPayload is the files of a ConfigMap: every key of data and binaryData, or
@@ -266,8 +267,8 @@ func volumePayload(pod *corev1.Pod, v *corev1.Volume, in payloadInput) (map[stri
 }
 
 // projectedPayload merges the files of the projected volume's sources, in order. A
-// serviceAccountToken source is left out (reported through in.skipped): the API server
-// does not issue tokens (serviceaccounts/token).
+// serviceAccountToken source's file is the token in.token gives, with the volume's
+// defaultMode (0600 for a pod with a fsGroup, which makes it group-readable).
 func projectedPayload(pod *corev1.Pod, src *corev1.ProjectedVolumeSource, in payloadInput) (map[string]fileProjection, error) {
 	defaultMode := modeOr(src.DefaultMode, corev1.ProjectedVolumeSourceDefaultMode)
 	out := map[string]fileProjection{}
@@ -306,9 +307,20 @@ func projectedPayload(pod *corev1.Pod, src *corev1.ProjectedVolumeSource, in pay
 		case s.DownwardAPI != nil:
 			merge(downwardAPIPayload(pod, s.DownwardAPI.Items, defaultMode, in.allocatable))
 		case s.ServiceAccountToken != nil:
-			if in.skipped != nil {
-				in.skipped(fmt.Sprintf("serviceAccountToken %q (the API server does not issue service account tokens)", s.ServiceAccountToken.Path))
+			if in.token == nil {
+				errs = append(errs, fmt.Errorf("serviceAccountToken sources are not supported on this node"))
+				continue
 			}
+			token, err := in.token(pod, s.ServiceAccountToken)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			mode := defaultMode
+			if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
+				mode = 0o600
+			}
+			out[s.ServiceAccountToken.Path] = fileProjection{data: []byte(token), mode: mode}
 		case s.ClusterTrustBundle != nil:
 			errs = append(errs, fmt.Errorf("clusterTrustBundle sources are not supported on this node"))
 		case s.PodCertificate != nil:

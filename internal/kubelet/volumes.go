@@ -13,16 +13,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
-	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubelab/kubelab/internal/controller/attachdetach"
 )
 
 // errVolumesNotReady means a pod's volumes cannot be set up yet (claim unbound, not yet
-// reported in use, not yet attached); the pod is retried when that changes.
+// reported in use, not yet attached); the pod is retried soon, or when that changes.
 var errVolumesNotReady = errors.New("volumes not ready")
 
 // mountError is a failed NodeStage (MountVolume.MountDevice) or NodePublish
@@ -37,17 +38,6 @@ func (e *mountError) Error() string {
 }
 
 func (e *mountError) Unwrap() error { return e.err }
-
-// vaIndex indexes VolumeAttachments by "<pv name>/<node name>".
-const vaIndex = "kubelab-kubelet-pv-node"
-
-func vaIndexFunc(obj any) ([]string, error) {
-	va, ok := obj.(*storagev1.VolumeAttachment)
-	if !ok || va.Spec.Source.PersistentVolumeName == nil {
-		return nil, nil
-	}
-	return []string{*va.Spec.Source.PersistentVolumeName + "/" + va.Spec.NodeName}, nil
-}
 
 // uniqueVolumeName is upstream's name for a CSI volume in node.status.volumesInUse.
 func uniqueVolumeName(driver, handle string) corev1.UniqueVolumeName {
@@ -67,14 +57,14 @@ func targetPath(root string, pod types.UID, pv string) string {
 }
 
 // volumeManager brings the CSI volumes of the node's pods up (in use → attached → staged →
-// published) and down (unpublished → unstaged → no longer in use).
+// published) and down (unpublished → unstaged → no longer in use). A kubelet may read a
+// PersistentVolumeClaim, PersistentVolume or VolumeAttachment only by name, and only one
+// its pods use (the Node authorizer): the manager gets them from the API server when it
+// needs them, and a pod waiting for one is retried.
 type volumeManager struct {
 	node, root string
 	client     kubernetes.Interface
-	pvcs       corelisters.PersistentVolumeClaimLister
-	pvs        corelisters.PersistentVolumeLister
 	drivers    storagelisters.CSIDriverLister
-	vas        cache.Indexer
 	mounter    Mounter
 	// config writes configMap, secret, downwardAPI and projected volumes (real mode only).
 	config *configVolumes
@@ -92,9 +82,8 @@ type volumeManager struct {
 	podKeys  map[types.UID]string
 }
 
-func newVolumeManager(node, root string, client kubernetes.Interface, pvcs corelisters.PersistentVolumeClaimLister, pvs corelisters.PersistentVolumeLister,
-	drivers storagelisters.CSIDriverLister, vas cache.Indexer, mounter Mounter) *volumeManager {
-	return &volumeManager{node: node, root: root, client: client, pvcs: pvcs, pvs: pvs, drivers: drivers, vas: vas, mounter: mounter,
+func newVolumeManager(node, root string, client kubernetes.Interface, drivers storagelisters.CSIDriverLister, mounter Mounter) *volumeManager {
+	return &volumeManager{node: node, root: root, client: client, drivers: drivers, mounter: mounter,
 		requeue: func(...string) {}, changed: make(chan struct{}, 1),
 		users: map[corev1.UniqueVolumeName]sets.Set[types.UID]{}, reported: sets.New[corev1.UniqueVolumeName](),
 		staged: sets.New[corev1.UniqueVolumeName](), mounted: map[types.UID][]*Volume{},
@@ -103,7 +92,7 @@ func newVolumeManager(node, root string, client kubernetes.Interface, pvcs corel
 
 // podVolumes resolves the pod's claims to CSI volumes; other volume types need nothing
 // from the node in hollow mode.
-func (m *volumeManager) podVolumes(pod *corev1.Pod) ([]*Volume, error) {
+func (m *volumeManager) podVolumes(ctx context.Context, pod *corev1.Pod) ([]*Volume, error) {
 	var out []*Volume
 	for _, v := range pod.Spec.Volumes {
 		claim := ""
@@ -115,9 +104,13 @@ func (m *volumeManager) podVolumes(pod *corev1.Pod) ([]*Volume, error) {
 		default:
 			continue
 		}
-		pvc, err := m.pvcs.PersistentVolumeClaims(pod.Namespace).Get(claim)
+		pvc, err := m.claim(ctx, pod.Namespace, claim)
 		if apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("%w: persistentvolumeclaim %q not found", errVolumesNotReady, claim)
+		}
+		if apierrors.IsForbidden(err) {
+			// The authorizer has not seen the pod on this node yet.
+			return nil, fmt.Errorf("%w: persistentvolumeclaim %q: %w", errVolumesNotReady, claim, err)
 		}
 		if err != nil {
 			return nil, err
@@ -125,9 +118,13 @@ func (m *volumeManager) podVolumes(pod *corev1.Pod) ([]*Volume, error) {
 		if pvc.Spec.VolumeName == "" || pvc.Status.Phase != corev1.ClaimBound {
 			return nil, fmt.Errorf("%w: persistentvolumeclaim %q is not bound", errVolumesNotReady, claim)
 		}
-		pv, err := m.pvs.Get(pvc.Spec.VolumeName)
+		pv, err := m.volume(ctx, pvc.Spec.VolumeName)
 		if apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("%w: persistentvolume %q not found", errVolumesNotReady, pvc.Spec.VolumeName)
+		}
+		if apierrors.IsForbidden(err) {
+			// The authorizer has not seen the claim bound yet.
+			return nil, fmt.Errorf("%w: persistentvolume %q: %w", errVolumesNotReady, pvc.Spec.VolumeName, err)
 		}
 		if err != nil {
 			return nil, err
@@ -157,19 +154,23 @@ func (m *volumeManager) attachRequired(driver string) bool {
 	return d.Spec.AttachRequired == nil || *d.Spec.AttachRequired
 }
 
-// attachment returns the VolumeAttachment of pv on this node, and whether it is attached.
-func (m *volumeManager) attachment(pv string) (*storagev1.VolumeAttachment, bool) {
-	objs, err := m.vas.ByIndex(vaIndex, pv+"/"+m.node)
-	if err != nil {
+// claim and volume get a PersistentVolumeClaim and a PersistentVolume from the API server.
+func (m *volumeManager) claim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error) {
+	return m.client.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (m *volumeManager) volume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
+	return m.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+}
+
+// attachment returns the VolumeAttachment of v on this node, and whether it is attached.
+func (m *volumeManager) attachment(ctx context.Context, v *Volume) (*storagev1.VolumeAttachment, bool) {
+	va, err := m.client.StorageV1().VolumeAttachments().Get(ctx, attachdetach.AttachmentName(v.Handle, v.Driver, m.node), metav1.GetOptions{})
+	if err != nil || va.Spec.NodeName != m.node || va.Spec.Source.PersistentVolumeName == nil ||
+		*va.Spec.Source.PersistentVolumeName != v.PVName {
 		return nil, false
 	}
-	for _, o := range objs {
-		va := o.(*storagev1.VolumeAttachment)
-		if va.Status.Attached && va.DeletionTimestamp == nil {
-			return va, true
-		}
-	}
-	return nil, false
+	return va, va.Status.Attached && va.DeletionTimestamp == nil
 }
 
 // setUp makes the pod's volumes ready: configMap, secret, downwardAPI and projected
@@ -179,7 +180,7 @@ func (m *volumeManager) attachment(pv string) (*storagev1.VolumeAttachment, bool
 func (m *volumeManager) setUp(ctx context.Context, pod *corev1.Pod, key string) error {
 	var configErr error
 	if m.config != nil {
-		configErr = m.config.setUp(pod)
+		configErr = m.config.setUp(ctx, pod)
 	}
 	if err := m.setUpCSI(ctx, pod, key); err != nil {
 		return err
@@ -189,11 +190,8 @@ func (m *volumeManager) setUp(ctx context.Context, pod *corev1.Pod, key string) 
 
 // setUpCSI makes the pod's CSI volumes ready: in use, attached, staged, published.
 func (m *volumeManager) setUpCSI(ctx context.Context, pod *corev1.Pod, key string) error {
-	vols, err := m.podVolumes(pod)
+	vols, err := m.podVolumes(ctx, pod)
 	if err != nil {
-		if errors.Is(err, errVolumesNotReady) {
-			m.wait(key, "claims")
-		}
 		return err
 	}
 	if len(vols) == 0 {
@@ -225,9 +223,8 @@ func (m *volumeManager) setUpCSI(ctx context.Context, pod *corev1.Pod, key strin
 			continue
 		}
 		if m.attachRequired(v.Driver) {
-			va, ok := m.attachment(v.PVName)
+			va, ok := m.attachment(ctx, v)
 			if !ok {
-				m.wait(key, v.PVName)
 				waitingFor = append(waitingFor, v.PVName+" (attach)")
 				continue
 			}
@@ -332,25 +329,6 @@ func (m *volumeManager) markReported(names []corev1.UniqueVolumeName) {
 	m.mu.Lock()
 	m.reported = sets.New(names...)
 	keys := m.takeWaiting("reported")
-	m.mu.Unlock()
-	m.requeue(keys...)
-}
-
-// onAttachment wakes the pods waiting for a VolumeAttachment of this node.
-func (m *volumeManager) onAttachment(va *storagev1.VolumeAttachment) {
-	if va.Spec.NodeName != m.node || va.Spec.Source.PersistentVolumeName == nil {
-		return
-	}
-	m.mu.Lock()
-	keys := m.takeWaiting(*va.Spec.Source.PersistentVolumeName)
-	m.mu.Unlock()
-	m.requeue(keys...)
-}
-
-// onClaims wakes the pods waiting for claims or PVs.
-func (m *volumeManager) onClaims() {
-	m.mu.Lock()
-	keys := m.takeWaiting("claims")
 	m.mu.Unlock()
 	m.requeue(keys...)
 }

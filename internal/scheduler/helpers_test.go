@@ -124,6 +124,12 @@ func priority(p int32) podOpt {
 	return func(pod *corev1.Pod) { pod.Spec.Priority = &p }
 }
 
+// priorityClass asks for a PriorityClass; the API server's Priority admission sets
+// spec.priority from it.
+func priorityClass(name string) podOpt {
+	return func(pod *corev1.Pod) { pod.Spec.PriorityClassName = name }
+}
+
 func makePod(name string, opts ...podOpt) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{"app": name}},

@@ -210,7 +210,7 @@ func TestPreemptionEvictsLowerPriority(t *testing.T) {
 	c.createNode(makeNode("node-a", "2"))
 	c.createPod(makePod("low", cpu("1500m"), priority(0)))
 	c.waitScheduled("low")
-	c.createPod(makePod("high", cpu("1500m"), priority(1000)))
+	c.createPod(makePod("high", cpu("1500m"), priorityClass("system-cluster-critical")))
 	c.waitEvent("high", "FailedScheduling", "0/1 nodes are available: 1 Insufficient cpu.")
 	c.waitEvent("low", "Preempted", "Preempted by pod ")
 	// The victim is only marked for deletion (it has a node); complete it as a kubelet would.

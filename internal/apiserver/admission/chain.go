@@ -23,6 +23,9 @@ type Deps struct {
 	Loopback *rest.Config
 	// Authorizer answers the plugins that ask what the requesting user may do.
 	Authorizer authorizer.Authorizer
+	// Stop is closed once the server has stopped serving; the plugins' background
+	// loops (the policies' and webhooks' sources) end then.
+	Stop <-chan struct{}
 }
 
 // New is the admission chain, in kube-apiserver's order: mutating plugins run in this
@@ -37,9 +40,45 @@ func New(d Deps) (admission.Interface, error) {
 	if err := nsLifecycle.ValidateInitialization(); err != nil {
 		return nil, fmt.Errorf("admission: NamespaceLifecycle: %w", err)
 	}
+	// The webhooks and the policies come last, as upstream: webhooks see the object the
+	// built-in plugins made.
+	mutatingWebhook, err := newMutatingWebhook(d)
+	if err != nil {
+		return nil, err
+	}
+	policies, err := newValidatingAdmissionPolicy(d)
+	if err != nil {
+		return nil, err
+	}
+	validatingWebhook, err := newValidatingWebhook(d)
+	if err != nil {
+		return nil, err
+	}
+	podSecurity, err := newPodSecurity(d.Factory, d.Client)
+	if err != nil {
+		return nil, err
+	}
+	// ResourceQuota comes after every other validation, as upstream: only a request
+	// nothing else refuses is charged.
+	quota, err := newResourceQuota(d)
+	if err != nil {
+		return nil, err
+	}
 	plugins := []admission.Interface{
 		nsLifecycle,
+		newLimitRanger(d.Factory, d.Client),
+		newServiceAccount(d.Factory, d.Client),
+		newNodeRestriction(d.Factory, d.Client),
+		podSecurity,
+		newPriority(),
+		newDefaultTolerationSeconds(),
 		newDefaultStorageClass(d.Factory),
+		newStorageObjectInUseProtection(),
+		newPersistentVolumeClaimResize(d.Factory),
+		mutatingWebhook,
+		policies,
+		validatingWebhook,
+		quota,
 	}
 	return admission.NewChainHandler(plugins...), nil
 }

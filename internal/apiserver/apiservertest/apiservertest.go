@@ -5,6 +5,7 @@ package apiservertest
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -24,8 +28,12 @@ import (
 type Options struct {
 	// DataDir for the API server's PKI and kubeconfig (and the embedded etcd's data).
 	DataDir string
-	// EtcdServers of an external etcd; empty starts an embedded one in DataDir/etcd.
+	// EtcdServers of an external etcd; empty starts an embedded one in DataDir/etcd,
+	// behind mutual TLS with the certificates of DataDir/pki (PKI.EnsureEtcd).
 	EtcdServers []string
+	// EtcdCAFile, EtcdCertFile and EtcdKeyFile are the API server's TLS toward an
+	// external etcd; empty for one served over http. The embedded etcd sets its own.
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
 	// Port to serve on; 0 picks a free one.
 	Port int
 	// EtcdPorts of the embedded etcd (client, peer); zero picks free ones.
@@ -39,6 +47,9 @@ type Options struct {
 	// Listeners are handed to the server (Server.AddListener) between New and Run; the
 	// server closes them when it stops, so a restart needs new ones.
 	Listeners []net.Listener
+	// NoDefaultServiceAccounts: the helper does not create the "default" ServiceAccount
+	// of each namespace (see keepDefaultServiceAccounts), for tests of whatever does.
+	NoDefaultServiceAccounts bool
 }
 
 // Server is a running API server.
@@ -51,7 +62,9 @@ type Server struct {
 	// API is the server itself (for AddListener, say).
 	API *apiserver.Server
 
-	stop func()
+	stop        func()
+	etcdServers []string
+	etcdTLS     [3]string // CA, certificate, key; empty without TLS
 }
 
 // Start runs an API server until the test ends (or Stop is called).
@@ -69,16 +82,25 @@ func Start(t testing.TB, opts Options) *Server {
 	done := make(chan error, 1)
 	etcdDone := make(chan error, 1)
 	servers := opts.EtcdServers
+	etcdCA, etcdCert, etcdKey := opts.EtcdCAFile, opts.EtcdCertFile, opts.EtcdKeyFile
 	var etcdReady <-chan struct{}
 	if len(servers) == 0 {
 		if opts.EtcdClientPort == 0 {
 			opts.EtcdClientPort, opts.EtcdPeerPort = FreePort(t), FreePort(t)
 		}
-		e, err := etcd.New(etcd.Config{
-			DataDir:   filepath.Join(opts.DataDir, "etcd"),
-			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", opts.EtcdClientPort),
-			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", opts.EtcdPeerPort),
-		})
+		pki := apiserver.PKI{Dir: filepath.Join(opts.DataDir, "pki")}
+		err := pki.EnsureEtcd("127.0.0.1")
+		var e *etcd.Server
+		if err == nil {
+			e, err = etcd.New(etcd.Config{
+				DataDir:         filepath.Join(opts.DataDir, "etcd"),
+				ClientURL:       fmt.Sprintf("https://127.0.0.1:%d", opts.EtcdClientPort),
+				PeerURL:         fmt.Sprintf("https://127.0.0.1:%d", opts.EtcdPeerPort),
+				ClientTLS:       etcd.TLSFiles{CertFile: pki.EtcdServerCert(), KeyFile: pki.EtcdServerKey(), TrustedCAFile: pki.EtcdCACert()},
+				PeerTLS:         etcd.TLSFiles{CertFile: pki.EtcdPeerCert(), KeyFile: pki.EtcdPeerKey(), TrustedCAFile: pki.EtcdCACert()},
+				MaxRequestBytes: apiserver.EtcdMaxRequestBytes,
+			})
+		}
 		if err != nil {
 			cancel()
 			cancelEtcd()
@@ -86,8 +108,10 @@ func Start(t testing.TB, opts Options) *Server {
 		}
 		go func() { etcdDone <- e.Run(etcdCtx) }()
 		servers, etcdReady = e.Endpoints(), e.Ready()
+		etcdCA, etcdCert, etcdKey = pki.EtcdCACert(), pki.APIServerEtcdClientCert(), pki.APIServerEtcdClientKey()
 	}
 	api, err := apiserver.New(apiserver.Config{DataDir: opts.DataDir, Port: opts.Port, EtcdServers: servers,
+		EtcdCAFile: etcdCA, EtcdCertFile: etcdCert, EtcdKeyFile: etcdKey,
 		ServiceCIDR: opts.ServiceCIDR, ServiceRepairInterval: opts.ServiceRepairInterval,
 		AdvertiseAddress: opts.AdvertiseAddress, AdvertisePort: opts.AdvertisePort})
 	if err == nil {
@@ -113,7 +137,7 @@ func Start(t testing.TB, opts Options) *Server {
 		}
 		done <- api.Run(ctx)
 	}()
-	s := &Server{Options: opts, API: api}
+	s := &Server{Options: opts, API: api, etcdServers: servers, etcdTLS: [3]string{etcdCA, etcdCert, etcdKey}}
 	stopped := false
 	s.stop = func() {
 		if stopped {
@@ -154,7 +178,30 @@ func Start(t testing.TB, opts Options) *Server {
 	}
 	s.Config.QPS, s.Config.Burst = 1000, 2000
 	s.Client = kubernetes.NewForConfigOrDie(s.Config)
+	if !opts.NoDefaultServiceAccounts {
+		s.keepDefaultServiceAccounts(t)
+	}
 	return s
+}
+
+// EtcdClient is a client of the server's etcd with the API server's own credentials (the
+// apiserver-etcd-client certificate for the embedded etcd), closed when the test ends.
+func (s *Server) EtcdClient(t testing.TB) *clientv3.Client {
+	t.Helper()
+	var tc *tls.Config
+	if s.etcdTLS[0] != "" {
+		var err error
+		tc, err = transport.TLSInfo{TrustedCAFile: s.etcdTLS[0], CertFile: s.etcdTLS[1], KeyFile: s.etcdTLS[2]}.ClientConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := clientv3.New(clientv3.Config{Endpoints: s.etcdServers, TLS: tc, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 // Stop stops the server (and its embedded etcd) now; state stays in DataDir.

@@ -3,8 +3,9 @@
 //
 // They keep claims and volumes in use from going away, with finalizers. Every claim gets
 // the finalizer kubernetes.io/pvc-protection and every volume
-// kubernetes.io/pv-protection (upstream an admission plugin adds them at
-// creation; the controllers add them to objects that lack them). A deleted claim
+// kubernetes.io/pv-protection: the API server's StorageObjectInUseProtection admission
+// adds them at creation, and the controllers add them to objects that lack them (ones
+// created before, or with the finalizer removed while in use). A deleted claim
 // keeps its finalizer while a scheduled pod (spec.nodeName set) names it, directly
 // or as a generic ephemeral volume, unless that pod was force-deleted or is done
 // with it (deletionTimestamp with a zero grace period); the controller looks in its

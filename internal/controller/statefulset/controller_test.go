@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -117,7 +118,14 @@ func TestOrderedStartWithClaims(t *testing.T) {
 		if p.Spec.Hostname != name || p.Spec.Subdomain != "nginx" || p.Labels[PodNameLabel] != name {
 			t.Errorf("%s identity: hostname %q subdomain %q labels %v", name, p.Spec.Hostname, p.Spec.Subdomain, p.Labels)
 		}
-		if v := p.Spec.Volumes; len(v) != 1 || v[0].PersistentVolumeClaim == nil || v[0].PersistentVolumeClaim.ClaimName != "www-"+name {
+		// Besides the service account token volume the API server adds, the claim's.
+		var v []corev1.Volume
+		for _, vol := range p.Spec.Volumes {
+			if !strings.HasPrefix(vol.Name, "kube-api-access-") {
+				v = append(v, vol)
+			}
+		}
+		if len(v) != 1 || v[0].PersistentVolumeClaim == nil || v[0].PersistentVolumeClaim.ClaimName != "www-"+name {
 			t.Errorf("%s volumes %+v", name, v)
 		}
 		if ref := metav1.GetControllerOf(p); ref == nil || ref.UID != created.UID {

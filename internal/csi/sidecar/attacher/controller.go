@@ -14,6 +14,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -36,7 +37,6 @@ type Controller struct {
 	attachments storagelisters.VolumeAttachmentLister
 	volumes     corelisters.PersistentVolumeLister
 	csiNodes    storagelisters.CSINodeLister
-	nodes       corelisters.NodeLister
 	vaIdx       cache.Indexer
 	synced      []cache.InformerSynced
 
@@ -68,17 +68,15 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	vaInf := factory.Storage().V1().VolumeAttachments()
 	pvInf := factory.Core().V1().PersistentVolumes()
 	csiNodeInf := factory.Storage().V1().CSINodes()
-	nodeInf := factory.Core().V1().Nodes()
 	if err := csiclient.IndexAttachmentsByPV(vaInf.Informer(), byPV); err != nil {
 		return nil, fmt.Errorf("attacher: attachment index: %w", err)
 	}
 	c := &Controller{
 		cfg: cfg, client: client, conn: conn, csi: csi.NewControllerClient(conn),
 		log:         cfg.Logger.With("component", "csi-attacher"),
-		attachments: vaInf.Lister(), volumes: pvInf.Lister(), csiNodes: csiNodeInf.Lister(), nodes: nodeInf.Lister(),
-		vaIdx: vaInf.Informer().GetIndexer(),
-		synced: []cache.InformerSynced{vaInf.Informer().HasSynced, pvInf.Informer().HasSynced,
-			csiNodeInf.Informer().HasSynced, nodeInf.Informer().HasSynced},
+		attachments: vaInf.Lister(), volumes: pvInf.Lister(), csiNodes: csiNodeInf.Lister(),
+		vaIdx:   vaInf.Informer().GetIndexer(),
+		synced:  []cache.InformerSynced{vaInf.Informer().HasSynced, pvInf.Informer().HasSynced, csiNodeInf.Informer().HasSynced},
 		vaQueue: csiclient.NewQueue("attacher-va", cfg.RetryIntervalStart, cfg.RetryIntervalMax),
 		pvQueue: csiclient.NewQueue("attacher-pv", cfg.RetryIntervalStart, cfg.RetryIntervalMax),
 	}
@@ -183,13 +181,12 @@ func (c *Controller) attach(ctx context.Context, va *storagev1.VolumeAttachment)
 	if pv.DeletionTimestamp == nil && !hasFinalizer(pv.Finalizers, fin) {
 		out := pv.DeepCopy()
 		out.Finalizers = append(out.Finalizers, fin)
-		if pv, err = c.client.CoreV1().PersistentVolumes().Update(ctx, out, metav1.UpdateOptions{}); err != nil {
+		if pv, err = c.patchVolume(ctx, pv, out); err != nil {
 			return fmt.Errorf("add finalizer to persistentvolume %s: %w", out.Name, err)
 		}
 	}
-	node, _ := c.nodes.Get(va.Spec.NodeName)
 	csiNode, _ := c.csiNodes.Get(va.Spec.NodeName)
-	id, err := nodeID(c.driver, va.Spec.NodeName, csiNode, node)
+	id, err := nodeID(c.driver, va.Spec.NodeName, csiNode, nil)
 	if err != nil {
 		return c.attachFailed(ctx, va, err)
 	}
@@ -199,7 +196,7 @@ func (c *Controller) attach(ctx context.Context, va *storagev1.VolumeAttachment)
 			out.Finalizers = append(out.Finalizers, fin)
 		}
 		metav1.SetMetaDataAnnotation(&out.ObjectMeta, AnnNodeID, id)
-		if va, err = c.client.StorageV1().VolumeAttachments().Update(ctx, out, metav1.UpdateOptions{}); err != nil {
+		if va, err = c.patchAttachment(ctx, va, out); err != nil {
 			return fmt.Errorf("add finalizer to volumeattachment %s: %w", out.Name, err)
 		}
 	}
@@ -222,7 +219,7 @@ func (c *Controller) markAttached(ctx context.Context, va *storagev1.VolumeAttac
 	out.Status.Attached = true
 	out.Status.AttachmentMetadata = publishContext
 	out.Status.AttachError = nil
-	if _, err := c.client.StorageV1().VolumeAttachments().UpdateStatus(ctx, out, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.patchAttachment(ctx, va, out, "status"); err != nil {
 		return fmt.Errorf("mark volumeattachment %s attached: %w", va.Name, err)
 	}
 	c.attached.Store(va.UID, struct{}{})
@@ -233,7 +230,7 @@ func (c *Controller) markAttached(ctx context.Context, va *storagev1.VolumeAttac
 func (c *Controller) attachFailed(ctx context.Context, va *storagev1.VolumeAttachment, cause error) error {
 	out := va.DeepCopy()
 	out.Status.AttachError = &storagev1.VolumeError{Time: metav1.Now(), Message: cause.Error()}
-	if _, err := c.client.StorageV1().VolumeAttachments().UpdateStatus(ctx, out, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := c.patchAttachment(ctx, va, out, "status"); err != nil && !apierrors.IsNotFound(err) {
 		c.log.InfoContext(ctx, "cannot record attach error", "va", va.Name, "err", err)
 	}
 	return fmt.Errorf("attach %s: %w", va.Name, cause)
@@ -242,10 +239,9 @@ func (c *Controller) attachFailed(ctx context.Context, va *storagev1.VolumeAttac
 func (c *Controller) detach(ctx context.Context, va *storagev1.VolumeAttachment) error {
 	id := va.Annotations[AnnNodeID]
 	if id == "" {
-		node, _ := c.nodes.Get(va.Spec.NodeName)
 		csiNode, _ := c.csiNodes.Get(va.Spec.NodeName)
 		var err error
-		if id, err = nodeID(c.driver, va.Spec.NodeName, csiNode, node); err != nil {
+		if id, err = nodeID(c.driver, va.Spec.NodeName, csiNode, va); err != nil {
 			return c.detachFailed(ctx, va, err)
 		}
 	}
@@ -268,7 +264,7 @@ func (c *Controller) detach(ctx context.Context, va *storagev1.VolumeAttachment)
 	out.Status.Attached = false
 	out.Status.DetachError = nil
 	out.Status.AttachmentMetadata = nil
-	va, err := c.client.StorageV1().VolumeAttachments().UpdateStatus(ctx, out, metav1.UpdateOptions{})
+	va, err := c.patchAttachment(ctx, va, out, "status")
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -277,7 +273,7 @@ func (c *Controller) detach(ctx context.Context, va *storagev1.VolumeAttachment)
 	}
 	out = va.DeepCopy()
 	out.Finalizers = withoutFinalizer(out.Finalizers, Finalizer(c.driver))
-	if _, err := c.client.StorageV1().VolumeAttachments().Update(ctx, out, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := c.patchAttachment(ctx, va, out); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizer from volumeattachment %s: %w", out.Name, err)
 	}
 	c.log.InfoContext(ctx, "detached", "va", va.Name, "node", va.Spec.NodeName)
@@ -287,7 +283,7 @@ func (c *Controller) detach(ctx context.Context, va *storagev1.VolumeAttachment)
 func (c *Controller) detachFailed(ctx context.Context, va *storagev1.VolumeAttachment, cause error) error {
 	out := va.DeepCopy()
 	out.Status.DetachError = &storagev1.VolumeError{Time: metav1.Now(), Message: cause.Error()}
-	if _, err := c.client.StorageV1().VolumeAttachments().UpdateStatus(ctx, out, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := c.patchAttachment(ctx, va, out, "status"); err != nil && !apierrors.IsNotFound(err) {
 		c.log.InfoContext(ctx, "cannot record detach error", "va", va.Name, "err", err)
 	}
 	return fmt.Errorf("detach %s: %w", va.Name, cause)
@@ -318,8 +314,27 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 	}
 	out := pv.DeepCopy()
 	out.Finalizers = withoutFinalizer(out.Finalizers, Finalizer(c.driver))
-	if _, err := c.client.CoreV1().PersistentVolumes().Update(ctx, out, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := c.patchVolume(ctx, pv, out); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizer from persistentvolume %s: %w", name, err)
 	}
 	return nil
+}
+
+// patchAttachment writes the changes from va to out (to subresource, e.g. "status"): the
+// attacher's role allows patch, not update.
+func (c *Controller) patchAttachment(ctx context.Context, va, out *storagev1.VolumeAttachment, subresource ...string) (*storagev1.VolumeAttachment, error) {
+	patch, err := csiclient.Patch(va, out)
+	if err != nil {
+		return nil, err
+	}
+	return c.client.StorageV1().VolumeAttachments().Patch(ctx, va.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, subresource...)
+}
+
+// patchVolume writes the changes from pv to out.
+func (c *Controller) patchVolume(ctx context.Context, pv, out *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
+	patch, err := csiclient.Patch(pv, out)
+	if err != nil {
+		return nil, err
+	}
+	return c.client.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 }

@@ -1,7 +1,6 @@
 package attacher
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -16,9 +15,6 @@ import (
 const (
 	// AnnNodeID on a VolumeAttachment keeps the node's CSI id for the detach.
 	AnnNodeID = "csi.alpha.kubernetes.io/node-id"
-	// AnnNodeIDs on a Node maps driver names to the node's ids (JSON), the older
-	// place for them.
-	AnnNodeIDs = "csi.volume.kubernetes.io/nodeid"
 )
 
 // Finalizer is the attacher's finalizer for driver: external-attacher/<driver with
@@ -89,9 +85,10 @@ func decideVolume(pv *corev1.PersistentVolume, driver string, attachments int) b
 	return pv.DeletionTimestamp != nil && hasFinalizer(pv.Finalizers, Finalizer(driver)) && attachments == 0
 }
 
-// nodeID finds the node's id for driver: its CSINode entry, else the node's
-// csi.volume.kubernetes.io/nodeid annotation.
-func nodeID(driver, nodeName string, csiNode *storagev1.CSINode, node *corev1.Node) (string, error) {
+// nodeID finds the node's id for driver: its CSINode entry, else (for a detach, which
+// passes the VolumeAttachment) the id the attach kept in the attachment's
+// csi.alpha.kubernetes.io/node-id annotation. The attacher reads no Node objects.
+func nodeID(driver, nodeName string, csiNode *storagev1.CSINode, va *storagev1.VolumeAttachment) (string, error) {
 	if csiNode != nil {
 		for _, d := range csiNode.Spec.Drivers {
 			if d.Name == driver && d.NodeID != "" {
@@ -99,14 +96,8 @@ func nodeID(driver, nodeName string, csiNode *storagev1.CSINode, node *corev1.No
 			}
 		}
 	}
-	if node != nil && node.Annotations[AnnNodeIDs] != "" {
-		ids := map[string]string{}
-		if err := json.Unmarshal([]byte(node.Annotations[AnnNodeIDs]), &ids); err != nil {
-			return "", fmt.Errorf("node %q: annotation %s: %w", nodeName, AnnNodeIDs, err)
-		}
-		if id := ids[driver]; id != "" {
-			return id, nil
-		}
+	if va != nil && va.Annotations[AnnNodeID] != "" {
+		return va.Annotations[AnnNodeID], nil
 	}
 	return "", fmt.Errorf("node %q has no id for driver %s: its CSINode does not list the driver", nodeName, driver)
 }

@@ -70,19 +70,18 @@ func TestDecideVolume(t *testing.T) {
 
 func TestNodeID(t *testing.T) {
 	cn := &storagev1.CSINode{Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: "x"}, {Name: drv, NodeID: "i-0abc"}}}}
-	if id, err := nodeID(drv, "n", cn, nil); err != nil || id != "i-0abc" {
+	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnNodeID: "i-0def"}}}
+	if id, err := nodeID(drv, "n", cn, va); err != nil || id != "i-0abc" {
 		t.Fatalf("from CSINode: %q %v", id, err)
 	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnNodeIDs: `{"ebs.csi.aws.com":"i-0def"}`}}}
-	if id, err := nodeID(drv, "n", nil, node); err != nil || id != "i-0def" {
-		t.Fatalf("from annotation: %q %v", id, err)
+	if id, err := nodeID(drv, "n", &storagev1.CSINode{}, va); err != nil || id != "i-0def" {
+		t.Fatalf("from the attachment's annotation: %q %v", id, err)
 	}
-	if _, err := nodeID(drv, "n", &storagev1.CSINode{}, &corev1.Node{}); err == nil || !strings.Contains(err.Error(), `node "n" has no id`) {
+	if _, err := nodeID(drv, "n", nil, nil); err == nil || !strings.Contains(err.Error(), `node "n" has no id`) {
 		t.Fatalf("missing id: %v", err)
 	}
-	bad := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnNodeIDs: `{`}}}
-	if _, err := nodeID(drv, "n", nil, bad); err == nil || !strings.Contains(err.Error(), AnnNodeIDs) {
-		t.Fatalf("bad annotation: %v", err)
+	if _, err := nodeID(drv, "n", &storagev1.CSINode{}, &storagev1.VolumeAttachment{}); err == nil {
+		t.Fatal("an attachment without the annotation gave an id")
 	}
 }
 

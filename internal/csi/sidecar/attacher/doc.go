@@ -8,7 +8,7 @@
 // driver: it puts the finalizer external-attacher/<driver with dots as dashes> on the
 // PV and then on the VolumeAttachment (with the node's CSI id in the annotation
 // csi.alpha.kubernetes.io/node-id), finds that id in the node's CSINode entry for
-// the driver (or the node annotation csi.volume.kubernetes.io/nodeid), calls
+// the driver (a detach falls back to that annotation; Nodes are not read), calls
 // ControllerPublishVolume with the PV's volume handle, capability, read-only flag
 // and attributes, and writes status.attached=true with the publish context as
 // status.attachmentMetadata (devicePath reaches NodeStageVolume that way); a
@@ -17,6 +17,10 @@
 // status.detachError), marked attached=false and its finalizer removed; the PV's
 // finalizer goes once the PV is being deleted and no VolumeAttachment names it.
 // A driver without PUBLISH_UNPUBLISH_VOLUME is attached trivially (status only).
+// Every write is a patch (strategic merge, with the read resourceVersion as its
+// precondition): the driver's attacher role allows get, list, watch and patch of
+// PersistentVolumes and VolumeAttachments, patch of their status, and reading
+// CSINodes, nothing else (not even Events).
 //
 // Contract: New(cfg, client, factory, conn) registers informers on the shared
 // factory; Run probes the driver and works until ctx ends; decideAttachment,

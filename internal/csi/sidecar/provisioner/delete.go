@@ -9,6 +9,9 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
 )
 
 // syncVolume deletes the storage asset of a Released PV under reclaim policy Delete,
@@ -73,7 +76,12 @@ func (c *Controller) dropFinalizer(ctx context.Context, pv *corev1.PersistentVol
 	if len(out.Finalizers) == len(pv.Finalizers) {
 		return nil
 	}
-	_, err := c.client.CoreV1().PersistentVolumes().Update(ctx, out, metav1.UpdateOptions{})
+	// A patch: the provisioner's role allows patch of PersistentVolumes, not update.
+	patch, err := csiclient.Patch(pv, out)
+	if err != nil {
+		return err
+	}
+	_, err = c.client.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizer from persistentvolume %s: %w", pv.Name, err)
 	}

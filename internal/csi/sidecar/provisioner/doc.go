@@ -31,5 +31,8 @@
 // Contract: New(cfg, client, factory, conn, snapshots) registers informers on the
 // shared factory; Run probes the driver over its socket, then works until ctx ends.
 // The pure parts (shouldProvision, createRequest, accessibilityRequirements,
-// buildPV, decideDelete) are tested with tables.
+// buildPV, decideDelete) are tested with tables. It needs no more than the driver's
+// provisioner role: PersistentVolumes get, list, watch, create, patch (the finalizer's
+// removal) and delete; claims get, list, watch and update (the selected node's removal);
+// StorageClasses, Nodes, CSINodes and VolumeAttachments read; snapshots get; Events.
 package provisioner

@@ -2,7 +2,6 @@ package provisioner
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
@@ -241,13 +239,12 @@ func (c *Controller) abandon(ctx context.Context, claim *corev1.PersistentVolume
 }
 
 // reschedule removes volume.kubernetes.io/selected-node so that the scheduler picks
-// another node, as upstream does when the chosen one cannot get the volume.
+// another node, as upstream does when the chosen one cannot get the volume (an update of
+// the claim read: the provisioner's role allows update of claims, not patch).
 func (c *Controller) reschedule(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations":     map[string]any{storagehelpers.AnnSelectedNode: nil},
-		"resourceVersion": claim.ResourceVersion,
-	}})
-	_, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	out := claim.DeepCopy()
+	delete(out.Annotations, storagehelpers.AnnSelectedNode)
+	_, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, out, metav1.UpdateOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove selected node from claim %s/%s: %w", claim.Namespace, claim.Name, err)
 	}

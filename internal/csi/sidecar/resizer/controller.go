@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -136,7 +137,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return nil
 	}
 	want := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
-	if pvc, err = c.client.CoreV1().PersistentVolumeClaims(ns).UpdateStatus(ctx, resizingStatus(pvc, want, time.Now()), metav1.UpdateOptions{}); err != nil {
+	if pvc, err = c.patchClaimStatus(ctx, pvc, resizingStatus(pvc, want, time.Now())); err != nil {
 		return fmt.Errorf("mark claim %s resizing: %w", key, err)
 	}
 	c.recorder.Eventf(pvc, corev1.EventTypeNormal, ReasonResizing, "External resizer is resizing volume %s", pv.Name)
@@ -163,10 +164,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	out := pv.DeepCopy()
 	out.Spec.Capacity[corev1.ResourceStorage] = size
-	if _, err := c.client.CoreV1().PersistentVolumes().Update(ctx, out, metav1.UpdateOptions{}); err != nil {
+	patch, err := csiclient.Patch(pv, out)
+	if err != nil {
+		return err
+	}
+	if _, err := c.client.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("persistentvolume %s capacity %s: %w", pv.Name, size.String(), err)
 	}
-	if _, err := c.client.CoreV1().PersistentVolumeClaims(ns).UpdateStatus(ctx, resizedStatus(pvc, size, nodeExpansion, time.Now()), metav1.UpdateOptions{}); err != nil {
+	if _, err := c.patchClaimStatus(ctx, pvc, resizedStatus(pvc, size, nodeExpansion, time.Now())); err != nil {
 		return fmt.Errorf("claim %s resized status: %w", key, err)
 	}
 	c.log.InfoContext(ctx, "volume resized", "claim", key, "pv", pv.Name, "size", size.String(), "nodeExpansion", nodeExpansion)
@@ -181,11 +186,21 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 func (c *Controller) failed(ctx context.Context, pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume, want resource.Quantity, cause error, final bool) error {
 	msg := fmt.Sprintf("resize volume %q by resizer %q failed: %v", pv.Name, c.driver, cause)
 	c.recorder.Event(pvc, corev1.EventTypeWarning, ReasonVolumeResizeFailed, msg)
-	if _, err := c.client.CoreV1().PersistentVolumeClaims(pvc.Namespace).UpdateStatus(ctx, failedStatus(pvc, want, final, msg, time.Now()), metav1.UpdateOptions{}); err != nil {
+	if _, err := c.patchClaimStatus(ctx, pvc, failedStatus(pvc, want, final, msg, time.Now())); err != nil {
 		c.log.InfoContext(ctx, "cannot record resize failure", "claim", pvc.Namespace+"/"+pvc.Name, "err", err)
 	}
 	if final {
 		return nil // not retried until the request changes
 	}
 	return errors.New(msg)
+}
+
+// patchClaimStatus writes the status changes from pvc to out: the resizer's role allows
+// patch of claims' status, not update.
+func (c *Controller) patchClaimStatus(ctx context.Context, pvc, out *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, error) {
+	patch, err := csiclient.Patch(pvc, out)
+	if err != nil {
+		return nil, err
+	}
+	return c.client.CoreV1().PersistentVolumeClaims(pvc.Namespace).Patch(ctx, pvc.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 }

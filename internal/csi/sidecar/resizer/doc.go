@@ -18,5 +18,7 @@
 //
 // Contract: New(cfg, client, factory, conn) registers informers on the shared
 // factory; Run probes the driver and works until ctx ends; decideResize and the
-// status builders are pure and tested with tables.
+// status builders are pure and tested with tables. Its writes are patches (strategic
+// merge, with the read resourceVersion as precondition) of PersistentVolumes and of
+// claims' status, as the driver's resizer role allows, and Events.
 package resizer

@@ -1,0 +1,180 @@
+package cluster
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/kubelab/kubelab/internal/apiserver"
+	"github.com/kubelab/kubelab/internal/apiserver/auth"
+)
+
+// Every component of a hollow cluster reaches the API server as itself, never as the
+// admin, and each identity may do what its role gives and no more.
+func TestComponentIdentities(t *testing.T) {
+	tc := startCluster(t, nil)
+	ctx := context.Background()
+	nodes := tc.Nodes()
+	if len(nodes) == 0 {
+		t.Fatal("no nodes")
+	}
+
+	// Who each component is.
+	used := map[string]identity{}
+	for _, ci := range tc.clientIdentities() {
+		used[ci.Component] = ci.Identity
+	}
+	want := map[string]identity{
+		"kube-scheduler":          schedulerIdentity,
+		"kube-controller-manager": controllerManagerIdentity,
+		"csi-provisioner":         csiControllerIdentity,
+		"csi-attacher":            csiControllerIdentity,
+		"csi-resizer":             csiControllerIdentity,
+		"csi-snapshotter":         csiControllerIdentity,
+		"kube-controller-manager/attachdetach-controller":  serviceAccountIdentity("kube-system", "attachdetach-controller"),
+		"kube-controller-manager/persistent-volume-binder": serviceAccountIdentity("kube-system", "persistent-volume-binder"),
+		"kube-controller-manager/deployment-controller":    serviceAccountIdentity("kube-system", "deployment-controller"),
+	}
+	for _, n := range nodes {
+		want["kubelet/"+n.Name] = identity{User: "system:node:" + n.Name, Groups: []string{"system:nodes"}}
+	}
+	for component, id := range want {
+		if got, ok := used[component]; !ok || got.String() != id.String() {
+			t.Errorf("%s is %v (used: %t), want %v", component, got, ok, id)
+		}
+	}
+	controllers := auth.ControllerNames()
+	for component, id := range used {
+		if id.User == apiserver.AdminUser || slices.Contains(id.Groups, apiserver.AdminGroup) || slices.Contains(id.Groups, user.SystemPrivilegedGroup) {
+			t.Errorf("%s is %v: the admin's rights", component, id)
+		}
+		// Each controller is a service account the bootstrap policy has a role for.
+		if sa, ok := strings.CutPrefix(component, "kube-controller-manager/"); ok {
+			if id.String() != serviceAccountIdentity("kube-system", sa).String() || !slices.Contains(controllers, sa) {
+				t.Errorf("controller %s is %v; the bootstrap policy's controllers are %v", sa, id, controllers)
+			}
+		}
+	}
+
+	// The certificates under pki/clients are the components' and name no privileged group.
+	certs, err := filepath.Glob(filepath.Join(tc.cfg.DataDir, "pki", "clients", "*.crt"))
+	if err != nil || len(certs) == 0 {
+		t.Fatalf("client certificates: %v %v", certs, err)
+	}
+	issued := map[string]bool{}
+	for _, f := range certs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		block, _ := pem.Decode(b)
+		if block == nil {
+			t.Fatalf("%s: no PEM", f)
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		issued[cert.Subject.CommonName] = true
+		if cert.Subject.CommonName == apiserver.AdminUser || slices.Contains(cert.Subject.Organization, apiserver.AdminGroup) {
+			t.Errorf("%s: %s in %v", f, cert.Subject.CommonName, cert.Subject.Organization)
+		}
+	}
+	for component, id := range used {
+		if !issued[id.User] {
+			t.Errorf("%s: no certificate of %s under pki/clients", component, id.User)
+		}
+	}
+
+	// What each may do, as the API server's authorizers answer the admin.
+	node := nodeIdentity(nodes[0].Name)
+	csiNode := serviceAccountIdentity("kube-system", csiNodeSA)
+	deployments := serviceAccountIdentity("kube-system", "deployment-controller")
+	type attrs = authorizationv1.ResourceAttributes
+	type check struct {
+		who   identity
+		what  attrs
+		allow bool
+	}
+	cases := []check{
+		{csiControllerIdentity, attrs{Verb: "create", Resource: "persistentvolumes"}, true},
+		{csiControllerIdentity, attrs{Verb: "patch", Group: "storage.k8s.io", Resource: "volumeattachments", Subresource: "status"}, true},
+		{csiControllerIdentity, attrs{Verb: "update", Group: "snapshot.storage.k8s.io", Resource: "volumesnapshotcontents", Subresource: "status"}, true},
+		{csiControllerIdentity, attrs{Verb: "patch", Resource: "persistentvolumeclaims", Subresource: "status", Namespace: "default"}, true},
+		{csiControllerIdentity, attrs{Verb: "list", Resource: "secrets"}, false},
+		{csiControllerIdentity, attrs{Verb: "get", Resource: "secrets", Namespace: "kube-system"}, false},
+		{csiControllerIdentity, attrs{Verb: "update", Group: "storage.k8s.io", Resource: "volumeattachments"}, false},
+		{csiControllerIdentity, attrs{Verb: "update", Resource: "persistentvolumes"}, false},
+		{csiControllerIdentity, attrs{Verb: "delete", Resource: "nodes"}, false},
+		{csiNode, attrs{Verb: "get", Resource: "nodes"}, true},
+		{csiNode, attrs{Verb: "list", Resource: "secrets"}, false},
+		{schedulerIdentity, attrs{Verb: "create", Resource: "pods", Subresource: "binding", Namespace: "default"}, true},
+		{schedulerIdentity, attrs{Verb: "patch", Resource: "persistentvolumeclaims", Namespace: "default"}, true},
+		{schedulerIdentity, attrs{Verb: "delete", Resource: "nodes"}, false},
+		{schedulerIdentity, attrs{Verb: "get", Resource: "secrets", Namespace: "default"}, false},
+		{controllerManagerIdentity, attrs{Verb: "list", Group: "apps", Resource: "deployments"}, true},
+		{controllerManagerIdentity, attrs{Verb: "delete", Resource: "pods", Namespace: "default"}, false},
+		{deployments, attrs{Verb: "create", Group: "apps", Resource: "replicasets", Namespace: "default"}, true},
+		{deployments, attrs{Verb: "get", Resource: "secrets", Namespace: "default"}, false},
+		{node, attrs{Verb: "get", Resource: "nodes", Name: nodes[0].Name}, true},
+		{node, attrs{Verb: "list", Resource: "secrets", Namespace: "default"}, false},
+		{node, attrs{Verb: "list", Resource: "secrets"}, false},
+		{node, attrs{Verb: "list", Resource: "persistentvolumeclaims"}, false},
+		{kubeProxyIdentity, attrs{Verb: "list", Group: "discovery.k8s.io", Resource: "endpointslices"}, true},
+		{kubeProxyIdentity, attrs{Verb: "get", Resource: "secrets", Namespace: "default"}, false},
+		{clusterDNSIdentity, attrs{Verb: "watch", Resource: "namespaces"}, true},
+		{clusterDNSIdentity, attrs{Verb: "list", Group: "discovery.k8s.io", Resource: "endpointslices"}, true},
+		{clusterDNSIdentity, attrs{Verb: "get", Resource: "secrets", Namespace: "kube-system"}, false},
+		{overlayIdentity, attrs{Verb: "patch", Resource: "nodes", Name: nodes[0].Name}, true},
+		{overlayIdentity, attrs{Verb: "list", Resource: "pods"}, false},
+		{netpolIdentity, attrs{Verb: "list", Group: "networking.k8s.io", Resource: "networkpolicies"}, true},
+		{netpolIdentity, attrs{Verb: "create", Resource: "pods", Namespace: "default"}, false},
+	}
+	// The calls of the components of real nodes and of the VPC (not run by hollow
+	// clusters), each allowed.
+	for _, need := range []struct {
+		who       identity
+		verbs     []string
+		group     string
+		resources []string
+	}{
+		{kubeProxyIdentity, []string{"list", "watch"}, "", []string{"services"}},
+		{kubeProxyIdentity, []string{"list", "watch"}, "discovery.k8s.io", []string{"endpointslices"}},
+		{clusterDNSIdentity, []string{"list", "watch"}, "", []string{"services", "namespaces"}},
+		{clusterDNSIdentity, []string{"list", "watch"}, "discovery.k8s.io", []string{"endpointslices"}},
+		{overlayIdentity, []string{"list", "watch", "patch"}, "", []string{"nodes"}},
+		{netpolIdentity, []string{"list", "watch"}, "", []string{"pods", "namespaces"}},
+		{netpolIdentity, []string{"list", "watch"}, "networking.k8s.io", []string{"networkpolicies"}},
+		{csiControllerIdentity, []string{"list", "watch", "update"}, "snapshot.storage.k8s.io", []string{"volumesnapshotcontents"}},
+		{csiControllerIdentity, []string{"list", "watch"}, "snapshot.storage.k8s.io", []string{"volumesnapshotclasses"}},
+		{csiControllerIdentity, []string{"create", "patch"}, "", []string{"events"}},
+	} {
+		for _, verb := range need.verbs {
+			for _, r := range need.resources {
+				cases = append(cases, check{need.who, attrs{Verb: verb, Group: need.group, Resource: r}, true})
+			}
+		}
+	}
+	for _, c := range cases {
+		what := c.what
+		review, err := tc.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{User: c.who.User, Groups: c.who.Groups, ResourceAttributes: &what}},
+			metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if review.Status.Allowed != c.allow {
+			t.Errorf("%v may %s %s/%s %s in %q: %t (%s), want %t", c.who, what.Verb, what.Group, what.Resource, what.Subresource,
+				what.Namespace, review.Status.Allowed, review.Status.Reason, c.allow)
+		}
+	}
+}

@@ -1,0 +1,191 @@
+package resourcequota
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	quota "k8s.io/apiserver/pkg/quota/v1"
+	"k8s.io/utils/ptr"
+)
+
+func rl(kv ...string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return out
+}
+
+// sameUsage compares lists by quantity, so that 1 and 1000m are equal.
+func sameUsage(t *testing.T, what string, got, want corev1.ResourceList) {
+	t.Helper()
+	if !quota.Equals(got, want) {
+		t.Errorf("%s: usage %v, want %v", what, got, want)
+	}
+}
+
+func TestPodUsage(t *testing.T) {
+	now := time.Now()
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "2")}}},
+		Containers: []corev1.Container{
+			{Name: "a", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "250m", "memory", "64Mi"), Limits: rl("cpu", "500m", "memory", "128Mi")}},
+			{Name: "b", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "250m"), Limits: rl("memory", "64Mi")}},
+		},
+	}}
+	sameUsage(t, "running pod", podUsage(pod, now), rl("count/pods", "1", "pods", "1",
+		"cpu", "2", "requests.cpu", "2", "memory", "64Mi", "requests.memory", "64Mi", "limits.cpu", "500m", "limits.memory", "192Mi"))
+
+	done := pod.DeepCopy()
+	done.Status.Phase = corev1.PodSucceeded
+	sameUsage(t, "succeeded pod", podUsage(done, now), rl("count/pods", "1"))
+
+	gone := pod.DeepCopy()
+	gone.DeletionTimestamp, gone.DeletionGracePeriodSeconds = &metav1.Time{Time: now.Add(-time.Minute)}, ptr.To[int64](30)
+	sameUsage(t, "pod past its deletion grace period", podUsage(gone, now), rl("count/pods", "1"))
+	leaving := pod.DeepCopy()
+	leaving.DeletionTimestamp, leaving.DeletionGracePeriodSeconds = &metav1.Time{Time: now}, ptr.To[int64](30)
+	if u := podUsage(leaving, now); u.Pods().Value() != 1 {
+		t.Errorf("pod within its grace period: pods %s, want 1", u.Pods())
+	}
+}
+
+func TestPodConstraints(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "init"}},
+		Containers: []corev1.Container{
+			{Name: "a", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "1"), Limits: rl("cpu", "1")}},
+			{Name: "b"},
+		},
+	}}
+	e := newPodEvaluator(nil)
+	err := e.Constraints([]corev1.ResourceName{"pods", "requests.cpu", "limits.memory"}, pod)
+	if want := "must specify limits.memory for: a,b,init; requests.cpu for: b,init"; err == nil || err.Error() != want {
+		t.Errorf("constraints: %v, want %q", err, want)
+	}
+	if err := e.Constraints([]corev1.ResourceName{"pods", "count/pods"}, pod); err != nil {
+		t.Errorf("a pod count alone requires nothing: %v", err)
+	}
+}
+
+func TestPodScopes(t *testing.T) {
+	best := &corev1.Pod{}
+	burst := &corev1.Pod{Spec: corev1.PodSpec{ActiveDeadlineSeconds: ptr.To[int64](60), PriorityClassName: "high",
+		Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: rl("memory", "1Gi")}}}}}
+	exists := func(s corev1.ResourceQuotaScope) corev1.ScopedResourceSelectorRequirement {
+		return corev1.ScopedResourceSelectorRequirement{ScopeName: s, Operator: corev1.ScopeSelectorOpExists}
+	}
+	in := corev1.ScopedResourceSelectorRequirement{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpIn, Values: []string{"high"}}
+	cases := []struct {
+		name  string
+		pod   *corev1.Pod
+		scope corev1.ScopedResourceSelectorRequirement
+		want  bool
+	}{
+		{"best effort", best, exists(corev1.ResourceQuotaScopeBestEffort), true},
+		{"burstable is not best effort", burst, exists(corev1.ResourceQuotaScopeBestEffort), false},
+		{"not best effort", burst, exists(corev1.ResourceQuotaScopeNotBestEffort), true},
+		{"terminating", burst, exists(corev1.ResourceQuotaScopeTerminating), true},
+		{"not terminating", best, exists(corev1.ResourceQuotaScopeNotTerminating), true},
+		{"priority class in", burst, in, true},
+		{"no priority class", best, in, false},
+		{"priority class exists", best, exists(corev1.ResourceQuotaScopePriorityClass), false},
+	}
+	for _, tc := range cases {
+		got, err := podMatchesScope(tc.pod, tc.scope)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %v, %v; want %v", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+func TestServiceUsage(t *testing.T) {
+	ports := []corev1.ServicePort{{Port: 80}, {Port: 443, NodePort: 30443}}
+	sameUsage(t, "cluster IP", serviceUsage(&corev1.Service{}), rl("services", "1", "count/services", "1"))
+	sameUsage(t, "node port", serviceUsage(&corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: ports}}),
+		rl("services", "1", "count/services", "1", "services.nodeports", "2"))
+	sameUsage(t, "load balancer", serviceUsage(&corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: ports}}),
+		rl("services", "1", "count/services", "1", "services.nodeports", "2", "services.loadbalancers", "1"))
+	sameUsage(t, "load balancer without node ports",
+		serviceUsage(&corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: ports, AllocateLoadBalancerNodePorts: ptr.To(false)}}),
+		rl("services", "1", "count/services", "1", "services.nodeports", "1", "services.loadbalancers", "1"))
+}
+
+func TestClaimUsage(t *testing.T) {
+	pvc := &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("gp3"),
+		Resources: corev1.VolumeResourceRequirements{Requests: rl("storage", "10Gi")}}}
+	sameUsage(t, "claim", claimUsage(pvc), rl("persistentvolumeclaims", "1", "count/persistentvolumeclaims", "1", "requests.storage", "10Gi",
+		"gp3.storageclass.storage.k8s.io/persistentvolumeclaims", "1", "gp3.storageclass.storage.k8s.io/requests.storage", "10Gi"))
+	grown := pvc.DeepCopy()
+	grown.Status.AllocatedResources = rl("storage", "20Gi")
+	if u := claimUsage(grown); u.Name("requests.storage", resource.BinarySI).String() != "20Gi" {
+		t.Errorf("claim given more than it asked: requests.storage %s, want 20Gi", u.Name("requests.storage", resource.BinarySI))
+	}
+	e := newClaimEvaluator(nil)
+	got := e.MatchingResources([]corev1.ResourceName{"requests.storage", "gp3.storageclass.storage.k8s.io/requests.storage", "pods", "count/persistentvolumeclaims"})
+	if len(got) != 3 {
+		t.Errorf("claim evaluator matches %v", got)
+	}
+}
+
+func TestCountedResource(t *testing.T) {
+	cases := map[corev1.ResourceName]schema.GroupResource{
+		"count/deployments.apps":    {Group: "apps", Resource: "deployments"},
+		"count/pods":                {Resource: "pods"},
+		"count/widgets.example.com": {Group: "example.com", Resource: "widgets"},
+	}
+	for name, want := range cases {
+		if got, ok := countedResource(name); !ok || got != want {
+			t.Errorf("%s: %v %v, want %v", name, got, ok, want)
+		}
+	}
+	for _, name := range []corev1.ResourceName{"pods", "count/", "requests.cpu"} {
+		if _, ok := countedResource(name); ok {
+			t.Errorf("%s counted as an object count", name)
+		}
+	}
+}
+
+func TestDesiredStatus(t *testing.T) {
+	rq := &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: rl("pods", "3", "secrets", "5")}}
+	status, dirty := desiredStatus(rq, rl("pods", "2"))
+	if !dirty {
+		t.Error("a quota without status is not dirty")
+	}
+	sameUsage(t, "hard", status.Hard, rl("pods", "3", "secrets", "5"))
+	sameUsage(t, "used", status.Used, rl("pods", "2"))
+
+	rq.Status = corev1.ResourceQuotaStatus{Hard: rl("pods", "3", "secrets", "5"), Used: rl("pods", "2", "secrets", "1", "services", "4")}
+	status, dirty = desiredStatus(rq, rl("pods", "2"))
+	if !dirty {
+		t.Error("usage of a resource no longer hard is not dropped")
+	}
+	sameUsage(t, "kept used", status.Used, rl("pods", "2", "secrets", "1"))
+	rq.Status.Used = status.Used
+	if status, dirty = desiredStatus(rq, rl("pods", "2")); dirty {
+		t.Errorf("unchanged usage is dirty: %v", status)
+	}
+	if _, dirty := desiredStatus(rq, rl("pods", "1")); !dirty {
+		t.Error("freed usage is not dirty")
+	}
+	rq.Spec.Hard = rl("pods", "4", "secrets", "5")
+	if _, dirty := desiredStatus(rq, rl("pods", "2", "secrets", "1")); !dirty {
+		t.Error("a changed hard is not dirty")
+	}
+	if !needsSync(rq) {
+		t.Error("spec.hard differing from status.hard needs no sync")
+	}
+	rq.Status.Hard = rl("pods", "4", "secrets", "5")
+	if needsSync(rq) {
+		t.Error("a quota in sync needs a sync")
+	}
+	rq.Spec.Hard["configmaps"] = resource.MustParse("1")
+	rq.Status.Hard["configmaps"] = resource.MustParse("1")
+	if !needsSync(rq) {
+		t.Error("a hard resource without usage needs no sync")
+	}
+}

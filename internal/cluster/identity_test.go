@@ -9,13 +9,17 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/kubelab/kubelab/internal/apiserver"
 	"github.com/kubelab/kubelab/internal/apiserver/auth"
+	"github.com/kubelab/kubelab/internal/controller/controllertest"
 )
 
 // Every component of a hollow cluster reaches the API server as itself, never as the
@@ -176,5 +180,35 @@ func TestComponentIdentities(t *testing.T) {
 			t.Errorf("%v may %s %s/%s %s in %q: %t (%s), want %t", c.who, what.Verb, what.Group, what.Resource, what.Subresource,
 				what.Namespace, review.Status.Allowed, review.Status.Reason, c.allow)
 		}
+	}
+}
+
+// TestAggregatedRoles: the controller-manager's clusterrole-aggregation controller fills
+// view, edit and admin from the system:aggregate-to-* roles, and a ClusterRole a user
+// labels aggregate-to-view extends view.
+func TestAggregatedRoles(t *testing.T) {
+	tc := startCluster(t, nil)
+	ctx := context.Background()
+	extra := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "widgets-view",
+		Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{"example.com"}, Resources: []string{"widgets"}}}}
+	if _, err := tc.client.RbacV1().ClusterRoles().Create(ctx, extra, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	allows := func(role string, verb, group, resource string) bool {
+		r, err := tc.client.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		a := authorizer.AttributesRecord{ResourceRequest: true, Verb: verb, APIGroup: group, Resource: resource}
+		return auth.RulesAllow(a, r.Rules...)
+	}
+	controllertest.WaitWithin(t, time.Minute, "view, edit and admin to be aggregated", func() (bool, error) {
+		return allows("view", "list", "", "pods") && allows("view", "get", "example.com", "widgets") &&
+			allows("edit", "create", "apps", "deployments") && allows("edit", "get", "example.com", "widgets") &&
+			allows("admin", "create", "rbac.authorization.k8s.io", "rolebindings"), nil
+	})
+	if allows("view", "get", "", "secrets") {
+		t.Error("view grants reading secrets")
 	}
 }

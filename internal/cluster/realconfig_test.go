@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/moby/sys/mountinfo"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,8 +114,16 @@ func TestRealConfigVolumes(t *testing.T) {
 	if ca := read("/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"); !strings.HasPrefix(ca, "-----BEGIN CERTIFICATE-----") {
 		t.Errorf("ca.crt holds %q", ca)
 	}
-	if _, err := os.Stat(inCtr("/var/run/secrets/kubernetes.io/serviceaccount/token")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("a token file without a token API: %v", err)
+	// The token is the pod's: the API server says whose, and that it is bound to this pod.
+	review, err := tc.client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
+		Spec: authenticationv1.TokenReviewSpec{Token: read("/var/run/secrets/kubernetes.io/serviceaccount/token")}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := review.Status.User; !review.Status.Authenticated || u.Username != "system:serviceaccount:"+ns+":default" ||
+		len(u.Extra["authentication.kubernetes.io/pod-name"]) != 1 || u.Extra["authentication.kubernetes.io/pod-name"][0] != "config-reader" {
+		t.Errorf("the pod's token authenticates as %+v (%s), want %s's default service account bound to config-reader",
+			u, review.Status.Error, ns)
 	}
 	if fi, err := os.Stat(inCtr("/etc/secret/password")); err != nil || fi.Mode().Perm() != 0o400 {
 		t.Errorf("secret file: %v %v, want mode 0400", fi, err)

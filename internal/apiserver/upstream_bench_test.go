@@ -17,12 +17,16 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubelab/kubelab/internal/apiserver"
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 )
 
@@ -70,6 +74,21 @@ func BenchmarkAgainstKubeAPIServer(b *testing.B) {
 			}
 		}
 	}
+	// The writer is no admin: RBAC decides its creates, through a RoleBinding.
+	writerCert, writerKey, err := (apiserver.PKI{Dir: filepath.Join(s.DataDir, "pki")}).ClientCert("bench-writer")
+	if err != nil {
+		b.Fatal(err)
+	}
+	writers := map[string]kubernetes.Interface{}
+	for _, srv := range servers {
+		if err := bindPodWriter(ctx, srv.client, "bench-create", "bench-writer"); err != nil {
+			b.Fatalf("%s: %v", srv.name, err)
+		}
+		wc := srv.config
+		wc.TLSClientConfig.CertFile, wc.TLSClientConfig.KeyFile = writerCert, writerKey
+		wc.TLSClientConfig.CertData, wc.TLSClientConfig.KeyData = nil, nil
+		writers[srv.name] = kubernetes.NewForConfigOrDie(&wc)
+	}
 	etcd := benchEtcdClient(b, s)
 
 	var stored string
@@ -96,6 +115,14 @@ func BenchmarkAgainstKubeAPIServer(b *testing.B) {
 			})
 			rates[srv.name] = perSecond(b)
 			b.ReportMetric(rates[srv.name], "creates/s")
+		})
+		b.Run(srv.name+"-create-rbac", func(b *testing.B) {
+			run := nextRun()
+			inParallelCPU(b, cpu, func(i int) error {
+				_, err := writers[srv.name].CoreV1().Pods("bench-create").Create(ctx, benchPod(fmt.Sprintf("w%d-%07d", run, i)), metav1.CreateOptions{})
+				return err
+			})
+			b.ReportMetric(perSecond(b), "creates/s")
 		})
 	}
 	b.Run("etcd-put", func(b *testing.B) {
@@ -245,4 +272,26 @@ func tail(b []byte, n int) []byte {
 		return b[len(b)-n:]
 	}
 	return b
+}
+
+// bindPodWriter lets user create pods in namespace through a Role and RoleBinding, and
+// waits until the server's authorizer sees it.
+func bindPodWriter(ctx context.Context, client kubernetes.Interface, namespace, user string) error {
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pod-writer"},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"create"}, APIGroups: []string{""}, Resources: []string{"pods"}}}}
+	if _, err := client.RbacV1().Roles(namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "pod-writer"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pod-writer"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}
+	if _, err := client.RbacV1().RoleBindings(namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		sar, err := client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: []string{"system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "create", Resource: "pods"}}}, metav1.CreateOptions{})
+		return err == nil && sar.Status.Allowed, nil
+	})
 }

@@ -207,8 +207,9 @@ func ownName(node string, a authorizer.Attributes, resource string) (authorizer.
 	return authorizer.DecisionAllow, "", true
 }
 
-// deny is a decision the node rules may not overturn: the kubelet has no other way to
-// the object, and RBAC's system:node role is not bound.
+// deny answers no opinion with its reason, and decided, so that the node rules are not
+// consulted: only a role a cluster's owner bound to the node (RBAC, next) could still
+// allow the request.
 func deny(reason string) (authorizer.Decision, string, bool) {
 	return authorizer.DecisionNoOpinion, reason, true
 }

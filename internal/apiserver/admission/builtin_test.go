@@ -44,21 +44,8 @@ func TestBuiltinPlugins(t *testing.T) {
 
 func startQuotaController(t *testing.T, client kubernetes.Interface) {
 	t.Helper()
-	factory := informers.NewSharedInformerFactory(client, 0)
-	c, err := resourcequota.New(resourcequota.Config{}, client, factory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	factory.Start(ctx.Done())
-	go func() { done <- c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("quota controller: %v", err)
-		}
-		factory.Shutdown()
+	controllertest.RunController(t, client, func(f informers.SharedInformerFactory) (controllertest.Runner, error) {
+		return resourcequota.New(resourcequota.Config{}, client, f)
 	})
 }
 

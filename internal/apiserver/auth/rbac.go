@@ -119,7 +119,7 @@ func (r *RBAC) visitRules(u user.Info, namespace string, visit func(source strin
 			}
 			continue
 		}
-		source := fmt.Sprintf("ClusterRoleBinding %q of ClusterRole %q to %s", b.Name, b.RoleRef.Name, describe(u))
+		source := fmt.Sprintf("ClusterRoleBinding %q of ClusterRole %q to User %q", b.Name, b.RoleRef.Name, u.GetName())
 		for i := range rules {
 			if !visit(source, &rules[i], nil) {
 				return
@@ -144,7 +144,7 @@ func (r *RBAC) visitRules(u user.Info, namespace string, visit func(source strin
 			}
 			continue
 		}
-		source := fmt.Sprintf("RoleBinding %q of %s %q to %s", namespace+"/"+b.Name, b.RoleRef.Kind, b.RoleRef.Name, describe(u))
+		source := fmt.Sprintf("RoleBinding %q of %s %q to User %q", namespace+"/"+b.Name, b.RoleRef.Kind, b.RoleRef.Name, u.GetName())
 		for i := range rules {
 			if !visit(source, &rules[i], nil) {
 				return
@@ -171,9 +171,4 @@ func (r *RBAC) roleRules(ref rbacv1.RoleRef, namespace string) ([]rbacv1.PolicyR
 		return role.Rules, nil
 	}
 	return nil, fmt.Errorf("unsupported role reference kind %q", ref.Kind)
-}
-
-// describe names the user as RBAC reasons do: a service account, or a user.
-func describe(u user.Info) string {
-	return fmt.Sprintf("User %q", u.GetName())
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/controller/controllertest"
 )
 
 func TestCIDRSet(t *testing.T) {
@@ -77,16 +78,9 @@ func TestCIDRSet(t *testing.T) {
 
 func run(t *testing.T, client kubernetes.Interface, cfg Config) {
 	t.Helper()
-	factory := informers.NewSharedInformerFactory(client, 0)
-	c, err := New(cfg, client, factory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	factory.Start(ctx.Done())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; factory.Shutdown() })
+	controllertest.RunController(t, client, func(f informers.SharedInformerFactory) (controllertest.Runner, error) {
+		return New(cfg, client, f)
+	})
 }
 
 func createNode(t *testing.T, client kubernetes.Interface, name, podCIDR string) {

@@ -31,21 +31,8 @@ func rl(kv ...string) corev1.ResourceList {
 // startController runs the controller against client until the test ends.
 func startController(t *testing.T, client kubernetes.Interface) {
 	t.Helper()
-	factory := informers.NewSharedInformerFactory(client, 0)
-	c, err := resourcequota.New(resourcequota.Config{}, client, factory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	factory.Start(ctx.Done())
-	go func() { done <- c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-		factory.Shutdown()
+	controllertest.RunController(t, client, func(f informers.SharedInformerFactory) (controllertest.Runner, error) {
+		return resourcequota.New(resourcequota.Config{}, client, f)
 	})
 }
 

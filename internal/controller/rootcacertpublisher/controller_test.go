@@ -55,16 +55,10 @@ func TestConfigMapInEveryNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	factory := informers.NewSharedInformerFactory(s.Client, 0)
-	c, err := New(Config{RootCA: ca}, s.Client, factory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	factory.Start(ctx.Done())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; factory.Shutdown() })
+	ctx := context.Background()
+	controllertest.RunController(t, s.Client, func(f informers.SharedInformerFactory) (controllertest.Runner, error) {
+		return New(Config{RootCA: ca}, s.Client, f)
+	})
 
 	cms := func(ns string) (*corev1.ConfigMap, error) {
 		return s.Client.CoreV1().ConfigMaps(ns).Get(ctx, ConfigMapName, metav1.GetOptions{})

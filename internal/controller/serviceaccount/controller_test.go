@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/informers"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/controller/controllertest"
 )
 
 func TestMissing(t *testing.T) {
@@ -31,16 +32,10 @@ func TestConfigRejectsBadNames(t *testing.T) {
 func TestDefaultServiceAccountInEveryNamespace(t *testing.T) {
 	// The helper's own default accounts would hide what the controller does.
 	s := apiservertest.Start(t, apiservertest.Options{NoDefaultServiceAccounts: true})
-	ctx, cancel := context.WithCancel(context.Background())
-	factory := informers.NewSharedInformerFactory(s.Client, 0)
-	c, err := New(Config{}, s.Client, factory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	factory.Start(ctx.Done())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; factory.Shutdown() })
+	ctx := context.Background()
+	controllertest.RunController(t, s.Client, func(f informers.SharedInformerFactory) (controllertest.Runner, error) {
+		return New(Config{}, s.Client, f)
+	})
 
 	if _, err := s.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -207,13 +208,29 @@ func (s *Server) EtcdClient(t testing.TB) *clientv3.Client {
 // Stop stops the server (and its embedded etcd) now; state stays in DataDir.
 func (s *Server) Stop() { s.stop() }
 
-// FreePort returns a loopback TCP port that was free a moment ago.
+// FreePort returns a loopback TCP port that was free a moment ago and that no earlier
+// call in this process returned: the kernel may hand a port it just released out again,
+// and a server and its etcd given the same port cannot both listen.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	givenMu.Lock()
+	defer givenMu.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !given[port] {
+			given[port] = true
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
+
+// given are the ports FreePort returned.
+var (
+	givenMu sync.Mutex
+	given   = map[int]bool{}
+)

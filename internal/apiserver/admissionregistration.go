@@ -20,6 +20,34 @@ func admissionRegistrationResources() []resource {
 	webhookColumns := []metav1.TableColumnDefinition{nameCol(),
 		col("Webhooks", "integer", "Webhooks indicates the number of webhooks registered in this configuration"), ageCol()}
 	return []resource{
+		ar(resource{kind: "MutatingAdmissionPolicy", plural: "mutatingadmissionpolicies", singular: "mutatingadmissionpolicy",
+			categories: []string{"api-extensions"},
+			newObj:     func() runtime.Object { return &admissionregistrationv1.MutatingAdmissionPolicy{} },
+			newList:    func() runtime.Object { return &admissionregistrationv1.MutatingAdmissionPolicyList{} },
+			columns: []metav1.TableColumnDefinition{nameCol(),
+				col("Mutations", "integer", "The number of mutations of the policy."),
+				col("ParamKind", "string", "ParamKind specifies the kind of resources used to parameterize this policy"), ageCol()},
+			row: func(o runtime.Object) []interface{} {
+				p := o.(*admissionregistrationv1.MutatingAdmissionPolicy)
+				paramKind := "<unset>"
+				if pk := p.Spec.ParamKind; pk != nil {
+					paramKind = pk.APIVersion + "/" + pk.Kind
+				}
+				return []interface{}{p.Name, int64(len(p.Spec.Mutations)), paramKind, age(p.CreationTimestamp)}
+			},
+		}),
+		ar(resource{kind: "MutatingAdmissionPolicyBinding", plural: "mutatingadmissionpolicybindings", singular: "mutatingadmissionpolicybinding",
+			categories: []string{"api-extensions"},
+			newObj:     func() runtime.Object { return &admissionregistrationv1.MutatingAdmissionPolicyBinding{} },
+			newList:    func() runtime.Object { return &admissionregistrationv1.MutatingAdmissionPolicyBindingList{} },
+			columns: []metav1.TableColumnDefinition{nameCol(),
+				col("PolicyName", "string", "The policy the binding binds."),
+				col("ParamRef", "string", "The param resource of the binding."), ageCol()},
+			row: func(o runtime.Object) []interface{} {
+				b := o.(*admissionregistrationv1.MutatingAdmissionPolicyBinding)
+				return []interface{}{b.Name, b.Spec.PolicyName, paramRefString(b.Spec.ParamRef), age(b.CreationTimestamp)}
+			},
+		}),
 		ar(resource{kind: "ValidatingAdmissionPolicy", plural: "validatingadmissionpolicies", singular: "validatingadmissionpolicy",
 			categories: []string{"api-extensions"}, status: true,
 			newObj:  func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicy{} },

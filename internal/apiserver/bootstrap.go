@@ -8,6 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubelab/kubelab/internal/apiserver/auth"
 )
@@ -16,9 +18,9 @@ import (
 var builtinNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
 
 // bootstrap writes the bootstrap RBAC policy (auth.ReconcilePolicy), creates the
-// built-in namespaces and the "kubernetes" Service at the first ClusterIP
-// (kubernetesservice.go), through the API like any client; what exists already is left
-// alone. It retries until it succeeds or ctx ends.
+// built-in namespaces, the system PriorityClasses and the "kubernetes" Service at the
+// first ClusterIP (kubernetesservice.go), through the API like any client; what exists
+// already is left alone. It retries until it succeeds or ctx ends.
 func bootstrap(ctx context.Context, k *kubernetesService) error {
 	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		if err := auth.ReconcilePolicy(ctx, k.client); err != nil {
@@ -31,6 +33,22 @@ func bootstrap(ctx context.Context, k *kubernetesService) error {
 				return false, nil
 			}
 		}
+		if err := ensureSystemPriorityClasses(ctx, k.client); err != nil {
+			return false, nil
+		}
 		return k.ensureService(ctx) == nil, nil
+	})
+}
+
+// writeCatalog writes the objects that describe the API server itself: the default
+// flow-control configuration and an APIService per served group version. Nothing
+// waits for them, so it runs after the server is ready, retrying until it succeeds or
+// ctx ends.
+func writeCatalog(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface, gvs [][2]string) error {
+	return wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := ensureFlowControlDefaults(ctx, client); err != nil {
+			return false, nil
+		}
+		return ensureAPIServices(ctx, dyn, gvs) == nil, nil
 	})
 }

@@ -204,6 +204,26 @@ var eventFieldLabels = []string{"involvedObject.kind", "involvedObject.namespace
 	"involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath",
 	"reason", "reportingComponent", "source", "type"}
 
+// eventsV1FieldLabels are the field labels events.k8s.io/v1 accepts, each with the
+// core/v1 label of the Events both APIs share (eventFields).
+var eventsV1FieldLabels = map[string]string{
+	"regarding.kind": "involvedObject.kind", "regarding.namespace": "involvedObject.namespace",
+	"regarding.name": "involvedObject.name", "regarding.uid": "involvedObject.uid",
+	"regarding.apiVersion": "involvedObject.apiVersion", "regarding.resourceVersion": "involvedObject.resourceVersion",
+	"regarding.fieldPath": "involvedObject.fieldPath", "reportingController": "reportingComponent",
+	"reason": "reason", "source": "source", "type": "type",
+}
+
+// eventsV1SelectableFields are the keys of eventsV1FieldLabels, sorted.
+func eventsV1SelectableFields() []string {
+	out := make([]string, 0, len(eventsV1FieldLabels))
+	for label := range eventsV1FieldLabels {
+		out = append(out, label)
+	}
+	sort.Strings(out)
+	return out
+}
+
 func eventFields(o runtime.Object) fields.Set {
 	e := o.(*corev1.Event)
 	source := e.Source.Component

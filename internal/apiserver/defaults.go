@@ -4,8 +4,12 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -23,6 +27,25 @@ func addDefaults(s *runtime.Scheme) {
 		}
 	})
 	s.AddTypeDefaultingFunc(&corev1.Service{}, func(o interface{}) { defaultService(o.(*corev1.Service)) })
+	s.AddTypeDefaultingFunc(&corev1.PodTemplate{}, func(o interface{}) { defaultPodSpec(&o.(*corev1.PodTemplate).Template.Spec) })
+	s.AddTypeDefaultingFunc(&corev1.ReplicationController{}, func(o interface{}) {
+		defaultReplicationController(o.(*corev1.ReplicationController))
+	})
+	s.AddTypeDefaultingFunc(&batchv1.Job{}, func(o interface{}) { defaultJobSpec(&o.(*batchv1.Job).Spec) })
+	s.AddTypeDefaultingFunc(&batchv1.CronJob{}, func(o interface{}) { defaultCronJob(o.(*batchv1.CronJob)) })
+	s.AddTypeDefaultingFunc(&autoscalingv2.HorizontalPodAutoscaler{}, func(o interface{}) {
+		defaultHPA(o.(*autoscalingv2.HorizontalPodAutoscaler))
+	})
+	s.AddTypeDefaultingFunc(&autoscalingv1.HorizontalPodAutoscaler{}, func(o interface{}) {
+		if h := o.(*autoscalingv1.HorizontalPodAutoscaler); h.Spec.MinReplicas == nil {
+			h.Spec.MinReplicas = ptr.To[int32](1)
+		}
+	})
+	s.AddTypeDefaultingFunc(&schedulingv1.PriorityClass{}, func(o interface{}) {
+		if pc := o.(*schedulingv1.PriorityClass); pc.PreemptionPolicy == nil {
+			pc.PreemptionPolicy = ptr.To(corev1.PreemptLowerPriority)
+		}
+	})
 	s.AddTypeDefaultingFunc(&corev1.LimitRange{}, func(o interface{}) {
 		lr := o.(*corev1.LimitRange)
 		for i := range lr.Spec.Limits {

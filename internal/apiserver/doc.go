@@ -8,10 +8,17 @@
 // validation; tables; discovery and OpenAPI v2/v3; resourceVersion and pagination rules.
 //
 // What kubelab adds is the registry: one row per kind (resource.go; the rows are in
-// core.go, apps.go, storage.go, networking.go, other.go) saying its names, scope, subresources, table
-// columns and selectable fields, plus a few hooks for the kind's own rules. A generic
-// strategy (strategy.go) applies the rules all kinds share. Kinds with behaviour beyond
-// storage have a file each: pods.go (binding, eviction, graceful deletion),
+// core.go, replicationcontrollers.go, apps.go, batch.go, autoscaling.go, policy.go,
+// storage.go, networking.go, scheduling.go, certificates.go, flowcontrol.go,
+// apiregistration.go, admissionregistration.go, other.go) saying its names, scope,
+// subresources, table columns and selectable fields, plus a few hooks for the kind's own
+// rules. A generic strategy (strategy.go) applies the rules all kinds share. A kind
+// served in two versions (HorizontalPodAutoscaler: autoscaling/v2 and v1) has one store,
+// converted through the scheme. CustomResourceDefinitions and custom resources are
+// served by k8s.io/apiextensions-apiserver as the delegate behind this server
+// (customresources.go). Kinds with behaviour beyond storage have a file each: pods.go
+// (binding, graceful deletion), eviction.go (pods/eviction, honouring
+// PodDisruptionBudgets),
 // podstreams.go (log, exec, attach and portforward, proxied to the kubelet of the pod's
 // node, reached as kubelet.go says), namespaces.go (two-step deletion, /finalize),
 // services.go (the rules of Services), scale.go (/scale), serviceaccounttoken.go

@@ -5,11 +5,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // namespaceREST gives namespaces their two-step deletion: DELETE marks the namespace
@@ -73,10 +76,66 @@ func (s finalizeStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime
 	n.Status = *o.Status.DeepCopy()
 }
 
-func newFinalizeREST(store *genericregistry.Store) *statusREST {
+func newFinalizeREST(store *genericregistry.Store) *finalizeREST {
 	s := *store
 	st := finalizeStrategy{store.UpdateStrategy.(strategy)}
 	s.UpdateStrategy = st
 	s.ResetFieldsStrategy = nil
-	return &statusREST{store: &s}
+	return &finalizeREST{status: &statusREST{store: &s}}
+}
+
+// finalizeREST serves namespaces/finalize: update only, as upstream.
+type finalizeREST struct{ status *statusREST }
+
+func (f *finalizeREST) New() runtime.Object { return f.status.New() }
+func (f *finalizeREST) Destroy()            {}
+func (f *finalizeREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
+	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	return f.status.Update(ctx, name, objInfo, createValidation, updateValidation, forceAllowCreate, options)
+}
+
+// namespaceStorage is what the namespaces endpoint offers: every verb of a store but
+// deletecollection, which upstream does not serve for namespaces.
+type namespaceStorage struct{ w withMeta }
+
+var (
+	_ rest.StandardStorage     = namespaceStorage{}.asStandard()
+	_ rest.ResetFieldsStrategy = namespaceStorage{}
+)
+
+// asStandard is only for the compile-time check above: namespaceStorage has every
+// method of a standard storage but DeleteCollection.
+func (n namespaceStorage) asStandard() rest.StandardStorage { return n.w }
+
+func (n namespaceStorage) New() runtime.Object     { return n.w.New() }
+func (n namespaceStorage) NewList() runtime.Object { return n.w.NewList() }
+func (n namespaceStorage) Destroy()                {}
+func (n namespaceStorage) NamespaceScoped() bool   { return false }
+func (n namespaceStorage) ShortNames() []string    { return n.w.ShortNames() }
+func (n namespaceStorage) Categories() []string    { return n.w.Categories() }
+func (n namespaceStorage) GetSingularName() string { return n.w.GetSingularName() }
+func (n namespaceStorage) Get(ctx context.Context, name string, options *metav1.GetOptions) (runtime.Object, error) {
+	return n.w.Get(ctx, name, options)
+}
+func (n namespaceStorage) List(ctx context.Context, options *metainternalversion.ListOptions) (runtime.Object, error) {
+	return n.w.List(ctx, options)
+}
+func (n namespaceStorage) Watch(ctx context.Context, options *metainternalversion.ListOptions) (watch.Interface, error) {
+	return n.w.Watch(ctx, options)
+}
+func (n namespaceStorage) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	return n.w.Create(ctx, obj, createValidation, options)
+}
+func (n namespaceStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
+	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	return n.w.Update(ctx, name, objInfo, createValidation, updateValidation, forceAllowCreate, options)
+}
+func (n namespaceStorage) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) (runtime.Object, bool, error) {
+	return n.w.Delete(ctx, name, deleteValidation, options)
+}
+func (n namespaceStorage) ConvertToTable(ctx context.Context, obj runtime.Object, opts runtime.Object) (*metav1.Table, error) {
+	return n.w.ConvertToTable(ctx, obj, opts)
+}
+func (n namespaceStorage) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return n.w.StandardStorage.(rest.ResetFieldsStrategy).GetResetFields()
 }

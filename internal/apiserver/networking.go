@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"net"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -30,7 +31,96 @@ func networkingResources() []resource {
 		hooks: hooks{validate: func(o runtime.Object) field.ErrorList {
 			return validateNetworkPolicySpec(&o.(*networkingv1.NetworkPolicy).Spec, field.NewPath("spec"))
 		}},
+	}, {
+		group: networkingv1.GroupName, version: "v1", kind: "Ingress", plural: "ingresses", singular: "ingress",
+		shortNames: []string{"ing"}, namespaced: true, status: true, generation: true,
+		newObj:  func() runtime.Object { return &networkingv1.Ingress{} },
+		newList: func() runtime.Object { return &networkingv1.IngressList{} },
+		columns: []metav1.TableColumnDefinition{nameCol(), col("Class", "string", "The ingress class."),
+			col("Hosts", "string", "Hosts that incoming requests are matched against."),
+			col("Address", "string", "Address is a list containing ingress points for the load-balancer."),
+			col("Ports", "string", "Ports of TLS configurations that open."), ageCol()},
+		row:   ingressRow,
+		hooks: hooks{validate: func(o runtime.Object) field.ErrorList { return validateIngress(o.(*networkingv1.Ingress)) }},
+	}, {
+		group: networkingv1.GroupName, version: "v1", kind: "IngressClass", plural: "ingressclasses", singular: "ingressclass",
+		newObj:  func() runtime.Object { return &networkingv1.IngressClass{} },
+		newList: func() runtime.Object { return &networkingv1.IngressClassList{} },
+		columns: []metav1.TableColumnDefinition{nameCol(), col("Controller", "string", "The controller that implements the class."),
+			col("Parameters", "string", "A reference to a resource with additional parameters."), ageCol()},
+		row: func(o runtime.Object) []interface{} {
+			c := o.(*networkingv1.IngressClass)
+			params := "<none>"
+			if p := c.Spec.Parameters; p != nil {
+				params = p.Kind + "/" + p.Name
+				if p.APIGroup != nil {
+					params = p.Kind + "." + *p.APIGroup + "/" + p.Name
+				}
+			}
+			return []interface{}{c.Name, c.Spec.Controller, params, age(c.CreationTimestamp)}
+		},
+		hooks: hooks{validate: func(o runtime.Object) field.ErrorList {
+			c := o.(*networkingv1.IngressClass)
+			if c.Spec.Controller == "" {
+				return field.ErrorList{field.Required(field.NewPath("spec", "controller"), "")}
+			}
+			return nil
+		}},
 	}}
+}
+
+func ingressRow(o runtime.Object) []interface{} {
+	ing := o.(*networkingv1.Ingress)
+	var hosts, addrs []string
+	for _, r := range ing.Spec.Rules {
+		if r.Host != "" {
+			hosts = append(hosts, r.Host)
+		}
+	}
+	if len(hosts) == 0 {
+		hosts = []string{"*"}
+	}
+	for _, lb := range ing.Status.LoadBalancer.Ingress {
+		if lb.IP != "" {
+			addrs = append(addrs, lb.IP)
+		} else if lb.Hostname != "" {
+			addrs = append(addrs, lb.Hostname)
+		}
+	}
+	ports := "80"
+	if len(ing.Spec.TLS) > 0 {
+		ports = "80, 443"
+	}
+	class := "<none>"
+	if ing.Spec.IngressClassName != nil {
+		class = *ing.Spec.IngressClassName
+	}
+	return []interface{}{ing.Name, class, strings.Join(hosts, ","), strings.Join(addrs, ","), ports, age(ing.CreationTimestamp)}
+}
+
+func validateIngress(ing *networkingv1.Ingress) field.ErrorList {
+	spec := field.NewPath("spec")
+	var errs field.ErrorList
+	if ing.Spec.DefaultBackend == nil && len(ing.Spec.Rules) == 0 {
+		errs = append(errs, field.Invalid(spec, ing.Spec, "either `defaultBackend` or `rules` must be specified"))
+	}
+	for i, r := range ing.Spec.Rules {
+		if r.HTTP == nil {
+			continue
+		}
+		for j, p := range r.HTTP.Paths {
+			pp := spec.Child("rules").Index(i).Child("http", "paths").Index(j)
+			if p.PathType == nil {
+				errs = append(errs, field.Required(pp.Child("pathType"), "pathType must be specified"))
+			} else if *p.PathType != networkingv1.PathTypeImplementationSpecific && !strings.HasPrefix(p.Path, "/") {
+				errs = append(errs, field.Invalid(pp.Child("path"), p.Path, "must be an absolute path"))
+			}
+			if p.Backend.Service == nil && p.Backend.Resource == nil {
+				errs = append(errs, field.Invalid(pp.Child("backend"), p.Backend, "one backend must be specified"))
+			}
+		}
+	}
+	return errs
 }
 
 // defaultNetworkPolicy fills in what a writer may leave out: the protocol of a port is

@@ -58,10 +58,11 @@ func otherResources() []resource {
 		},
 		{
 			// events.k8s.io/v1 serves the same objects as core/v1 events, from the same
-			// store; its internal type is core's Event (see scheme.go).
+			// store; its internal type is core's Event (see scheme.go). Its field labels
+			// (regarding.*, reportingController) are converted to core's (scheme.go).
 			group: "events.k8s.io", version: "v1", kind: "Event", plural: "events", singular: "event", shortNames: []string{"ev"}, namespaced: true,
 			newObj: func() runtime.Object { return &corev1.Event{} }, newList: func() runtime.Object { return &corev1.EventList{} },
-			selectableFields: eventFieldLabels, fields: eventFields,
+			selectableFields: eventsV1SelectableFields(), fields: eventFields,
 			columns: []metav1.TableColumnDefinition{
 				col("Last Seen", "string", "Time since the event was last seen"), col("Type", "string", "Normal or Warning"),
 				col("Reason", "string", "Why the event happened"), col("Object", "string", "The object it is about"),

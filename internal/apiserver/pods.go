@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,10 +25,17 @@ func (r *bindingREST) New() runtime.Object   { return &corev1.Binding{} }
 func (r *bindingREST) Destroy()              {}
 func (r *bindingREST) NamespaceScoped() bool { return true }
 
+// GetSingularName names the resource in discovery (served also as POST .../bindings).
+func (r *bindingREST) GetSingularName() string { return "binding" }
+
 func (r *bindingREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
 	b, ok := obj.(*corev1.Binding)
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("not a Binding object: %T", obj))
+	}
+	// POST .../bindings names the pod only in the object.
+	if name == "" {
+		name = b.Name
 	}
 	if name != b.Name {
 		return nil, apierrors.NewBadRequest("name in URL does not match name in Binding object")
@@ -97,46 +103,4 @@ func setPodCondition(status *corev1.PodStatus, c corev1.PodCondition) {
 		}
 	}
 	status.Conditions = append(status.Conditions, c)
-}
-
-// evictionREST serves pods/eviction: an Eviction is a delete with the eviction's options.
-// (PodDisruptionBudgets are not served, so no budget can refuse it.)
-type evictionREST struct{ pods *genericregistry.Store }
-
-var (
-	_ rest.NamedCreater             = &evictionREST{}
-	_ rest.GroupVersionKindProvider = &evictionREST{}
-)
-
-func (r *evictionREST) New() runtime.Object   { return &policyv1.Eviction{} }
-func (r *evictionREST) Destroy()              {}
-func (r *evictionREST) NamespaceScoped() bool { return true }
-func (r *evictionREST) GroupVersionKind(schema.GroupVersion) schema.GroupVersionKind {
-	return policyv1.SchemeGroupVersion.WithKind("Eviction")
-}
-
-func (r *evictionREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
-	ev, ok := obj.(*policyv1.Eviction)
-	if !ok {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("not an Eviction object: %T", obj))
-	}
-	if name != ev.Name {
-		return nil, apierrors.NewBadRequest("name in URL does not match name in Eviction object")
-	}
-	if createValidation != nil {
-		if err := createValidation(ctx, ev.DeepCopyObject()); err != nil {
-			return nil, err
-		}
-	}
-	opts := ev.DeleteOptions
-	if opts == nil {
-		opts = &metav1.DeleteOptions{}
-	}
-	if len(options.DryRun) > 0 {
-		opts.DryRun = options.DryRun
-	}
-	if _, _, err := r.pods.Delete(ctx, name, rest.ValidateAllObjectFunc, opts); err != nil {
-		return nil, err
-	}
-	return &metav1.Status{Status: metav1.StatusSuccess, Code: 201}, nil
 }

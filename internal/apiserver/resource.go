@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/authentication/user"
 )
 
 // resource is one row of the registry: everything the generic store, discovery, tables
@@ -15,13 +16,18 @@ import (
 // and, where the kind has rules of its own, a few hooks.
 type resource struct {
 	group, version, kind, plural, singular string
-	shortNames, categories                 []string
-	namespaced                             bool
-	newObj, newList                        func() runtime.Object
+	// alsoVersions are further versions of the group the same store is served in,
+	// converted through the scheme (version is the preferred and stored one).
+	alsoVersions           []string
+	shortNames, categories []string
+	namespaced             bool
+	newObj, newList        func() runtime.Object
 
 	// status: the kind has a /status subresource; the main resource then ignores status
 	// and /status ignores the rest.
 	status bool
+	// approval: the kind has an /approval subresource, written as /status is.
+	approval bool
 	// scale: the kind has a /scale subresource (autoscaling/v1 Scale over spec.replicas).
 	scale bool
 	// generation: writes that change spec bump metadata.generation.
@@ -47,6 +53,8 @@ type hooks struct {
 	validateUpdate func(obj, old runtime.Object) field.ErrorList
 	// prepareForCreate sets server-owned fields on create (after status is cleared).
 	prepareForCreate func(obj runtime.Object)
+	// requestor records the requesting user in an object being created.
+	requestor func(obj runtime.Object, u user.Info)
 	// prepareForUpdate carries server-owned fields over on update.
 	prepareForUpdate func(obj, old runtime.Object)
 	// gracefulDelete decides whether a delete is graceful, adjusting the options.

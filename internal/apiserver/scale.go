@@ -8,6 +8,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -125,6 +126,10 @@ func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
 			return nil, err
 		}
 		scale.Status.Selector = s.String()
+	}
+	// A ReplicationController selects by a plain label map.
+	if sel, ok := spec.FieldByName("Selector").Interface().(map[string]string); ok {
+		scale.Status.Selector = labels.SelectorFromSet(sel).String()
 	}
 	return scale, nil
 }

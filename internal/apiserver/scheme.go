@@ -9,18 +9,26 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 )
@@ -38,6 +46,9 @@ var addToSchemes = []func(*runtime.Scheme) error{
 	coordinationv1.AddToScheme, eventsv1.AddToScheme, rbacv1.AddToScheme, policyv1.AddToScheme,
 	autoscalingv1.AddToScheme, networkingv1.AddToScheme, snapshotv1.AddToScheme,
 	authenticationv1.AddToScheme, authorizationv1.AddToScheme, admissionregistrationv1.AddToScheme,
+	batchv1.AddToScheme, autoscalingv2.AddToScheme, schedulingv1.AddToScheme, nodev1.AddToScheme,
+	certificatesv1.AddToScheme, flowcontrolv1.AddToScheme,
+	apiregistrationv1.AddToScheme, metricsv1beta1.AddToScheme,
 }
 
 var metav1Pkg = reflect.TypeOf(metav1.Status{}).PkgPath()
@@ -59,7 +70,7 @@ func newScheme(resources []resource) (*runtime.Scheme, serializer.CodecFactory, 
 	for _, gv := range scheme.PrioritizedVersionsAllGroups() {
 		internal := schema.GroupVersion{Group: gv.Group, Version: runtime.APIVersionInternal}
 		for kind, t := range scheme.KnownTypes(gv) {
-			if t.PkgPath() == metav1Pkg || gv.Group == eventsv1.GroupName {
+			if t.PkgPath() == metav1Pkg || gv.Group == eventsv1.GroupName || (gv == autoscalingv1.SchemeGroupVersion && kind != "Scale") {
 				continue
 			}
 			scheme.AddKnownTypeWithName(internal.WithKind(kind), reflect.New(t).Interface().(runtime.Object))
@@ -70,16 +81,30 @@ func newScheme(resources []resource) (*runtime.Scheme, serializer.CodecFactory, 
 	if err := addEventConversions(scheme); err != nil {
 		return nil, serializer.CodecFactory{}, err
 	}
+	// autoscaling/v1's HorizontalPodAutoscaler is served from v2's store: v2's type is
+	// its internal type.
+	if err := addAutoscalingConversions(scheme); err != nil {
+		return nil, serializer.CodecFactory{}, err
+	}
 	if err := addPodOptionsConversions(scheme); err != nil {
 		return nil, serializer.CodecFactory{}, err
 	}
-	// Versions in order of preference, so that the storage encodes in v1.
+	// Versions in order of preference, so that the storage encodes in the first of each
+	// group (autoscaling/v2 before v1).
+	byGroup := map[string][]schema.GroupVersion{}
 	for _, gv := range []schema.GroupVersion{corev1.SchemeGroupVersion, appsv1.SchemeGroupVersion,
 		storagev1.SchemeGroupVersion, discoveryv1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion,
 		eventsv1.SchemeGroupVersion, rbacv1.SchemeGroupVersion, policyv1.SchemeGroupVersion,
-		autoscalingv1.SchemeGroupVersion, networkingv1.SchemeGroupVersion, snapshotv1.SchemeGroupVersion,
-		authenticationv1.SchemeGroupVersion, authorizationv1.SchemeGroupVersion, admissionregistrationv1.SchemeGroupVersion} {
-		if err := scheme.SetVersionPriority(gv); err != nil {
+		autoscalingv2.SchemeGroupVersion, autoscalingv1.SchemeGroupVersion, networkingv1.SchemeGroupVersion, snapshotv1.SchemeGroupVersion,
+		authenticationv1.SchemeGroupVersion, authorizationv1.SchemeGroupVersion, admissionregistrationv1.SchemeGroupVersion,
+		batchv1.SchemeGroupVersion, schedulingv1.SchemeGroupVersion, nodev1.SchemeGroupVersion, certificatesv1.SchemeGroupVersion,
+		flowcontrolv1.SchemeGroupVersion,
+		apiregistrationv1.SchemeGroupVersion, metricsv1beta1.SchemeGroupVersion} {
+		byGroup[gv.Group] = append(byGroup[gv.Group], gv)
+	}
+	// One call per group: a call sets the whole order of its group.
+	for _, gvs := range byGroup {
+		if err := scheme.SetVersionPriority(gvs...); err != nil {
 			return nil, serializer.CodecFactory{}, err
 		}
 	}
@@ -88,19 +113,27 @@ func newScheme(resources []resource) (*runtime.Scheme, serializer.CodecFactory, 
 	addAdmissionRegistrationDefaults(scheme)
 	for i := range resources {
 		r := &resources[i]
-		allowed := map[string]bool{"metadata.name": true, "metadata.namespace": true}
+		// allowed maps each label the version accepts to the label of the stored
+		// object's fields: itself, but for events.k8s.io, whose Events are core's.
+		allowed := map[string]string{"metadata.name": "metadata.name", "metadata.namespace": "metadata.namespace"}
 		for _, f := range r.selectableFields {
-			allowed[f] = true
-		}
-		kind := r.gvk()
-		err := scheme.AddFieldLabelConversionFunc(kind, func(label, value string) (string, string, error) {
-			if !allowed[label] {
-				return "", "", fmt.Errorf("field label not supported: %s", label)
+			allowed[f] = f
+			if r.group == eventsv1.GroupName {
+				allowed[f] = eventsV1FieldLabels[f]
 			}
-			return label, value, nil
-		})
-		if err != nil {
-			return nil, serializer.CodecFactory{}, err
+		}
+		for _, version := range append([]string{r.version}, r.alsoVersions...) {
+			kind := schema.GroupVersionKind{Group: r.group, Version: version, Kind: r.kind}
+			err := scheme.AddFieldLabelConversionFunc(kind, func(label, value string) (string, string, error) {
+				stored, ok := allowed[label]
+				if !ok {
+					return "", "", fmt.Errorf("field label not supported: %s", label)
+				}
+				return stored, value, nil
+			})
+			if err != nil {
+				return nil, serializer.CodecFactory{}, err
+			}
 		}
 	}
 	return scheme, serializer.NewCodecFactory(scheme), nil

@@ -20,6 +20,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/sets"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
@@ -36,6 +37,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	authzunion "k8s.io/apiserver/pkg/authorization/union"
+	"k8s.io/apiserver/pkg/endpoints/discovery/aggregated"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -45,11 +47,14 @@ import (
 	"k8s.io/apiserver/pkg/server/options"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	policyv1client "k8s.io/client-go/kubernetes/typed/policy/v1"
 	basecompatibility "k8s.io/component-base/compatibility"
 	openapiutil "k8s.io/kube-openapi/pkg/util"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/kubelab/kubelab/internal/apiserver/admission"
 	"github.com/kubelab/kubelab/internal/apiserver/auth"
@@ -168,7 +173,40 @@ func allResources() []resource {
 	rs = append(rs, networkingResources()...)
 	rs = append(rs, otherResources()...)
 	rs = append(rs, admissionRegistrationResources()...)
+	rs = append(rs, replicationControllerResources()...)
+	rs = append(rs, batchResources()...)
+	rs = append(rs, autoscalingResources()...)
+	rs = append(rs, policyResources()...)
+	rs = append(rs, schedulingResources()...)
+	rs = append(rs, nodeResources()...)
+	rs = append(rs, certificatesResources()...)
+	rs = append(rs, flowcontrolResources()...)
+	rs = append(rs, apiregistrationResources()...)
 	return rs
+}
+
+// servedGroupVersions are the group versions of the rows and the extra endpoints, in
+// the order of the rows, each once.
+func servedGroupVersions(resources []resource, extra map[string]map[string]rest.Storage) [][2]string {
+	seen := map[[2]string]bool{}
+	var out [][2]string
+	add := func(gv [2]string) {
+		if !seen[gv] {
+			seen[gv] = true
+			out = append(out, gv)
+		}
+	}
+	for _, r := range resources {
+		for _, v := range append([]string{r.version}, r.alsoVersions...) {
+			add([2]string{r.group, v})
+		}
+	}
+	for _, g := range slices.Sorted(maps.Keys(extra)) {
+		add([2]string{g, "v1"})
+	}
+	add([2]string{"apiextensions.k8s.io", "v1"})
+	add([2]string{"metrics.k8s.io", "v1beta1"})
+	return out
 }
 
 // Run serves until ctx ends.
@@ -247,12 +285,18 @@ func (s *Server) Run(ctx context.Context) error {
 	resourceConfig := serverstorage.NewResourceConfig()
 	for _, r := range resources {
 		resourceConfig.EnableVersions(r.gv())
+		for _, v := range r.alsoVersions {
+			resourceConfig.EnableVersions(schema.GroupVersion{Group: r.group, Version: v})
+		}
 	}
 	cfg.MergedResourceConfig = resourceConfig
-	if err := s.applyStorage(cfg, scheme, codecs, resources, resourceConfig); err != nil {
+	etcdOpts, err := s.applyStorage(cfg, scheme, codecs, resources, resourceConfig)
+	if err != nil {
 		listener.Close()
 		return err
 	}
+	// The custom resource server adds its groups to the same aggregated discovery.
+	cfg.AggregatedDiscoveryGroupManager = aggregated.NewResourceManager("apis")
 
 	chain, err := admission.New(admission.Deps{Client: client, Factory: factory, Loopback: cfg.LoopbackClientConfig,
 		Authorizer: cfg.Authorization.Authorizer, Stop: cfg.DrainedNotify()})
@@ -273,8 +317,17 @@ func (s *Server) Run(ctx context.Context) error {
 	var background sync.WaitGroup
 	defer background.Wait()
 
-	server, err := cfg.Complete(factory).New("kubelab-apiserver", genericapiserver.NewEmptyDelegate())
+	crds, err := newCustomResourceServer(*cfg, factory, *etcdOpts)
 	if err != nil {
+		listener.Close()
+		return fmt.Errorf("apiserver: %w", err)
+	}
+	server, err := cfg.Complete(factory).New("kubelab-apiserver", crds.GenericAPIServer)
+	if err != nil {
+		listener.Close()
+		return fmt.Errorf("apiserver: %w", err)
+	}
+	if err := listCustomGroups(ctx, crds, server.DiscoveryGroupManager); err != nil {
 		listener.Close()
 		return fmt.Errorf("apiserver: %w", err)
 	}
@@ -282,7 +335,8 @@ func (s *Server) Run(ctx context.Context) error {
 	// for them; clients reconnect anyway.
 	server.ShutdownTimeout = 3 * time.Second
 	extra := reviews(cfg.Authorization.Authorizer, cfg.RuleResolver, s.tokens)
-	if err := installAPIs(server, scheme, codecs, resources, extra, cfg.RESTOptionsGetter, alloc, kubelet, s.serviceAccounts); err != nil {
+	deps := storageDeps{alloc: alloc, kubelet: kubelet, tokens: s.serviceAccounts, pdbs: client.PolicyV1()}
+	if err := installAPIs(server, scheme, codecs, resources, extra, cfg.RESTOptionsGetter, deps); err != nil {
 		return err
 	}
 	server.AddPostStartHookOrDie("kubelab-bootstrap", func(hook genericapiserver.PostStartHookContext) error {
@@ -300,6 +354,12 @@ func (s *Server) Run(ctx context.Context) error {
 			s.log.ErrorContext(ctx, "bootstrap did not finish", "err", err)
 			return nil
 		}
+		dyn, err := dynamic.NewForConfig(hook.LoopbackClientConfig)
+		if err != nil {
+			return err
+		}
+		gvs := servedGroupVersions(resources, extra)
+		background.Go(func() { _ = writeCatalog(ctx, loopback, dyn, gvs) })
 		repair := &serviceRepair{alloc: alloc, services: alloc.listServices, log: s.log}
 		background.Go(func() { repair.run(ctx, s.cfg.ServiceRepairInterval) })
 		if s.cfg.AdvertiseAddress != "" {
@@ -445,7 +505,7 @@ func anonymousOnPublicPaths() authenticator.Request {
 
 // applyStorage stores every kind in etcd as protobuf (JSON for the snapshot kinds, which
 // have no protobuf form), under /registry/<resource>, with a watch cache in front.
-func (s *Server) applyStorage(cfg *genericapiserver.Config, scheme *runtime.Scheme, codecs serializer.CodecFactory, resources []resource, resourceConfig *serverstorage.ResourceConfig) error {
+func (s *Server) applyStorage(cfg *genericapiserver.Config, scheme *runtime.Scheme, codecs serializer.CodecFactory, resources []resource, resourceConfig *serverstorage.ResourceConfig) (*options.EtcdOptions, error) {
 	backend := storagebackend.NewDefaultConfig(s.cfg.EtcdPrefix, nil)
 	backend.Transport.ServerList = s.cfg.EtcdServers
 	backend.Transport.TrustedCAFile, backend.Transport.CertFile, backend.Transport.KeyFile = s.cfg.EtcdCAFile, s.cfg.EtcdCertFile, s.cfg.EtcdKeyFile
@@ -460,9 +520,9 @@ func (s *Server) applyStorage(cfg *genericapiserver.Config, scheme *runtime.Sche
 		}
 	}
 	if err := etcdOpts.ApplyWithStorageFactoryTo(factory, cfg); err != nil {
-		return fmt.Errorf("apiserver storage: %w", err)
+		return nil, fmt.Errorf("apiserver storage: %w", err)
 	}
-	return nil
+	return etcdOpts, nil
 }
 
 // snapshotGroup's kinds are custom resources upstream: they have no protobuf form.
@@ -487,9 +547,10 @@ func (w withoutProtobuf) SupportedMediaTypes() []runtime.SerializerInfo {
 // extra are endpoints without a row (the review APIs), by group and path, served in
 // each group's preferred version.
 func installAPIs(server *genericapiserver.GenericAPIServer, scheme *runtime.Scheme, codecs serializer.CodecFactory, resources []resource,
-	extra map[string]map[string]rest.Storage, optsGetter generic.RESTOptionsGetter, alloc *serviceAllocator, kubelet *kubeletClient, tokens *serviceAccountTokens) error {
+	extra map[string]map[string]rest.Storage, optsGetter generic.RESTOptionsGetter, deps storageDeps) error {
 	groups := map[string]*genericapiserver.APIGroupInfo{}
 	var order []string
+	var pods, nodes objectStore
 	for _, group := range slices.Sorted(maps.Keys(extra)) {
 		g := genericapiserver.NewDefaultAPIGroupInfo(group, scheme, runtime.NewParameterCodec(scheme), codecs)
 		version := scheme.PrioritizedVersionsForGroup(group)[0].Version
@@ -509,18 +570,29 @@ func installAPIs(server *genericapiserver.GenericAPIServer, scheme *runtime.Sche
 			groups[r.group] = info
 			order = append(order, r.group)
 		}
-		if info.VersionedResourcesStorageMap[r.version] == nil {
-			info.VersionedResourcesStorageMap[r.version] = map[string]rest.Storage{}
-		}
-		storages, err := restStorages(scheme, r, optsGetter, alloc, kubelet, tokens)
+		storages, err := restStorages(scheme, r, optsGetter, deps)
 		if err != nil {
 			return err
 		}
-		for path, st := range storages {
-			info.VersionedResourcesStorageMap[r.version][path] = st
+		switch r.gvk() {
+		case corev1.SchemeGroupVersion.WithKind("Pod"):
+			pods = storages["pods"].(objectStore)
+		case corev1.SchemeGroupVersion.WithKind("Node"):
+			nodes = storages["nodes"].(objectStore)
+		}
+		for _, version := range append([]string{r.version}, r.alsoVersions...) {
+			if info.VersionedResourcesStorageMap[version] == nil {
+				info.VersionedResourcesStorageMap[version] = map[string]rest.Storage{}
+			}
+			for path, st := range storages {
+				info.VersionedResourcesStorageMap[version][path] = st
+			}
 		}
 	}
-	var rest []*genericapiserver.APIGroupInfo
+	// metrics.k8s.io is served from the kubelets' summaries of the pods and nodes.
+	m := genericapiserver.NewDefaultAPIGroupInfo(metricsv1beta1.GroupName, scheme, runtime.NewParameterCodec(scheme), codecs)
+	m.VersionedResourcesStorageMap["v1beta1"] = metricsStorage(deps.kubelet, pods, nodes)
+	rest := []*genericapiserver.APIGroupInfo{&m}
 	for _, g := range order {
 		if g == "" {
 			if err := server.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, groups[g]); err != nil {
@@ -536,8 +608,18 @@ func installAPIs(server *genericapiserver.GenericAPIServer, scheme *runtime.Sche
 	return nil
 }
 
+// storageDeps are what some rows' endpoints need beyond their store.
+type storageDeps struct {
+	alloc   *serviceAllocator
+	kubelet *kubeletClient
+	tokens  *serviceAccountTokens
+	// pdbs are read and written by pods/eviction (through the loopback client).
+	pdbs policyv1client.PodDisruptionBudgetsGetter
+}
+
 // restStorages are the REST endpoints of one row: the resource and its subresources.
-func restStorages(scheme *runtime.Scheme, r *resource, optsGetter generic.RESTOptionsGetter, alloc *serviceAllocator, kubelet *kubeletClient, tokens *serviceAccountTokens) (map[string]rest.Storage, error) {
+func restStorages(scheme *runtime.Scheme, r *resource, optsGetter generic.RESTOptionsGetter, deps storageDeps) (map[string]rest.Storage, error) {
+	alloc, kubelet, tokens := deps.alloc, deps.kubelet, deps.tokens
 	store, err := newStore(scheme, r, optsGetter)
 	if err != nil {
 		return nil, err
@@ -546,13 +628,17 @@ func restStorages(scheme *runtime.Scheme, r *resource, optsGetter generic.RESTOp
 	if r.status {
 		out[r.plural+"/status"] = newStatusREST(scheme, r, store)
 	}
+	if r.approval {
+		out[r.plural+"/approval"] = newStatusREST(scheme, r, store)
+	}
 	if r.scale {
 		out[r.plural+"/scale"] = &scaleREST{r: r, store: store}
 	}
 	switch r.gvk() {
 	case corev1.SchemeGroupVersion.WithKind("Pod"):
 		out["pods/binding"] = &bindingREST{pods: store}
-		out["pods/eviction"] = &evictionREST{pods: store}
+		out["bindings"] = &bindingREST{pods: store}
+		out["pods/eviction"] = &evictionREST{pods: store, pdbs: deps.pdbs}
 		streams := podStreams{pods: store, kubelet: kubelet}
 		out["pods/log"] = &logREST{streams}
 		out["pods/exec"] = &execREST{streams}
@@ -561,7 +647,7 @@ func restStorages(scheme *runtime.Scheme, r *resource, optsGetter generic.RESTOp
 	case corev1.SchemeGroupVersion.WithKind("Node"):
 		kubelet.nodes = store
 	case corev1.SchemeGroupVersion.WithKind("Namespace"):
-		out["namespaces"] = withMeta{&namespaceREST{store}, r}
+		out["namespaces"] = namespaceStorage{withMeta{&namespaceREST{store}, r}}
 		out["namespaces/finalize"] = newFinalizeREST(store)
 	case corev1.SchemeGroupVersion.WithKind("ServiceAccount"):
 		out["serviceaccounts/token"] = &tokenREST{serviceAccounts: store, tokens: tokens}

@@ -131,7 +131,7 @@ func storageResources() []resource {
 			},
 		}),
 		st(resource{
-			kind: "CSINode", plural: "csinodes", singular: "csinode",
+			kind: "CSINode", plural: "csinodes", singular: "csinode", status: true,
 			newObj: func() runtime.Object { return &storagev1.CSINode{} }, newList: func() runtime.Object { return &storagev1.CSINodeList{} },
 			columns: []metav1.TableColumnDefinition{nameCol(), col("Drivers", "integer", "Number of CSI drivers on the node"), ageCol()},
 			row: func(o runtime.Object) []interface{} {
@@ -150,6 +150,40 @@ func storageResources() []resource {
 					capacity = c.Capacity.String()
 				}
 				return []interface{}{c.Name, c.StorageClassName, capacity, age(c.CreationTimestamp)}
+			},
+		}),
+		st(resource{
+			kind: "VolumeAttributesClass", plural: "volumeattributesclasses", singular: "volumeattributesclass", shortNames: []string{"vac"},
+			newObj:  func() runtime.Object { return &storagev1.VolumeAttributesClass{} },
+			newList: func() runtime.Object { return &storagev1.VolumeAttributesClassList{} },
+			columns: []metav1.TableColumnDefinition{nameCol(), col("DriverName", "string", "The CSI driver the parameters are for."), ageCol()},
+			row: func(o runtime.Object) []interface{} {
+				c := o.(*storagev1.VolumeAttributesClass)
+				return []interface{}{c.Name, c.DriverName, age(c.CreationTimestamp)}
+			},
+			hooks: hooks{
+				validate: func(o runtime.Object) field.ErrorList {
+					c := o.(*storagev1.VolumeAttributesClass)
+					var errs field.ErrorList
+					if c.DriverName == "" {
+						errs = append(errs, field.Required(field.NewPath("driverName"), ""))
+					}
+					if len(c.Parameters) == 0 {
+						errs = append(errs, field.Required(field.NewPath("parameters"), "must contain at least one key/value pair"))
+					}
+					return errs
+				},
+				validateUpdate: func(o, old runtime.Object) field.ErrorList {
+					c, prev := o.(*storagev1.VolumeAttributesClass), old.(*storagev1.VolumeAttributesClass)
+					var errs field.ErrorList
+					if c.DriverName != prev.DriverName {
+						errs = append(errs, field.Invalid(field.NewPath("driverName"), c.DriverName, "field is immutable"))
+					}
+					if !apiequality.Semantic.DeepEqual(c.Parameters, prev.Parameters) {
+						errs = append(errs, field.Invalid(field.NewPath("parameters"), c.Parameters, "field is immutable"))
+					}
+					return errs
+				},
 			},
 		}),
 	}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	genericrequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage/names"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -51,6 +52,9 @@ func (s strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	}
 	if s.r.hooks.prepareForCreate != nil {
 		s.r.hooks.prepareForCreate(obj)
+	}
+	if u, ok := genericrequest.UserFrom(ctx); ok && s.r.hooks.requestor != nil {
+		s.r.hooks.requestor(obj, u)
 	}
 }
 

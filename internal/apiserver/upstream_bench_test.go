@@ -153,7 +153,7 @@ func BenchmarkAgainstKubeAPIServer(b *testing.B) {
 	}
 }
 
-// kubeAPIServer is an upstream kube-apiserver started by a benchmark.
+// kubeAPIServer is an upstream kube-apiserver started by a test or benchmark.
 type kubeAPIServer struct {
 	cmd    *exec.Cmd
 	config *rest.Config
@@ -162,24 +162,24 @@ type kubeAPIServer struct {
 
 // startKubeAPIServer starts bin on s's etcd under its own prefix, serving with s's
 // certificate and trusting s's CA, so s's admin credentials work against it; it is
-// ended (by its PID) when the benchmark ends.
-func startKubeAPIServer(b *testing.B, bin string, s *apiservertest.Server) *kubeAPIServer {
-	b.Helper()
-	dir := b.TempDir()
+// ended (by its PID) when the test or benchmark ends.
+func startKubeAPIServer(tb testing.TB, bin string, s *apiservertest.Server) *kubeAPIServer {
+	tb.Helper()
+	dir := tb.TempDir()
 	saKey := filepath.Join(dir, "sa.key")
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	der, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := os.WriteFile(saKey, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	pki := filepath.Join(s.DataDir, "pki")
-	port := apiservertest.FreePort(b)
+	port := apiservertest.FreePort(tb)
 	prefix := "/kube-apiserver-bench"
 	cmd := exec.Command(bin,
 		"--etcd-servers="+fmt.Sprintf("https://127.0.0.1:%d", s.EtcdClientPort),
@@ -201,16 +201,16 @@ func startKubeAPIServer(b *testing.B, bin string, s *apiservertest.Server) *kube
 	logPath := filepath.Join(dir, "kube-apiserver.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
-		b.Fatalf("start %s: %v", bin, err)
+		tb.Fatalf("start %s: %v", bin, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait(); logFile.Close() }()
-	b.Cleanup(func() {
+	tb.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-exited:
@@ -232,12 +232,12 @@ func startKubeAPIServer(b *testing.B, bin string, s *apiservertest.Server) *kube
 		select {
 		case err := <-exited:
 			out, _ := os.ReadFile(logPath)
-			b.Fatalf("kube-apiserver exited (%v):\n%s", err, tail(out, 4000))
+			tb.Fatalf("kube-apiserver exited (%v):\n%s", err, tail(out, 4000))
 		default:
 		}
 		if time.Now().After(deadline) {
 			out, _ := os.ReadFile(logPath)
-			b.Fatalf("kube-apiserver not ready within 2m (last: %v):\n%s", err, tail(out, 4000))
+			tb.Fatalf("kube-apiserver not ready within 2m (last: %v):\n%s", err, tail(out, 4000))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

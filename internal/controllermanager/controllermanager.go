@@ -18,20 +18,26 @@ import (
 
 	"github.com/kubelab/kubelab/internal/controller/attachdetach"
 	"github.com/kubelab/kubelab/internal/controller/clusterroleaggregation"
+	"github.com/kubelab/kubelab/internal/controller/cronjob"
 	"github.com/kubelab/kubelab/internal/controller/daemonset"
 	"github.com/kubelab/kubelab/internal/controller/deployment"
+	"github.com/kubelab/kubelab/internal/controller/disruption"
 	"github.com/kubelab/kubelab/internal/controller/endpointslice"
 	"github.com/kubelab/kubelab/internal/controller/garbagecollector"
+	"github.com/kubelab/kubelab/internal/controller/job"
 	"github.com/kubelab/kubelab/internal/controller/namespace"
 	"github.com/kubelab/kubelab/internal/controller/nodeipam"
 	"github.com/kubelab/kubelab/internal/controller/nodelifecycle"
+	"github.com/kubelab/kubelab/internal/controller/podautoscaler"
 	"github.com/kubelab/kubelab/internal/controller/protection"
 	"github.com/kubelab/kubelab/internal/controller/pvbinder"
 	"github.com/kubelab/kubelab/internal/controller/replicaset"
+	"github.com/kubelab/kubelab/internal/controller/replication"
 	"github.com/kubelab/kubelab/internal/controller/resourcequota"
 	"github.com/kubelab/kubelab/internal/controller/rootcacertpublisher"
 	"github.com/kubelab/kubelab/internal/controller/serviceaccount"
 	"github.com/kubelab/kubelab/internal/controller/statefulset"
+	"github.com/kubelab/kubelab/internal/controller/ttlafterfinished"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/snapshotter"
 )
 
@@ -173,6 +179,59 @@ func New(cfg Config, restConfig *rest.Config) (*ControllerManager, error) {
 			}
 			c, err := replicaset.New(replicaset.Config{}, cl, factory)
 			return add("replicaset", c, err)
+		},
+		func() error {
+			cl, err := own("job-controller")
+			if err != nil {
+				return add("job-controller", nil, err)
+			}
+			c, err := job.New(job.Config{Logger: log}, cl, factory)
+			return add("job", c, err)
+		},
+		func() error {
+			cl, err := own("ttl-after-finished-controller")
+			if err != nil {
+				return add("ttl-after-finished-controller", nil, err)
+			}
+			c, err := ttlafterfinished.New(ttlafterfinished.Config{Logger: log}, cl, factory)
+			return add("ttlafterfinished", c, err)
+		},
+		func() error {
+			// Its metrics.k8s.io and /scale clients share its identity.
+			rc, err := controllerConfig(cfg, restConfig, "horizontal-pod-autoscaler")
+			if err != nil {
+				return add("horizontal-pod-autoscaler", nil, err)
+			}
+			clients, err := podautoscaler.NewClients(rc)
+			if err != nil {
+				return add("horizontal-pod-autoscaler", nil, err)
+			}
+			c, err := podautoscaler.New(podautoscaler.Config{Logger: log}, clients, factory)
+			return add("horizontalpodautoscaling", c, err)
+		},
+		func() error {
+			cl, err := own("replication-controller")
+			if err != nil {
+				return add("replication-controller", nil, err)
+			}
+			c, err := replication.New(replication.Config{}, cl, factory)
+			return add("replicationcontroller", c, err)
+		},
+		func() error {
+			cl, err := own("disruption-controller")
+			if err != nil {
+				return add("disruption-controller", nil, err)
+			}
+			c, err := disruption.New(disruption.Config{Logger: log}, cl, factory)
+			return add("disruption", c, err)
+		},
+		func() error {
+			cl, err := own("cronjob-controller")
+			if err != nil {
+				return add("cronjob-controller", nil, err)
+			}
+			c, err := cronjob.New(cronjob.Config{Logger: log}, cl, factory)
+			return add("cronjob", c, err)
 		},
 		func() error {
 			cl, err := own("deployment-controller")

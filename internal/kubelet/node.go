@@ -17,6 +17,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
@@ -159,7 +160,46 @@ func applyNodeStatus(node *corev1.Node, cfg *Config, inUse []corev1.UniqueVolume
 	return !apiequality.Semantic.DeepEqual(cmpOld, cmpNew)
 }
 
-// registerNode creates the Node, or takes over an existing one.
+// conditionEvents are the reasons of the events the kubelet records when it reports a
+// node condition in a new status, as upstream's kubelet does.
+var conditionEvents = map[corev1.NodeConditionType]map[corev1.ConditionStatus]string{
+	corev1.NodeMemoryPressure: {corev1.ConditionFalse: "NodeHasSufficientMemory", corev1.ConditionTrue: "NodeHasInsufficientMemory"},
+	corev1.NodeDiskPressure:   {corev1.ConditionFalse: "NodeHasNoDiskPressure", corev1.ConditionTrue: "NodeHasDiskPressure"},
+	corev1.NodePIDPressure:    {corev1.ConditionFalse: "NodeHasSufficientPID", corev1.ConditionTrue: "NodeHasInsufficientPID"},
+	corev1.NodeReady:          {corev1.ConditionTrue: "NodeReady", corev1.ConditionFalse: "NodeNotReady"},
+}
+
+// nodeStatusEvents are the reasons of the events a status write from prev to cur
+// records: one per condition of cur whose status differs from prev's (or that prev
+// lacks), in cur's order.
+func nodeStatusEvents(prev, cur []corev1.NodeCondition) []string {
+	var out []string
+	for _, c := range cur {
+		reason, ok := conditionEvents[c.Type][c.Status]
+		if !ok {
+			continue
+		}
+		changed := true
+		for _, p := range prev {
+			if p.Type == c.Type {
+				changed = p.Status != c.Status
+			}
+		}
+		if changed {
+			out = append(out, reason)
+		}
+	}
+	return out
+}
+
+// nodeRef is what the kubelet's Node events are about; as upstream's kubelet, it uses
+// the node's name as its uid.
+func (k *Kubelet) nodeRef() *corev1.ObjectReference {
+	return &corev1.ObjectReference{Kind: "Node", Name: k.cfg.NodeName, UID: types.UID(k.cfg.NodeName)}
+}
+
+// registerNode creates the Node, or takes over an existing one. The first registration
+// of this kubelet records the Starting event.
 func (k *Kubelet) registerNode(ctx context.Context) error {
 	want := desiredNode(&k.cfg)
 	node, err := k.client.CoreV1().Nodes().Create(ctx, want, metav1.CreateOptions{})
@@ -180,16 +220,22 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("register node %s: %w", k.cfg.NodeName, err)
 	}
-	k.nodeUID.Store(&node.UID)
+	if k.nodeUID.Swap(&node.UID) == nil {
+		k.recorder.Eventf(k.nodeRef(), corev1.EventTypeNormal, "Starting", "Starting kubelet.")
+	}
 	return nil
 }
 
-// syncNodeStatus writes the node's status when it changed or force is set.
+// syncNodeStatus writes the node's status when it changed or force is set, and records
+// an event for each condition the write changes (NodeReady: "Node <name> status is now:
+// NodeReady").
 func (k *Kubelet) syncNodeStatus(ctx context.Context, force bool) error {
 	inUse := k.volumes.inUse()
 	runtimeErr := k.runtime.Ready(ctx)
 	wrote := false
+	var events []string
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		events = nil
 		node, err := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -197,13 +243,20 @@ func (k *Kubelet) syncNodeStatus(ctx context.Context, force bool) error {
 		if node.Spec.PodCIDR != "" {
 			k.ipam.setCIDR(node.Spec.PodCIDR)
 		}
+		prev := node.Status.Conditions
 		if !applyNodeStatus(node, &k.cfg, inUse, runtimeErr, metav1.Now()) && !force {
 			return nil
 		}
 		_, err = k.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
 		wrote = err == nil
+		if wrote {
+			events = nodeStatusEvents(prev, node.Status.Conditions)
+		}
 		return err
 	})
+	for _, reason := range events {
+		k.recorder.Eventf(k.nodeRef(), corev1.EventTypeNormal, reason, "Node %s status is now: %s", k.cfg.NodeName, reason)
+	}
 	if err != nil {
 		return fmt.Errorf("update node %s status: %w", k.cfg.NodeName, err)
 	}

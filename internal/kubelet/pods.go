@@ -141,6 +141,13 @@ func (k *Kubelet) runPod(ctx context.Context, key string, pod *corev1.Pod, st *p
 		}
 		st.started = true
 	}
+	if k.cfg.Hollow && st.started {
+		// Containers asked to exit (kubelab.dev/hollow-run-seconds) do so when due.
+		var next time.Duration
+		if st.states, next = hollowExits(pod, st.states, time.Now()); next > 0 {
+			k.queue.AddAfter(key, next)
+		}
+	}
 	if err := k.writeStatus(ctx, pod, runtimeStatus(pod, st.states, k.hostIP(), st.ip, st.started, metav1.Now())); err != nil {
 		return err
 	}

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubelab/kubelab/internal/kubelet/kuberuntime/fakecri"
 )
 
 // ContainerState is what the runtime reports about one container (an init container or an
@@ -174,6 +176,42 @@ func (r *hollowRuntime) Relist(context.Context) (map[types.UID]string, error) {
 }
 
 func (r *hollowRuntime) Ready(context.Context) error { return nil }
+
+// hollowExits ends the app containers of a hollow pod whose run time has passed: the pod
+// asks for it with the annotations kubelab.dev/hollow-run-seconds (seconds after the
+// container started) and kubelab.dev/hollow-exit-code (default 0), as the fake CRI
+// honours them. Exited containers are not restarted. It returns the states and how long
+// until the next container is due to exit (0: none is).
+func hollowExits(pod *corev1.Pod, states []ContainerState, now time.Time) ([]ContainerState, time.Duration) {
+	run, code, ok := fakecri.HollowExit(pod.Annotations)
+	if !ok {
+		return states, 0
+	}
+	app := make(map[string]bool, len(pod.Spec.Containers))
+	for _, c := range pod.Spec.Containers {
+		app[c.Name] = true
+	}
+	out := append([]ContainerState(nil), states...)
+	var next time.Duration
+	for i := range out {
+		s := &out[i]
+		if !app[s.Name] || s.Terminated || s.Waiting || s.StartedAt.IsZero() {
+			continue
+		}
+		at := s.StartedAt.Add(run)
+		if wait := at.Sub(now); wait > 0 {
+			if next == 0 || wait < next {
+				next = wait
+			}
+			continue
+		}
+		s.Terminated, s.ExitCode, s.FinishedAt, s.Reason = true, code, at, "Completed"
+		if code != 0 {
+			s.Reason = "Error"
+		}
+	}
+	return out, next
+}
 
 // hollowMounter records stage, publish and expand calls; nothing touches the filesystem.
 type hollowMounter struct {

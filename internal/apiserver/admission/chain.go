@@ -70,7 +70,7 @@ func New(d Deps) (admission.Interface, error) {
 		newServiceAccount(d.Factory, d.Client),
 		newNodeRestriction(d.Factory, d.Client),
 		podSecurity,
-		newPriority(),
+		newPriority(d.Factory, d.Client),
 		newDefaultTolerationSeconds(),
 		newDefaultStorageClass(d.Factory),
 		newStorageObjectInUseProtection(),

@@ -136,13 +136,9 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	remaining := 0
-	for _, gvr := range resources {
-		n, err := c.deleteContent(ctx, name, gvr)
-		if err != nil {
-			return err
-		}
-		remaining += n
+	remaining, err := emptyNamespace(ctx, name, resources, c.deleteContent)
+	if err != nil {
+		return err
 	}
 	if remaining > 0 {
 		return errContentRemains
@@ -202,6 +198,42 @@ func (c *Controller) namespacedResources() ([]schema.GroupVersionResource, error
 		}
 	}
 	return out, nil
+}
+
+// podsResource is the resource emptyNamespace deletes before any other.
+var podsResource = corev1.Resource("pods")
+
+// contentDeleter deletes every object of gvr in namespace ns and says how many remain.
+type contentDeleter func(ctx context.Context, ns string, gvr schema.GroupVersionResource) (int, error)
+
+// emptyNamespace deletes the objects of resources in namespace ns through del, pods
+// first: while any pod remains (terminating, or held by a finalizer) nothing else is
+// deleted in this pass, so no pod outlives what it uses (its ServiceAccount, Secrets,
+// ConfigMaps, the NetworkPolicies that restrict it). It returns how many objects remain.
+func emptyNamespace(ctx context.Context, ns string, resources []schema.GroupVersionResource, del contentDeleter) (int, error) {
+	rest := make([]schema.GroupVersionResource, 0, len(resources))
+	for _, gvr := range resources {
+		if gvr.GroupResource() != podsResource {
+			rest = append(rest, gvr)
+			continue
+		}
+		n, err := del(ctx, ns, gvr)
+		if err != nil {
+			return 0, err
+		}
+		if n > 0 {
+			return n, nil
+		}
+	}
+	remaining := 0
+	for _, gvr := range rest {
+		n, err := del(ctx, ns, gvr)
+		if err != nil {
+			return 0, err
+		}
+		remaining += n
+	}
+	return remaining, nil
 }
 
 // deleteContent deletes every object of gvr in namespace ns and says how many remain

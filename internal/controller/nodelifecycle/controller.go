@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -21,6 +22,9 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubelab/kubelab/internal/controller/worker"
 )
 
 // Upstream component names of the Events.
@@ -68,9 +72,14 @@ type Controller struct {
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
 	evictions   record.EventRecorder
+	// taints holds the names of nodes whose taints are looked at without waiting for
+	// the next pass (a cordon, a Ready change).
+	taints workqueue.TypedRateLimitingInterface[string]
 
 	mu     sync.Mutex
 	probes map[string]probe
+	// known are the nodes the controller has registered (RegisteredNode), by name.
+	known map[string]types.UID
 }
 
 const byNode = "spec.nodeName"
@@ -104,15 +113,32 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		return nil, err
 	}
 	broadcaster := record.NewBroadcaster()
-	return &Controller{
+	c := &Controller{
 		cfg: cfg, client: client,
 		nodeLister: nodeInf.Lister(), leaseLister: leaseInf.Lister(), podIndexer: podInf.Informer().GetIndexer(),
 		synced:      []cache.InformerSynced{nodeInf.Informer().HasSynced, leaseInf.Informer().HasSynced, podInf.Informer().HasSynced},
 		broadcaster: broadcaster,
 		recorder:    broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: ComponentName}),
 		evictions:   broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EvictionComponentName}),
-		probes:      map[string]probe{},
-	}, nil
+		taints: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "nodelifecycle-taints"}),
+		probes: map[string]probe{},
+		known:  map[string]types.UID{},
+	}
+	// New nodes are looked at by the next pass; a changed node's taints at once.
+	_, err := nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(old, cur interface{}) {
+			o, ok1 := old.(*corev1.Node)
+			n, ok2 := cur.(*corev1.Node)
+			if ok1 && ok2 && taintInputsChanged(o, n) {
+				worker.Enqueue(c.taints, n)
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // Run waits for the caches, then looks at every node each NodeMonitorPeriod until ctx
@@ -120,9 +146,11 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 func (c *Controller) Run(ctx context.Context) error {
 	c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
 	defer c.broadcaster.Shutdown()
+	defer c.taints.ShutDown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("nodelifecycle: caches did not sync: %w", ctx.Err())
 	}
+	worker.Start(ctx, 1, c.taints, c.syncNodeTaints, worker.Failed("nodelifecycle taints", "node", apierrors.IsConflict))
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		if err := c.monitor(ctx); err != nil {
 			// A lost write race is retried at the next pass; anything else is worth a warning.
@@ -156,8 +184,44 @@ func (c *Controller) monitor(ctx context.Context) error {
 			delete(c.probes, name)
 		}
 	}
+	var removed []string
+	for name, uid := range c.known {
+		if !seen[name] {
+			delete(c.known, name)
+			removed = append(removed, name)
+			c.recordNodeEvent(name, uid, "RemovingNode", fmt.Sprintf("Removing Node %v from Controller", name))
+		}
+	}
 	c.mu.Unlock()
+	for _, name := range removed {
+		slog.InfoContext(ctx, "nodelifecycle: node removed", "node", name)
+	}
 	return errors.Join(errs...)
+}
+
+// nodeRef is the reference the controller's Node events are about.
+func nodeRef(name string, uid types.UID) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: name, UID: uid}
+}
+
+// recordNodeEvent records a Normal event about node name, in upstream's "Node <name>
+// event: <what>" form.
+func (c *Controller) recordNodeEvent(name string, uid types.UID, reason, what string) {
+	c.recorder.Eventf(nodeRef(name, uid), corev1.EventTypeNormal, reason, "Node %s event: %s", name, what)
+}
+
+// syncNodeTaints brings the taints of node name in line with its Ready condition and
+// cordon.
+func (c *Controller) syncNodeTaints(ctx context.Context, name string) error {
+	n, err := c.nodeLister.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = c.syncTaints(ctx, n, c.cfg.Now())
+	return err
 }
 
 func readyCondition(n *corev1.Node) *corev1.NodeCondition {
@@ -191,6 +255,10 @@ func (c *Controller) monitorNode(ctx context.Context, n *corev1.Node) error {
 		p = probe{heartbeat: hb, seenAt: now}
 		c.probes[n.Name] = p
 	}
+	if uid, known := c.known[n.Name]; !known || uid != n.UID {
+		c.known[n.Name] = n.UID
+		c.recordNodeEvent(n.Name, n.UID, "RegisteredNode", fmt.Sprintf("Registered Node %v in Controller", n.Name))
+	}
 	c.mu.Unlock()
 	var errs []error
 	if now.Sub(p.seenAt) > c.cfg.NodeMonitorGracePeriod {
@@ -214,6 +282,10 @@ func (c *Controller) monitorNode(ctx context.Context, n *corev1.Node) error {
 
 // markUnknown sets the node's conditions to Unknown and its pods not Ready.
 func (c *Controller) markUnknown(ctx context.Context, n *corev1.Node, now time.Time) (*corev1.Node, error) {
+	wasReady := false
+	if r := readyCondition(n); r != nil && r.Status == corev1.ConditionTrue {
+		wasReady = true
+	}
 	n = n.DeepCopy()
 	ts := metav1.NewTime(now)
 	reason, msg := "NodeStatusUnknown", "Kubelet stopped posting node status."
@@ -242,7 +314,11 @@ func (c *Controller) markUnknown(ctx context.Context, n *corev1.Node, now time.T
 		return nil, fmt.Errorf("mark node %s unknown: %w", n.Name, err)
 	}
 	slog.InfoContext(ctx, "nodelifecycle: node stopped posting status", "node", n.Name)
-	c.recorder.Eventf(out, corev1.EventTypeNormal, "NodeNotReady", "Node %s status is now: NodeNotReady", n.Name)
+	if wasReady {
+		// Once, when the node turns from Ready; a node that was not Ready already
+		// reported so itself.
+		c.recorder.Eventf(nodeRef(out.Name, out.UID), corev1.EventTypeNormal, "NodeNotReady", "Node %s status is now: NodeNotReady", out.Name)
+	}
 	var errs []error
 	for _, p := range c.podsOn(n.Name) {
 		for i := range p.Status.Conditions {
@@ -260,7 +336,7 @@ func (c *Controller) markUnknown(ctx context.Context, n *corev1.Node, now time.T
 }
 
 func (c *Controller) syncTaints(ctx context.Context, n *corev1.Node, now time.Time) (*corev1.Node, error) {
-	taints, changed := reconcileTaints(n.Spec.Taints, wantedTaints(readyCondition(n)), now)
+	taints, changed := reconcileTaints(n.Spec.Taints, wantedTaints(readyCondition(n), n.Spec.Unschedulable), now)
 	if !changed {
 		return n, nil
 	}

@@ -121,6 +121,9 @@ func TestLeaseLapseTaintsAndEvicts(t *testing.T) {
 		return r.Status == corev1.ConditionUnknown && r.Reason == "NodeStatusUnknown" && len(n.Spec.Taints) == 2 &&
 			n.Spec.Taints[0].Key == corev1.TaintNodeUnreachable && n.Spec.Taints[1].Key == corev1.TaintNodeUnreachable
 	})
+	waitFor(t, "NodeNotReady event", func() bool {
+		return nodeEvent(ctx, c, "n1", "NodeNotReady") == "Node n1 status is now: NodeNotReady"
+	})
 	waitFor(t, "pod marked not ready", func() bool {
 		p, err := c.CoreV1().Pods("default").Get(ctx, "patient", metav1.GetOptions{})
 		return err == nil && p.Status.Conditions[0].Status == corev1.ConditionFalse

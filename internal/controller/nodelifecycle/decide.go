@@ -14,20 +14,50 @@ var ourTaints = []corev1.Taint{
 	{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute},
 	{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule},
 	{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute},
+	{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule},
 }
 
-// wantedTaints are the taints a node with Ready condition ready should carry.
-func wantedTaints(ready *corev1.NodeCondition) []corev1.Taint {
+// wantedTaints are the taints a node with Ready condition ready should carry, with
+// node.kubernetes.io/unschedulable:NoSchedule added when it is cordoned
+// (spec.unschedulable).
+func wantedTaints(ready *corev1.NodeCondition, unschedulable bool) []corev1.Taint {
+	var out []corev1.Taint
 	key := ""
 	switch {
 	case ready == nil || ready.Status == corev1.ConditionUnknown:
 		key = corev1.TaintNodeUnreachable
 	case ready.Status == corev1.ConditionFalse:
 		key = corev1.TaintNodeNotReady
-	default:
-		return nil
 	}
-	return []corev1.Taint{{Key: key, Effect: corev1.TaintEffectNoSchedule}, {Key: key, Effect: corev1.TaintEffectNoExecute}}
+	if key != "" {
+		out = append(out, corev1.Taint{Key: key, Effect: corev1.TaintEffectNoSchedule}, corev1.Taint{Key: key, Effect: corev1.TaintEffectNoExecute})
+	}
+	if unschedulable {
+		out = append(out, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule})
+	}
+	return out
+}
+
+// taintInputsChanged says whether a node update may change the taints it should carry:
+// its cordon, its Ready status or its taints changed.
+func taintInputsChanged(old, cur *corev1.Node) bool {
+	status := func(n *corev1.Node) corev1.ConditionStatus {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status
+			}
+		}
+		return ""
+	}
+	if old.Spec.Unschedulable != cur.Spec.Unschedulable || status(old) != status(cur) || len(old.Spec.Taints) != len(cur.Spec.Taints) {
+		return true
+	}
+	for i := range old.Spec.Taints {
+		if !old.Spec.Taints[i].MatchTaint(&cur.Spec.Taints[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 func ours(t corev1.Taint) bool {

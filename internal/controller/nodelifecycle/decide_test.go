@@ -1,6 +1,7 @@
 package nodelifecycle
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ func TestWantedTaints(t *testing.T) {
 		{&corev1.NodeCondition{Status: corev1.ConditionFalse}, corev1.TaintNodeNotReady},
 		{&corev1.NodeCondition{Status: corev1.ConditionTrue}, ""},
 	} {
-		got := wantedTaints(tc.ready)
+		got := wantedTaints(tc.ready, false)
 		if tc.key == "" {
 			if len(got) != 0 {
 				t.Errorf("ready node gets %v", got)
@@ -36,7 +37,7 @@ func TestReconcileTaints(t *testing.T) {
 	now := time.Unix(100, 0)
 	other := corev1.Taint{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}
 	cur := []corev1.Taint{other, {Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute}}
-	got, changed := reconcileTaints(cur, wantedTaints(nil), now)
+	got, changed := reconcileTaints(cur, wantedTaints(nil, false), now)
 	if !changed || len(got) != 3 || got[0].Key != "dedicated" {
 		t.Fatalf("taints %v changed %v", got, changed)
 	}
@@ -48,7 +49,7 @@ func TestReconcileTaints(t *testing.T) {
 			t.Errorf("NoExecute taint without timeAdded: %v", tt)
 		}
 	}
-	if _, changed := reconcileTaints(got, wantedTaints(nil), now.Add(time.Hour)); changed {
+	if _, changed := reconcileTaints(got, wantedTaints(nil, false), now.Add(time.Hour)); changed {
 		t.Error("no-op reported as a change")
 	}
 	back, changed := reconcileTaints(got, nil, now)
@@ -85,6 +86,72 @@ func TestEvictionTime(t *testing.T) {
 		at, evict := evictionTime(p, tc.taints, 300, now)
 		if evict != tc.evict || (evict && !at.Equal(tc.at)) {
 			t.Errorf("%s: evictionTime = %v, %v; want %v, %v", tc.name, at, evict, tc.at, tc.evict)
+		}
+	}
+}
+
+// A cordoned node carries node.kubernetes.io/unschedulable:NoSchedule next to what its
+// Ready condition asks for; uncordoned, it loses it and keeps taints not ours.
+func TestCordonTaint(t *testing.T) {
+	now := time.Unix(100, 0)
+	ready := &corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue}
+	unschedulable := corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
+	for _, tc := range []struct {
+		name          string
+		ready         *corev1.NodeCondition
+		unschedulable bool
+		want          []string
+	}{
+		{"ready, schedulable", ready, false, nil},
+		{"ready, cordoned", ready, true, []string{"node.kubernetes.io/unschedulable:NoSchedule"}},
+		{"not ready, cordoned", &corev1.NodeCondition{Status: corev1.ConditionFalse}, true, []string{"node.kubernetes.io/not-ready:NoSchedule",
+			"node.kubernetes.io/not-ready:NoExecute", "node.kubernetes.io/unschedulable:NoSchedule"}},
+	} {
+		var got []string
+		for _, tt := range wantedTaints(tc.ready, tc.unschedulable) {
+			got = append(got, tt.Key+":"+string(tt.Effect))
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: taints %v, want %v", tc.name, got, tc.want)
+		}
+	}
+
+	other := corev1.Taint{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}
+	cordoned, changed := reconcileTaints([]corev1.Taint{other}, wantedTaints(ready, true), now)
+	if !changed || len(cordoned) != 2 || !cordoned[1].MatchTaint(&unschedulable) || cordoned[1].TimeAdded != nil {
+		t.Fatalf("cordon: taints %v changed %v", cordoned, changed)
+	}
+	if _, changed := reconcileTaints(cordoned, wantedTaints(ready, true), now); changed {
+		t.Error("cordoned again: reported a change")
+	}
+	uncordoned, changed := reconcileTaints(cordoned, wantedTaints(ready, false), now)
+	if !changed || len(uncordoned) != 1 || uncordoned[0].Key != "dedicated" {
+		t.Errorf("uncordon: taints %v changed %v", uncordoned, changed)
+	}
+}
+
+func TestTaintInputsChanged(t *testing.T) {
+	base := &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	cordoned := base.DeepCopy()
+	cordoned.Spec.Unschedulable = true
+	notReady := base.DeepCopy()
+	notReady.Status.Conditions[0].Status = corev1.ConditionFalse
+	tainted := base.DeepCopy()
+	tainted.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}}
+	heartbeat := base.DeepCopy()
+	heartbeat.Status.Conditions[0].LastHeartbeatTime = metav1.Now()
+	labelled := base.DeepCopy()
+	labelled.Labels = map[string]string{"a": "b"}
+	for _, tc := range []struct {
+		name string
+		cur  *corev1.Node
+		want bool
+	}{
+		{"cordon", cordoned, true}, {"ready changed", notReady, true}, {"taint removed or added", tainted, true},
+		{"heartbeat only", heartbeat, false}, {"labels only", labelled, false},
+	} {
+		if got := taintInputsChanged(base, tc.cur); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

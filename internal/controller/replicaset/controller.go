@@ -3,18 +3,18 @@ package replicaset
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -47,11 +47,11 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// Controller keeps the pods of ReplicaSets.
+// Controller keeps the pods of ReplicaSets (or of another Workload).
 type Controller struct {
 	cfg          Config
 	client       kubernetes.Interface
-	rsLister     appslisters.ReplicaSetLister
+	workload     Workload
 	podLister    corelisters.PodLister
 	synced       []cache.InformerSynced
 	queue        workqueue.TypedRateLimitingInterface[string]
@@ -63,6 +63,11 @@ type Controller struct {
 // New registers the controller's informers and handlers on factory; the caller starts
 // the factory after every New.
 func New(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory) (*Controller, error) {
+	return NewFor(cfg, client, factory.Core().V1().Pods(), replicaSetWorkload(client, factory))
+}
+
+// NewFor is New for the objects of w, whose informer, like pods, the caller starts.
+func NewFor(cfg Config, client kubernetes.Interface, pods coreinformers.PodInformer, w Workload) (*Controller, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -75,27 +80,25 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	rsInf := factory.Apps().V1().ReplicaSets()
-	podInf := factory.Core().V1().Pods()
 	broadcaster := record.NewBroadcaster()
 	c := &Controller{
-		cfg: cfg, client: client,
-		rsLister: rsInf.Lister(), podLister: podInf.Lister(),
-		synced: []cache.InformerSynced{rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
+		cfg: cfg, client: client, workload: w,
+		podLister: pods.Lister(),
+		synced:    []cache.InformerSynced{w.Informer.HasSynced, pods.Informer().HasSynced},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "replicaset"}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: w.QueueName}),
 		expectations: expectations.New(cfg.Now),
 		broadcaster:  broadcaster,
-		recorder:     broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: ComponentName}),
+		recorder:     broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: w.Component}),
 	}
-	if _, err := rsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := w.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, obj interface{}) { c.enqueue(obj) },
 		DeleteFunc: c.deleteRS,
 	}); err != nil {
 		return nil, err
 	}
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.addPod,
 		UpdateFunc: c.updatePod,
 		DeleteFunc: c.deletePod,
@@ -110,11 +113,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
 	defer c.broadcaster.Shutdown()
+	name := strings.ToLower(c.workload.Kind.Kind)
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return fmt.Errorf("replicaset controller: caches did not sync: %w", ctx.Err())
+		return fmt.Errorf("%s controller: caches did not sync: %w", name, ctx.Err())
 	}
 	// A conflict is a stale cache: the retry reads the new version.
-	worker.Start(ctx, c.cfg.Workers, c.queue, c.sync, worker.Failed("replicaset", "replicaset", apierrors.IsConflict))
+	worker.Start(ctx, c.cfg.Workers, c.queue, c.sync, worker.Failed(name, name, apierrors.IsConflict))
 	<-ctx.Done()
 	return nil
 }
@@ -133,10 +137,11 @@ func (c *Controller) deleteRS(obj interface{}) {
 	c.queue.Add(key)
 }
 
-// ownerKey returns the key of the ReplicaSet controlling pod, if any.
-func ownerKey(pod *corev1.Pod) (string, bool) {
+// ownerKey returns the key of the ReplicaSet (object of the workload) controlling pod,
+// if any.
+func (c *Controller) ownerKey(pod *corev1.Pod) (string, bool) {
 	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != "ReplicaSet" || ref.APIVersion != appsv1.SchemeGroupVersion.String() {
+	if ref == nil || ref.Kind != c.workload.Kind.Kind || ref.APIVersion != c.workload.Kind.GroupVersion().String() {
 		return "", false
 	}
 	return pod.Namespace + "/" + ref.Name, true
@@ -145,7 +150,7 @@ func ownerKey(pod *corev1.Pod) (string, bool) {
 // enqueueMatching enqueues the ReplicaSets whose selector matches an orphan pod, so one
 // of them adopts it.
 func (c *Controller) enqueueMatching(pod *corev1.Pod) {
-	list, err := c.rsLister.ReplicaSets(pod.Namespace).List(labels.Everything())
+	list, err := c.workload.Objects.List(pod.Namespace)
 	if err != nil {
 		return
 	}
@@ -164,7 +169,7 @@ func (c *Controller) addPod(obj interface{}) {
 		c.deletePod(pod)
 		return
 	}
-	if key, ok := ownerKey(pod); ok {
+	if key, ok := c.ownerKey(pod); ok {
 		c.expectations.Created(key)
 		c.queue.Add(key)
 		return
@@ -179,18 +184,18 @@ func (c *Controller) updatePod(oldObj, newObj interface{}) {
 	}
 	if pod.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
 		// A pod marked for deletion is as good as gone for the expectations.
-		if key, ok := ownerKey(pod); ok {
+		if key, ok := c.ownerKey(pod); ok {
 			c.expectations.Deleted(key, pod.Namespace+"/"+pod.Name)
 		}
 	}
-	oldKey, oldOwned := ownerKey(old)
-	key, owned := ownerKey(pod)
+	oldKey, oldOwned := c.ownerKey(old)
+	key, owned := c.ownerKey(pod)
 	if oldOwned && (!owned || oldKey != key) {
 		c.queue.Add(oldKey)
 	}
 	if owned {
 		c.queue.Add(key)
-		if rs, err := c.rsLister.ReplicaSets(pod.Namespace).Get(metav1.GetControllerOf(pod).Name); err == nil && rs.Spec.MinReadySeconds > 0 && !podReady(old) && podReady(pod) {
+		if rs, err := c.workload.Objects.Get(pod.Namespace, metav1.GetControllerOf(pod).Name); err == nil && rs.Spec.MinReadySeconds > 0 && !podReady(old) && podReady(pod) {
 			// Available only minReadySeconds after ready: look again then.
 			c.queue.AddAfter(key, time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
 		}
@@ -209,7 +214,7 @@ func (c *Controller) deletePod(obj interface{}) {
 	if !ok {
 		return
 	}
-	if key, ok := ownerKey(pod); ok {
+	if key, ok := c.ownerKey(pod); ok {
 		c.expectations.Deleted(key, pod.Namespace+"/"+pod.Name)
 		c.queue.Add(key)
 	}

@@ -19,4 +19,8 @@
 //
 // It talks to the API server only through client-go (shared informers on ReplicaSets and
 // Pods, pod create/delete/patch, replicasets/status).
+//
+// NewFor runs the same logic on another Workload whose objects it reads and writes as
+// ReplicaSets: package replication runs it on ReplicationControllers, whose pods carry
+// their own kind in the ownerReference and whose Events have their own source.
 package replicaset

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,7 +25,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return nil
 	}
-	rs, err := c.rsLister.ReplicaSets(ns).Get(name)
+	rs, err := c.workload.Objects.Get(ns, name)
 	if apierrors.IsNotFound(err) {
 		c.expectations.Forget(key)
 		return nil
@@ -33,7 +34,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
-	if err != nil {
+	if err != nil || rs.Spec.Selector == nil {
 		return nil // invalid selectors are refused by the API server; nothing to do
 	}
 	needsSync := c.expectations.Satisfied(key)
@@ -106,13 +107,13 @@ func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selec
 // adopt makes rs the controller of pod, after checking with the API server that rs is
 // still there and not being deleted (the cache may be stale).
 func (c *Controller) adopt(ctx context.Context, rs *appsv1.ReplicaSet, pod *corev1.Pod) (*corev1.Pod, error) {
-	fresh, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+	fresh, err := c.workload.Objects.GetLive(ctx, rs.Namespace, rs.Name)
 	if err != nil || fresh.UID != rs.UID || fresh.DeletionTimestamp != nil {
 		return nil, nil
 	}
 	patch, _ := json.Marshal(map[string]interface{}{
 		"metadata": map[string]interface{}{
-			"ownerReferences": []metav1.OwnerReference{*controllerRef(rs)},
+			"ownerReferences": []metav1.OwnerReference{*c.controllerRef(rs)},
 			"uid":             pod.UID,
 		},
 	})
@@ -137,9 +138,9 @@ func (c *Controller) release(ctx context.Context, rs *appsv1.ReplicaSet, pod *co
 }
 
 // controllerRef is the ownerReference pods of rs carry.
-func controllerRef(rs *appsv1.ReplicaSet) *metav1.OwnerReference {
+func (c *Controller) controllerRef(rs *appsv1.ReplicaSet) *metav1.OwnerReference {
 	return &metav1.OwnerReference{
-		APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "ReplicaSet",
+		APIVersion: c.workload.Kind.GroupVersion().String(), Kind: c.workload.Kind.Kind,
 		Name: rs.Name, UID: rs.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 	}
 }
@@ -234,12 +235,12 @@ func (c *Controller) manageReplicas(ctx context.Context, rs *appsv1.ReplicaSet, 
 				err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
 				switch {
 				case err == nil:
-					c.recorder.Eventf(rs, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
+					c.recorder.Eventf(c.reference(rs), corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
 				case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 					c.expectations.Deleted(key, keys[i])
 				default:
 					c.expectations.Deleted(key, keys[i])
-					c.recorder.Eventf(rs, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
+					c.recorder.Eventf(c.reference(rs), corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
 					errs[i] = fmt.Errorf("delete pod %s: %w", keys[i], err)
 				}
 			}(i, p)
@@ -251,8 +252,8 @@ func (c *Controller) manageReplicas(ctx context.Context, rs *appsv1.ReplicaSet, 
 }
 
 // podFromTemplate is the pod rs creates: its template, generateName "<rs>-" and the
-// controller ownerReference.
-func podFromTemplate(rs *appsv1.ReplicaSet) *corev1.Pod {
+// controller ownerReference ref.
+func podFromTemplate(rs *appsv1.ReplicaSet, ref *metav1.OwnerReference) *corev1.Pod {
 	t := rs.Spec.Template.DeepCopy()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -261,7 +262,7 @@ func podFromTemplate(rs *appsv1.ReplicaSet) *corev1.Pod {
 			Labels:          t.Labels,
 			Annotations:     t.Annotations,
 			Finalizers:      t.Finalizers,
-			OwnerReferences: []metav1.OwnerReference{*controllerRef(rs)},
+			OwnerReferences: []metav1.OwnerReference{*ref},
 		},
 		Spec: t.Spec,
 	}
@@ -269,15 +270,15 @@ func podFromTemplate(rs *appsv1.ReplicaSet) *corev1.Pod {
 }
 
 func (c *Controller) createPod(ctx context.Context, rs *appsv1.ReplicaSet) error {
-	pod, err := c.client.CoreV1().Pods(rs.Namespace).Create(ctx, podFromTemplate(rs), metav1.CreateOptions{})
+	pod, err := c.client.CoreV1().Pods(rs.Namespace).Create(ctx, podFromTemplate(rs, c.controllerRef(rs)), metav1.CreateOptions{})
 	if err != nil {
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return nil
 		}
-		c.recorder.Eventf(rs, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
+		c.recorder.Eventf(c.reference(rs), corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 		return fmt.Errorf("create pod for %s/%s: %w", rs.Namespace, rs.Name, err)
 	}
-	c.recorder.Eventf(rs, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", pod.Name)
+	c.recorder.Eventf(c.reference(rs), corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", pod.Name)
 	return nil
 }
 
@@ -321,12 +322,12 @@ func (c *Controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, st
 	}
 	rs = rs.DeepCopy()
 	rs.Status = status
-	_, err := c.client.AppsV1().ReplicaSets(rs.Namespace).UpdateStatus(ctx, rs, metav1.UpdateOptions{})
+	err := c.workload.Objects.UpdateStatus(ctx, rs)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("update status of replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
+		return fmt.Errorf("update status of %s %s/%s: %w", strings.ToLower(c.workload.Kind.Kind), rs.Namespace, rs.Name, err)
 	}
 	return nil
 }

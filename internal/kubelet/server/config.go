@@ -16,6 +16,8 @@ import (
 type Config struct {
 	// Addr is where to listen, host:port ("127.0.0.1:0" picks a free port).
 	Addr string
+	// NodeName is the node's name, as /stats/summary reports it.
+	NodeName string
 	// CertFile and KeyFile are the node's serving certificate and key (PEM).
 	CertFile, KeyFile string
 	// ClientCAFile holds the CA certificates (PEM) client certificates must be signed by.
@@ -34,6 +36,11 @@ type Config struct {
 	// followRecheck is how often a followed log checks whether its container still runs
 	// while the file does not grow (1 s).
 	followRecheck time.Duration
+	// now is the clock of /stats/summary (time.Now).
+	now func() time.Time
+	// statsInterval is how often the runtime's stats are sampled once /stats/summary has
+	// been asked for (10s).
+	statsInterval time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -42,6 +49,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.followRecheck <= 0 {
 		c.followRecheck = time.Second
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.statsInterval <= 0 {
+		c.statsInterval = 10 * time.Second
 	}
 }
 

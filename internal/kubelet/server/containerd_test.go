@@ -267,6 +267,9 @@ func TestContainerd(t *testing.T) {
 	}()
 	f.portForwardEcho(t, "/portForward/default/web", l.Addr().(*net.TCPAddr).Port)
 
+	// Stats: containerd's cgroup figures; a CPU rate from the second sample on.
+	checkContainerdStats(t, f, string(pod.UID))
+
 	// The container stops: the followed log ends.
 	if _, err := cl.Runtime.StopContainer(call(), &runtimeapi.StopContainerRequest{ContainerId: ctr.ContainerId, Timeout: 1}); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,19 @@
 //	GET+POST /exec/{namespace}/{pod}[/{uid}]/{container}?command=…&input&output&error&tty
 //	GET+POST /attach/{namespace}/{pod}[/{uid}]/{container}?input&output&error&tty
 //	GET+POST /portForward/{namespace}/{pod}[/{uid}]
+//	GET      /stats/summary
 //	GET      /healthz
+//
+// /stats/summary is the Summary API (k8s.io/kubelet/pkg/apis/stats/v1alpha1) the API
+// server's metrics.k8s.io reads: a pod per ready sandbox with its running containers'
+// CPU (usageNanoCores, usageCoreNanoSeconds) and memory (workingSetBytes), from the
+// runtime's CRI ListContainerStats and ListPodSandboxStats. Once it has been asked for,
+// the server samples those stats every 10s, so CPU rates span about that long: the
+// runtime's (containerd rates each sample against the previous one, and reports 0 for a
+// container's first), or, when the runtime leaves them out, the server's own from the
+// cumulative usage of two samples (none for a first sample). A pod's figures are its
+// sandbox's stats (the sum of its containers' when the runtime has none); the node's are
+// the sum of its pods' (the kubelet reads no machine-wide counters).
 //
 // Logs are read from the CRI log file the container runtime writes (the path CRI
 // ContainerStatus reports, else <PodLogsDir>/<namespace>_<pod>_<uid>/<container>/

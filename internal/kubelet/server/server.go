@@ -22,6 +22,7 @@ type Server struct {
 	cfg   Config
 	ready chan struct{}
 	addr  string
+	stats *statsProvider
 }
 
 // New checks cfg and prepares a Server; Run starts it.
@@ -30,7 +31,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("kubelet server config: %w", err)
 	}
-	return &Server{cfg: cfg, ready: make(chan struct{})}, nil
+	return &Server{cfg: cfg, ready: make(chan struct{}), stats: newStatsProvider(cfg.Runtime, cfg.NodeName, cfg.now)}, nil
 }
 
 // Ready is closed once the server listens.
@@ -47,6 +48,7 @@ func (s *Server) handler() http.Handler {
 		_, _ = w.Write([]byte("ok"))
 	})
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
+	mux.Handle("GET /stats/summary", s.stats)
 	for _, m := range []string{http.MethodGet, http.MethodPost} {
 		mux.HandleFunc(m+" /exec/{namespace}/{pod}/{container}", s.exec)
 		mux.HandleFunc(m+" /exec/{namespace}/{pod}/{uid}/{container}", s.exec)
@@ -123,6 +125,12 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("kubelet server listen: %w", err)
 	}
 	s.addr = l.Addr().String()
+	sampling, stopSampling := context.WithCancel(ctx)
+	s.stats.sampleWhileAsked(sampling, s.cfg.statsInterval)
+	defer func() {
+		stopSampling()
+		s.stats.wait()
+	}()
 	srv := &http.Server{
 		Handler:           authorize(s.handler()),
 		TLSConfig:         tlsCfg,

@@ -46,6 +46,11 @@ type Container struct {
 	// StopTimeout is the timeout of the last StopContainer call.
 	StopTimeout int64
 	logDir      string
+	// exits, runFor and exitCode: the container exits runFor after it started with
+	// exitCode (kubelab.dev/hollow-run-seconds, kubelab.dev/hollow-exit-code).
+	exits    bool
+	runFor   time.Duration
+	exitCode int32
 }
 
 type image struct {
@@ -175,6 +180,7 @@ func (f *CRI) SetCondition(typ string, ok bool, reason, message string) {
 func (f *CRI) Exit(id string, code int32) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.exitDueLocked()
 	c, ok := f.containers[id]
 	if !ok || c.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		return fmt.Errorf("container %s is not running", id)
@@ -219,6 +225,7 @@ func (f *CRI) Sandboxes() []Sandbox {
 func (f *CRI) Containers() []Container {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.exitDueLocked()
 	out := make([]Container, 0, len(f.containers))
 	for _, c := range f.containers {
 		out = append(out, *c)
@@ -307,6 +314,7 @@ func (f *CRI) StopPodSandbox(_ context.Context, in *runtimeapi.StopPodSandboxReq
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "StopPodSandbox")
+	f.exitDueLocked()
 	s, ok := f.sandboxes[in.GetPodSandboxId()]
 	if !ok {
 		return nil, notFound("sandbox", in.GetPodSandboxId())
@@ -372,6 +380,7 @@ func (f *CRI) PodSandboxStatus(_ context.Context, in *runtimeapi.PodSandboxStatu
 func (f *CRI) ExecSync(ctx context.Context, in *runtimeapi.ExecSyncRequest, _ ...grpc.CallOption) (*runtimeapi.ExecSyncResponse, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, "ExecSync")
+	f.exitDueLocked()
 	c, ok := f.containers[in.GetContainerId()]
 	if !ok || c.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		f.mu.Unlock()
@@ -439,6 +448,7 @@ func (f *CRI) CreateContainer(_ context.Context, in *runtimeapi.CreateContainerR
 	c := &Container{ID: f.newID(), SandboxID: s.ID, Config: proto.Clone(cfg).(*runtimeapi.ContainerConfig),
 		State: runtimeapi.ContainerState_CONTAINER_CREATED, CreatedAt: f.now(), ImageID: im.id,
 		logDir: in.GetSandboxConfig().GetLogDirectory()}
+	c.runFor, c.exitCode, c.exits = hollowExitOf(s, cfg)
 	f.containers[c.ID] = c
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.ID}, nil
 }
@@ -467,6 +477,7 @@ func (f *CRI) StopContainer(_ context.Context, in *runtimeapi.StopContainerReque
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "StopContainer")
+	f.exitDueLocked()
 	c, ok := f.containers[in.GetContainerId()]
 	if !ok {
 		return nil, notFound("container", in.GetContainerId())
@@ -484,6 +495,7 @@ func (f *CRI) RemoveContainer(_ context.Context, in *runtimeapi.RemoveContainerR
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "RemoveContainer")
+	f.exitDueLocked()
 	c, ok := f.containers[in.GetContainerId()]
 	if !ok {
 		return &runtimeapi.RemoveContainerResponse{}, nil
@@ -500,6 +512,7 @@ func (f *CRI) ListContainers(_ context.Context, in *runtimeapi.ListContainersReq
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "ListContainers")
+	f.exitDueLocked()
 	flt := in.GetFilter()
 	var out []*runtimeapi.Container
 	for _, c := range f.containers {
@@ -534,6 +547,7 @@ func (f *CRI) ContainerStatus(_ context.Context, in *runtimeapi.ContainerStatusR
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "ContainerStatus")
+	f.exitDueLocked()
 	c, ok := f.containers[in.GetContainerId()]
 	if !ok {
 		return nil, notFound("container", in.GetContainerId())

@@ -1,0 +1,119 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
+	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
+	apiextensionsoptions "k8s.io/apiextensions-apiserver/pkg/cmd/server/options"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/apiserver/pkg/endpoints/discovery"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/options"
+	"k8s.io/apiserver/pkg/server/resourceconfig"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+)
+
+// newCustomResourceServer builds the server of apiextensions.k8s.io: CustomResourceDefinitions
+// and the custom resources they define, from k8s.io/apiextensions-apiserver, as the
+// delegate behind kubelab's own server. It shares cfg's authentication, authorization,
+// admission and aggregated discovery; its objects go to the same etcd.
+func newCustomResourceServer(cfg genericapiserver.Config, factory informers.SharedInformerFactory, etcdOpts options.EtcdOptions) (*apiextensionsapiserver.CustomResourceDefinitions, error) {
+	cfg.PostStartHooks = map[string]genericapiserver.PostStartHookConfigEntry{}
+	cfg.RESTOptionsGetter = nil
+	// CRDs are stored as upstream stores them: v1beta1 JSON, which every version of
+	// kube-apiserver reads.
+	etcdOpts.StorageConfig.Codec = apiextensionsapiserver.Codecs.LegacyCodec(apiextensionsv1beta1.SchemeGroupVersion, apiextensionsv1.SchemeGroupVersion)
+	etcdOpts.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(apiextensionsv1beta1.SchemeGroupVersion,
+		schema.GroupKind{Group: apiextensionsv1beta1.GroupName})
+	etcdOpts.SkipHealthEndpoints = true
+	if err := etcdOpts.ApplyTo(&cfg); err != nil {
+		return nil, fmt.Errorf("apiextensions storage: %w", err)
+	}
+	merged, err := resourceconfig.MergeAPIResourceConfigs(apiextensionsapiserver.DefaultAPIResourceConfigSource(), nil, apiextensionsapiserver.Scheme)
+	if err != nil {
+		return nil, fmt.Errorf("apiextensions resources: %w", err)
+	}
+	cfg.MergedResourceConfig = merged
+	crdConfig := &apiextensionsapiserver.Config{
+		GenericConfig: &genericapiserver.RecommendedConfig{Config: cfg, SharedInformerFactory: factory},
+		ExtraConfig: apiextensionsapiserver.ExtraConfig{
+			CRDRESTOptionsGetter: apiextensionsoptions.NewCRDRESTOptionsGetter(etcdOpts, cfg.ResourceTransformers, cfg.StorageObjectCountTracker),
+			MasterCount:          1,
+		},
+	}
+	return crdConfig.Complete().New(genericapiserver.NewEmptyDelegate())
+}
+
+// listCustomGroups keeps the groups of established CRDs in the server's unaggregated
+// discovery (/apis as an APIGroupList), as kube-apiserver's aggregator does; the
+// aggregated form gets them from the apiextensions server directly.
+func listCustomGroups(ctx context.Context, crds *apiextensionsapiserver.CustomResourceDefinitions, groups discovery.GroupManager) error {
+	informer := crds.Informers.Apiextensions().V1().CustomResourceDefinitions().Informer()
+	listed := sets.New[string]()
+	sync := func() {
+		byGroup := map[string][]apiextensionsv1.CustomResourceDefinition{}
+		for _, o := range informer.GetStore().List() {
+			crd := o.(*apiextensionsv1.CustomResourceDefinition)
+			if crdEstablished(crd) && crd.DeletionTimestamp == nil {
+				byGroup[crd.Spec.Group] = append(byGroup[crd.Spec.Group], *crd)
+			}
+		}
+		for g := range listed {
+			if _, ok := byGroup[g]; !ok {
+				groups.RemoveGroup(g)
+				listed.Delete(g)
+			}
+		}
+		for g, list := range byGroup {
+			groups.AddGroup(customAPIGroup(g, list))
+			listed.Insert(g)
+		}
+	}
+	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { sync() },
+		UpdateFunc: func(any, any) { sync() },
+		DeleteFunc: func(any) { sync() },
+	})
+	return err
+}
+
+func crdEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// customAPIGroup is the discovery entry of a group of CRDs: its served versions, most
+// preferred first by Kubernetes version priority.
+func customAPIGroup(group string, crds []apiextensionsv1.CustomResourceDefinition) metav1.APIGroup {
+	versions := sets.New[string]()
+	for _, crd := range crds {
+		for _, v := range crd.Spec.Versions {
+			if v.Served {
+				versions.Insert(v.Name)
+			}
+		}
+	}
+	list := sets.List(versions)
+	sort.Slice(list, func(i, j int) bool { return version.CompareKubeAwareVersionStrings(list[i], list[j]) > 0 })
+	out := metav1.APIGroup{Name: group}
+	for _, v := range list {
+		out.Versions = append(out.Versions, metav1.GroupVersionForDiscovery{GroupVersion: group + "/" + v, Version: v})
+	}
+	if len(out.Versions) > 0 {
+		out.PreferredVersion = out.Versions[0]
+	}
+	return out
+}

@@ -1,0 +1,160 @@
+package apiserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+
+	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+)
+
+// notServed are the resources of kube-apiserver v1.37 that kubelab does not serve, each
+// with the reason; docs/apiserver.md lists the same.
+var notServed = map[string]string{
+	"resource.k8s.io/v1 deviceclasses":                           dra,
+	"resource.k8s.io/v1 devicetaintrules":                        dra,
+	"resource.k8s.io/v1 devicetaintrules/status":                 dra,
+	"resource.k8s.io/v1 resourceclaims":                          dra,
+	"resource.k8s.io/v1 resourceclaims/status":                   dra,
+	"resource.k8s.io/v1 resourceclaimtemplates":                  dra,
+	"resource.k8s.io/v1 resourceslices":                          dra,
+	"networking.k8s.io/v1 ipaddresses":                           "ClusterIPs are reserved in etcd by the API server's allocator, not recorded as IPAddress objects",
+	"networking.k8s.io/v1 servicecidrs":                          "the Service range is the API server's --service-cluster-ip-range; it cannot be extended by ServiceCIDR objects",
+	"networking.k8s.io/v1 servicecidrs/status":                   "the Service range is the API server's --service-cluster-ip-range; it cannot be extended by ServiceCIDR objects",
+	"certificates.k8s.io/v1 podcertificaterequests":              "no signer issues pod certificates",
+	"certificates.k8s.io/v1 podcertificaterequests/status":       "no signer issues pod certificates",
+	"storagemigration.k8s.io/v1 storageversionmigrations":        "every kind is stored in a single version: there is nothing to migrate",
+	"storagemigration.k8s.io/v1 storageversionmigrations/status": "every kind is stored in a single version: there is nothing to migrate",
+	"v1 componentstatuses":                                       "deprecated upstream since v1.19; the components' health is the API server's /readyz and the nodes' conditions",
+	"v1 pods/ephemeralcontainers":                                "the kubelet does not run ephemeral containers",
+	"v1 pods/resize":                                             "the kubelet does not resize running containers",
+	"v1 pods/proxy":                                              "the API server does not proxy HTTP to pods",
+	"v1 nodes/proxy":                                             "the API server does not proxy HTTP to kubelets",
+	"v1 services/proxy":                                          "the API server does not proxy HTTP to Services",
+}
+
+const dra = "dynamic resource allocation: kubelab has no DRA driver and its scheduler allocates no claims"
+
+// alsoServed are what kubelab serves beyond kube-apiserver: the snapshot kinds (CRDs of
+// the external-snapshotter upstream) and metrics.k8s.io (metrics-server's API upstream)
+// are built in.
+var alsoServed = []string{"snapshot.storage.k8s.io/v1", "metrics.k8s.io/v1beta1"}
+
+// TestAPIGroups checks, on one server, what users' manifests assume of the API: the
+// groups discovery lists, custom resources, and kubectl apply --prune.
+func TestAPIGroups(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Options{})
+	t.Run("discovery matches kube-apiserver", func(t *testing.T) { testDiscoveryMatchesKubeAPIServer(t, s) })
+	path, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("the real kubectl is not installed: custom resources and apply --prune are checked with it")
+	}
+	k := kubectl{t: t, argv: []string{path}, kubeconfig: s.Kubeconfig}
+	t.Run("custom resources", func(t *testing.T) { k.t = t; testCustomResources(t, k) })
+	t.Run("apply --prune", func(t *testing.T) { k.t = t; testApplyPrune(t, k) })
+}
+
+// testDiscoveryMatchesKubeAPIServer: the aggregated discovery of /api and /apis lists
+// every group, version and resource kube-apiserver v1.37.2 lists (testdata, read from
+// the binary hack/kube-apiserver.sh builds with `kubectl get --raw` and the
+// apidiscovery.k8s.io/v2 Accept header) with the same kind, scope, verbs, short names,
+// categories and subresources, but for notServed; and nothing else but alsoServed. The
+// real kubectl's api-resources agrees.
+func testDiscoveryMatchesKubeAPIServer(t *testing.T, s *apiservertest.Server) {
+	want := map[string]string{}
+	for _, f := range []string{"api", "apis"} {
+		raw, err := os.ReadFile(filepath.Join("testdata", "kube-apiserver-v1.37.2-discovery-"+f+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		addDiscovery(t, want, raw)
+	}
+	got := map[string]string{}
+	for _, path := range []string{"/api", "/apis"} {
+		raw, err := s.Client.Discovery().RESTClient().Get().AbsPath(path).
+			SetHeader("Accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList").DoRaw(context.Background())
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		addDiscovery(t, got, raw)
+	}
+	for _, key := range slices.Sorted(maps.Keys(want)) {
+		g, ok := got[key]
+		_, excused := notServed[key]
+		switch {
+		case !ok && !excused:
+			t.Errorf("%s is not served; kube-apiserver serves %s", key, want[key])
+		case ok && excused:
+			t.Errorf("%s is served but listed as not served (%s)", key, notServed[key])
+		case ok && g != want[key]:
+			t.Errorf("%s:\n kubelab         %s\n kube-apiserver  %s", key, g, want[key])
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[key]; !ok && !slices.ContainsFunc(alsoServed, func(gv string) bool { return strings.HasPrefix(key, gv+" ") }) {
+			t.Errorf("%s is served, but not by kube-apiserver: %s", key, got[key])
+		}
+	}
+
+	if path, err := exec.LookPath("kubectl"); err == nil {
+		k := kubectl{t: t, argv: []string{path}, kubeconfig: s.Kubeconfig}
+		out := k.run("api-resources", "-o", "name")
+		for key := range want {
+			gv, res, _ := strings.Cut(key, " ")
+			if strings.Contains(res, "/") || notServed[key] != "" {
+				continue
+			}
+			name := res
+			if g, _, ok := strings.Cut(gv, "/"); ok {
+				name += "." + g
+			}
+			if !slices.Contains(strings.Fields(out), name) {
+				t.Errorf("kubectl api-resources lacks %s", name)
+			}
+		}
+	}
+}
+
+// addDiscovery adds one line per resource and subresource of an APIGroupDiscoveryList:
+// "group/version resource[/sub]" → what a client learns of it.
+func addDiscovery(t *testing.T, into map[string]string, raw []byte) {
+	t.Helper()
+	var list apidiscoveryv2.APIGroupDiscoveryList
+	if err := json.Unmarshal(raw, &list); err != nil {
+		t.Fatalf("discovery: %v", err)
+	}
+	for _, g := range list.Items {
+		for _, v := range g.Versions {
+			gv := v.Version
+			if g.Name != "" {
+				gv = g.Name + "/" + v.Version
+			}
+			for _, r := range v.Resources {
+				kind := ""
+				if r.ResponseKind != nil {
+					kind = r.ResponseKind.Kind
+				}
+				into[gv+" "+r.Resource] = fmt.Sprintf("kind=%s scope=%s singular=%s verbs=%v short=%v categories=%v",
+					kind, r.Scope, r.SingularResource, sorted(r.Verbs), sorted(r.ShortNames), sorted(r.Categories))
+				for _, sub := range r.Subresources {
+					subKind := ""
+					if sub.ResponseKind != nil {
+						subKind = sub.ResponseKind.Group + "/" + sub.ResponseKind.Version + "/" + sub.ResponseKind.Kind
+					}
+					into[gv+" "+r.Resource+"/"+sub.Subresource] = fmt.Sprintf("kind=%s verbs=%v", subKind, sorted(sub.Verbs))
+				}
+			}
+		}
+	}
+}
+
+func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }

@@ -119,12 +119,32 @@ func appsResources() []resource {
 					int64(d.Status.NumberReady), int64(d.Status.UpdatedNumberScheduled), int64(d.Status.NumberAvailable),
 					labelMap(d.Spec.Template.Spec.NodeSelector), age(d.CreationTimestamp), names, images, selectorString(d.Spec.Selector)}
 			},
-			hooks: hooks{validate: func(o runtime.Object) field.ErrorList {
-				d := o.(*appsv1.DaemonSet)
-				return validateWorkload(nil, d.Spec.Selector, &d.Spec.Template)
-			}},
+			hooks: hooks{
+				validate: func(o runtime.Object) field.ErrorList {
+					d := o.(*appsv1.DaemonSet)
+					return validateWorkload(nil, d.Spec.Selector, &d.Spec.Template)
+				},
+				prepareForCreate: func(o runtime.Object) { setTemplateGeneration(o.(*appsv1.DaemonSet), 1) },
+				prepareForUpdate: func(o, old runtime.Object) {
+					n, p := o.(*appsv1.DaemonSet), old.(*appsv1.DaemonSet)
+					gen, _ := strconv.ParseInt(p.Annotations[appsv1.DeprecatedTemplateGeneration], 10, 64)
+					if !apiequality.Semantic.DeepEqual(n.Spec.Template, p.Spec.Template) {
+						gen++
+					}
+					setTemplateGeneration(n, gen)
+				},
+			},
 		}),
 	}
+}
+
+// setTemplateGeneration records the DaemonSet's template generation in the deprecated
+// annotation upstream keeps for it.
+func setTemplateGeneration(d *appsv1.DaemonSet, gen int64) {
+	if d.Annotations == nil {
+		d.Annotations = map[string]string{}
+	}
+	d.Annotations[appsv1.DeprecatedTemplateGeneration] = strconv.FormatInt(gen, 10)
 }
 
 func deref(p *int32) int32 {

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"reflect"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -22,16 +23,45 @@ func addDefaults(s *runtime.Scheme) {
 	s.AddTypeDefaultingFunc(&corev1.Pod{}, func(o interface{}) {
 		p := o.(*corev1.Pod)
 		defaultPodSpec(&p.Spec)
+		// Pod-only defaults: templates keep these unset.
+		if p.Spec.EnableServiceLinks == nil {
+			p.Spec.EnableServiceLinks = ptr.To(true)
+		}
+		if p.Spec.HostNetwork {
+			for _, list := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+				for i := range list {
+					for j := range list[i].Ports {
+						if list[i].Ports[j].HostPort == 0 {
+							list[i].Ports[j].HostPort = list[i].Ports[j].ContainerPort
+						}
+					}
+				}
+			}
+		}
+		if g := p.Spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
+			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
+		}
 		if p.Spec.ServiceAccountName == "" {
 			p.Spec.ServiceAccountName = "default"
 		}
+		p.Spec.DeprecatedServiceAccount = p.Spec.ServiceAccountName
 	})
 	s.AddTypeDefaultingFunc(&corev1.Service{}, func(o interface{}) { defaultService(o.(*corev1.Service)) })
 	s.AddTypeDefaultingFunc(&corev1.PodTemplate{}, func(o interface{}) { defaultPodSpec(&o.(*corev1.PodTemplate).Template.Spec) })
 	s.AddTypeDefaultingFunc(&corev1.ReplicationController{}, func(o interface{}) {
 		defaultReplicationController(o.(*corev1.ReplicationController))
 	})
-	s.AddTypeDefaultingFunc(&batchv1.Job{}, func(o interface{}) { defaultJobSpec(&o.(*batchv1.Job).Spec) })
+	s.AddTypeDefaultingFunc(&batchv1.Job{}, func(o interface{}) {
+		j := o.(*batchv1.Job)
+		defaultJobSpec(&j.Spec)
+		// A Job without labels takes its template's.
+		if len(j.Labels) == 0 && j.Spec.Template.Labels != nil {
+			j.Labels = make(map[string]string, len(j.Spec.Template.Labels))
+			for k, v := range j.Spec.Template.Labels {
+				j.Labels[k] = v
+			}
+		}
+	})
 	s.AddTypeDefaultingFunc(&batchv1.CronJob{}, func(o interface{}) { defaultCronJob(o.(*batchv1.CronJob)) })
 	s.AddTypeDefaultingFunc(&autoscalingv2.HorizontalPodAutoscaler{}, func(o interface{}) {
 		defaultHPA(o.(*autoscalingv2.HorizontalPodAutoscaler))
@@ -63,16 +93,31 @@ func addDefaults(s *runtime.Scheme) {
 		if pv.Spec.VolumeMode == nil {
 			pv.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
 		}
+		if pv.Spec.HostPath != nil && pv.Spec.HostPath.Type == nil {
+			pv.Spec.HostPath.Type = ptr.To(corev1.HostPathUnset)
+		}
 		if pv.Spec.PersistentVolumeReclaimPolicy == "" {
 			pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
 		}
 	})
 	s.AddTypeDefaultingFunc(&networkingv1.NetworkPolicy{}, func(o interface{}) { defaultNetworkPolicy(o.(*networkingv1.NetworkPolicy)) })
 	s.AddTypeDefaultingFunc(&corev1.Secret{}, func(o interface{}) {
-		if sec := o.(*corev1.Secret); sec.Type == "" {
+		sec := o.(*corev1.Secret)
+		if sec.Type == "" {
 			sec.Type = corev1.SecretTypeOpaque
 		}
+		// stringData is write-only: it is merged into data, overriding the same keys.
+		if sec.StringData != nil {
+			if sec.Data == nil {
+				sec.Data = make(map[string][]byte, len(sec.StringData))
+			}
+			for k, v := range sec.StringData {
+				sec.Data[k] = []byte(v)
+			}
+			sec.StringData = nil
+		}
 	})
+	s.AddTypeDefaultingFunc(&corev1.Namespace{}, func(o interface{}) { defaultNamespaceLabel(o.(*corev1.Namespace)) })
 	s.AddTypeDefaultingFunc(&storagev1.StorageClass{}, func(o interface{}) {
 		sc := o.(*storagev1.StorageClass)
 		if sc.ReclaimPolicy == nil {
@@ -94,6 +139,9 @@ func addDefaults(s *runtime.Scheme) {
 		}
 		if len(d.Spec.VolumeLifecycleModes) == 0 {
 			d.Spec.VolumeLifecycleModes = []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}
+		}
+		if d.Spec.PreventPodSchedulingIfMissing == nil {
+			d.Spec.PreventPodSchedulingIfMissing = ptr.To(false)
 		}
 		if d.Spec.FSGroupPolicy == nil {
 			d.Spec.FSGroupPolicy = ptr.To(storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy)
@@ -140,8 +188,18 @@ func addDefaults(s *runtime.Scheme) {
 		if ss.Spec.UpdateStrategy.Type == "" {
 			ss.Spec.UpdateStrategy.Type = appsv1.RollingUpdateStatefulSetStrategyType
 		}
-		if ss.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType && ss.Spec.UpdateStrategy.RollingUpdate == nil {
-			ss.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](0)}
+		if ss.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType {
+			if ss.Spec.UpdateStrategy.RollingUpdate == nil {
+				ss.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{}
+			}
+			ru := ss.Spec.UpdateStrategy.RollingUpdate
+			if ru.Partition == nil {
+				ru.Partition = ptr.To[int32](0)
+			}
+			if ru.MaxUnavailable == nil {
+				one := intstr.FromInt32(1)
+				ru.MaxUnavailable = &one
+			}
 		}
 		if ss.Spec.RevisionHistoryLimit == nil {
 			ss.Spec.RevisionHistoryLimit = ptr.To[int32](10)
@@ -152,6 +210,13 @@ func addDefaults(s *runtime.Scheme) {
 			}
 		}
 		for i := range ss.Spec.VolumeClaimTemplates {
+			vct := &ss.Spec.VolumeClaimTemplates[i]
+			if vct.APIVersion == "" {
+				vct.APIVersion = "v1"
+			}
+			if vct.Kind == "" {
+				vct.Kind = "PersistentVolumeClaim"
+			}
 			if ss.Spec.VolumeClaimTemplates[i].Spec.VolumeMode == nil {
 				ss.Spec.VolumeClaimTemplates[i].Spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
 			}
@@ -171,6 +236,17 @@ func addDefaults(s *runtime.Scheme) {
 			ds.Spec.RevisionHistoryLimit = ptr.To[int32](10)
 		}
 	})
+}
+
+// defaultNamespaceLabel sets the immutable label naming a namespace.
+func defaultNamespaceLabel(ns *corev1.Namespace) {
+	if ns.Name == "" {
+		return
+	}
+	if ns.Labels == nil {
+		ns.Labels = map[string]string{}
+	}
+	ns.Labels[corev1.LabelMetadataName] = ns.Name
 }
 
 func defaultReplicas(r **int32) {
@@ -195,9 +271,11 @@ func defaultPodSpec(spec *corev1.PodSpec) {
 	if spec.SecurityContext == nil {
 		spec.SecurityContext = &corev1.PodSecurityContext{}
 	}
-	if spec.EnableServiceLinks == nil {
-		spec.EnableServiceLinks = ptr.To(true)
+	// The deprecated serviceAccount field mirrors serviceAccountName in v1 output.
+	if spec.ServiceAccountName == "" {
+		spec.ServiceAccountName = spec.DeprecatedServiceAccount
 	}
+	spec.DeprecatedServiceAccount = spec.ServiceAccountName
 	for i := range spec.Containers {
 		defaultContainer(&spec.Containers[i])
 	}
@@ -205,13 +283,80 @@ func defaultPodSpec(spec *corev1.PodSpec) {
 		defaultContainer(&spec.InitContainers[i])
 	}
 	for i := range spec.Volumes {
-		v := &spec.Volumes[i]
-		switch {
-		case v.ConfigMap != nil && v.ConfigMap.DefaultMode == nil:
-			v.ConfigMap.DefaultMode = ptr.To[int32](corev1.ConfigMapVolumeSourceDefaultMode)
-		case v.Secret != nil && v.Secret.DefaultMode == nil:
-			v.Secret.DefaultMode = ptr.To[int32](corev1.SecretVolumeSourceDefaultMode)
+		defaultVolumeSource(&spec.Volumes[i].VolumeSource)
+	}
+}
+
+// defaultVolumeSource fills a pod volume's defaults; a volume without a source is an emptyDir.
+func defaultVolumeSource(v *corev1.VolumeSource) {
+	if reflect.ValueOf(*v).IsZero() {
+		v.EmptyDir = &corev1.EmptyDirVolumeSource{}
+	}
+	switch {
+	case v.ConfigMap != nil && v.ConfigMap.DefaultMode == nil:
+		v.ConfigMap.DefaultMode = ptr.To[int32](corev1.ConfigMapVolumeSourceDefaultMode)
+	case v.Secret != nil && v.Secret.DefaultMode == nil:
+		v.Secret.DefaultMode = ptr.To[int32](corev1.SecretVolumeSourceDefaultMode)
+	case v.HostPath != nil && v.HostPath.Type == nil:
+		v.HostPath.Type = ptr.To(corev1.HostPathUnset)
+	case v.DownwardAPI != nil:
+		if v.DownwardAPI.DefaultMode == nil {
+			v.DownwardAPI.DefaultMode = ptr.To[int32](corev1.DownwardAPIVolumeSourceDefaultMode)
 		}
+		for i := range v.DownwardAPI.Items {
+			defaultFieldRef(v.DownwardAPI.Items[i].FieldRef)
+		}
+	case v.Projected != nil:
+		if v.Projected.DefaultMode == nil {
+			v.Projected.DefaultMode = ptr.To[int32](corev1.ProjectedVolumeSourceDefaultMode)
+		}
+		for i := range v.Projected.Sources {
+			src := &v.Projected.Sources[i]
+			if src.DownwardAPI != nil {
+				for j := range src.DownwardAPI.Items {
+					defaultFieldRef(src.DownwardAPI.Items[j].FieldRef)
+				}
+			}
+			if src.ServiceAccountToken != nil && src.ServiceAccountToken.ExpirationSeconds == nil {
+				src.ServiceAccountToken.ExpirationSeconds = ptr.To[int64](3600)
+			}
+		}
+	}
+}
+
+func defaultFieldRef(f *corev1.ObjectFieldSelector) {
+	if f != nil && f.APIVersion == "" {
+		f.APIVersion = "v1"
+	}
+}
+
+func defaultProbe(p *corev1.Probe) {
+	if p == nil {
+		return
+	}
+	defaultProbeHandler(&p.ProbeHandler)
+	for _, f := range []struct {
+		v   *int32
+		def int32
+	}{{&p.TimeoutSeconds, 1}, {&p.PeriodSeconds, 10}, {&p.SuccessThreshold, 1}, {&p.FailureThreshold, 3}} {
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+}
+
+func defaultProbeHandler(h *corev1.ProbeHandler) {
+	if h.HTTPGet != nil {
+		defaultHTTPGet(h.HTTPGet)
+	}
+}
+
+func defaultHTTPGet(g *corev1.HTTPGetAction) {
+	if g.Path == "" {
+		g.Path = "/"
+	}
+	if g.Scheme == "" {
+		g.Scheme = corev1.URISchemeHTTP
 	}
 }
 
@@ -226,6 +371,21 @@ func defaultContainer(c *corev1.Container) {
 		c.ImagePullPolicy = corev1.PullIfNotPresent
 		if imageTag(c.Image) == "latest" || imageTag(c.Image) == "" {
 			c.ImagePullPolicy = corev1.PullAlways
+		}
+	}
+	defaultProbe(c.LivenessProbe)
+	defaultProbe(c.ReadinessProbe)
+	defaultProbe(c.StartupProbe)
+	if l := c.Lifecycle; l != nil {
+		for _, h := range []*corev1.LifecycleHandler{l.PostStart, l.PreStop} {
+			if h != nil && h.HTTPGet != nil {
+				defaultHTTPGet(h.HTTPGet)
+			}
+		}
+	}
+	for i := range c.Env {
+		if c.Env[i].ValueFrom != nil {
+			defaultFieldRef(c.Env[i].ValueFrom.FieldRef)
 		}
 	}
 	for i := range c.Ports {

@@ -43,7 +43,7 @@ func networkingResources() []resource {
 		row:   ingressRow,
 		hooks: hooks{validate: func(o runtime.Object) field.ErrorList { return validateIngress(o.(*networkingv1.Ingress)) }},
 	}, {
-		group: networkingv1.GroupName, version: "v1", kind: "IngressClass", plural: "ingressclasses", singular: "ingressclass",
+		group: networkingv1.GroupName, version: "v1", kind: "IngressClass", plural: "ingressclasses", singular: "ingressclass", generation: true,
 		newObj:  func() runtime.Object { return &networkingv1.IngressClass{} },
 		newList: func() runtime.Object { return &networkingv1.IngressClassList{} },
 		columns: []metav1.TableColumnDefinition{nameCol(), col("Controller", "string", "The controller that implements the class."),

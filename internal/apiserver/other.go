@@ -25,7 +25,7 @@ func otherResources() []resource {
 	}
 	return []resource{
 		{
-			group: "discovery.k8s.io", version: "v1", kind: "EndpointSlice", plural: "endpointslices", singular: "endpointslice", namespaced: true,
+			group: "discovery.k8s.io", version: "v1", kind: "EndpointSlice", plural: "endpointslices", singular: "endpointslice", namespaced: true, generation: true,
 			newObj: func() runtime.Object { return &discoveryv1.EndpointSlice{} }, newList: func() runtime.Object { return &discoveryv1.EndpointSliceList{} },
 			columns: []metav1.TableColumnDefinition{nameCol(), col("AddressType", "string", "The type of address"),
 				col("Ports", "string", "The ports"), col("Endpoints", "string", "The endpoints"), ageCol()},

@@ -36,7 +36,7 @@ func systemPriorityClasses() []*schedulingv1.PriorityClass {
 // schedulingResources is the row of scheduling.k8s.io/v1 PriorityClasses.
 func schedulingResources() []resource {
 	return []resource{{
-		group: "scheduling.k8s.io", version: "v1", kind: "PriorityClass", plural: "priorityclasses", singular: "priorityclass",
+		group: "scheduling.k8s.io", version: "v1", kind: "PriorityClass", plural: "priorityclasses", singular: "priorityclass", generation: true,
 		shortNames: []string{"pc"},
 		newObj:     func() runtime.Object { return &schedulingv1.PriorityClass{} }, newList: func() runtime.Object { return &schedulingv1.PriorityClassList{} },
 		columns: []metav1.TableColumnDefinition{nameCol(), col("Value", "integer", "The priority of pods of this class."),

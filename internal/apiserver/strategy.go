@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -108,7 +109,13 @@ func (s strategy) WarningsOnCreate(ctx context.Context, obj runtime.Object) []st
 func (s strategy) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
 	return nil
 }
-func (s strategy) Canonicalize(obj runtime.Object)                   {}
+
+// Canonicalize labels a namespace with its name (known only now for a generated name).
+func (s strategy) Canonicalize(obj runtime.Object) {
+	if ns, ok := obj.(*corev1.Namespace); ok {
+		defaultNamespaceLabel(ns)
+	}
+}
 func (s strategy) AllowCreateOnUpdate(ctx context.Context) bool      { return false }
 func (s strategy) AllowUnconditionalUpdate(ctx context.Context) bool { return true }
 

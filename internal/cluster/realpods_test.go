@@ -2,14 +2,18 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"slices"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // busyboxPod is a pod of one busybox container running script with restartPolicy policy.
@@ -129,7 +133,39 @@ func TestRealPods(t *testing.T) {
 		return false, nil
 	})
 
-	for _, name := range []string{"init-order", "crash", "done", "no-image", "bad-command"} {
+	// A Job's pods really run to completion: two completions, one at a time.
+	tmpl := busyboxPod(ns, "", corev1.RestartPolicyNever, "echo done").Spec
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "twice"}, Spec: batchv1.JobSpec{
+		Completions: ptr.To[int32](2), Parallelism: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: tmpl}}}
+	if _, err := tc.client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "job twice complete", func() (bool, error) {
+		j, err := tc.client.BatchV1().Jobs(ns).Get(ctx, "twice", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range j.Status.Conditions {
+			if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+				return false, fmt.Errorf("job failed: %s: %s", c.Reason, c.Message)
+			}
+		}
+		return j.Status.Succeeded == 2 && slices.ContainsFunc(j.Status.Conditions, func(c batchv1.JobCondition) bool {
+			return c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue
+		}), nil
+	})
+	jobPods, err := tc.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=twice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"init-order", "crash", "done", "no-image", "bad-command"}
+	for _, p := range jobPods.Items {
+		if p.Status.Phase != corev1.PodSucceeded {
+			t.Errorf("job pod %s is %s", p.Name, p.Status.Phase)
+		}
+		names = append(names, p.Name)
+	}
+	for _, name := range names {
 		tc.deletePodAndWait(ns, name)
 	}
 }

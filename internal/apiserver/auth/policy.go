@@ -118,6 +118,9 @@ func ClusterRoles() []rbacv1.ClusterRole {
 		aggregated("admin", "admin", nil),
 		aggregated("edit", "edit", aggregateTo("admin")),
 		aggregated("view", "view", aggregateTo("edit")),
+		// metrics-server's role: whoever may view a namespace may `kubectl top` it.
+		clusterRole("system:aggregated-metrics-reader", aggregateTo("view", "edit", "admin"),
+			verbs("get", "list", "watch").groups("metrics.k8s.io").resources("pods", "nodes")),
 		clusterRole("system:aggregate-to-admin", aggregateTo("admin"),
 			verbs("create").groups(authzGroup).resources("localsubjectaccessreviews"),
 			verbs(readWrite...).groups(rbacGroup).resources("roles", "rolebindings")),

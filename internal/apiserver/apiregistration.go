@@ -44,11 +44,8 @@ func apiregistrationResources() []resource {
 			name: func(name string, prefix bool) []string { return nil },
 			validate: func(o runtime.Object) field.ErrorList {
 				a := o.(*apiregistrationv1.APIService)
-				want := a.Spec.Version + "." + a.Spec.Group
-				if a.Spec.Group == "" {
-					want = a.Spec.Version
-				}
-				if a.Name != want {
+				// The core group's is "v1.", as kube-aggregator names it.
+				if want := a.Spec.Version + "." + a.Spec.Group; a.Name != want {
 					return field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), a.Name, "must be `spec.version+\".\"+spec.group`: \""+want+"\"")}
 				}
 				return nil
@@ -59,10 +56,7 @@ func apiregistrationResources() []resource {
 
 // localAPIService is the APIService of a group version kubelab serves itself.
 func localAPIService(group, version string, groupPriority, versionPriority int32) *apiregistrationv1.APIService {
-	name := version + "." + group
-	if group == "" {
-		name = version
-	}
+	name := version + "." + group // "v1." for the core group
 	return &apiregistrationv1.APIService{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kube-aggregator.kubernetes.io/automanaged": "onstart"}},
 		Spec: apiregistrationv1.APIServiceSpec{Group: group, Version: version,

@@ -109,7 +109,7 @@ func (n namespaceStorage) asStandard() rest.StandardStorage { return n.w }
 
 func (n namespaceStorage) New() runtime.Object     { return n.w.New() }
 func (n namespaceStorage) NewList() runtime.Object { return n.w.NewList() }
-func (n namespaceStorage) Destroy()                {}
+func (n namespaceStorage) Destroy()                { n.w.Destroy() }
 func (n namespaceStorage) NamespaceScoped() bool   { return false }
 func (n namespaceStorage) ShortNames() []string    { return n.w.ShortNames() }
 func (n namespaceStorage) Categories() []string    { return n.w.Categories() }

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -167,8 +168,16 @@ func generateJobSelector(j *batchv1.Job) {
 	j.Spec.Template.Labels[jobNameLabel] = j.Name
 	j.Spec.Template.Labels[legacyJobControllerUIDLabel] = uid
 	j.Spec.Template.Labels[legacyJobNameLabel] = j.Name
+	// A selector the user gave gets the UID too; validation then rejects it, as it is
+	// not the generated one.
 	if j.Spec.Selector == nil {
-		j.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{jobControllerUIDLabel: uid}}
+		j.Spec.Selector = &metav1.LabelSelector{}
+	}
+	if j.Spec.Selector.MatchLabels == nil {
+		j.Spec.Selector.MatchLabels = map[string]string{}
+	}
+	if _, ok := j.Spec.Selector.MatchLabels[jobControllerUIDLabel]; !ok {
+		j.Spec.Selector.MatchLabels[jobControllerUIDLabel] = uid
 	}
 }
 
@@ -234,7 +243,14 @@ func defaultCronJob(c *batchv1.CronJob) {
 }
 
 func validateJob(j *batchv1.Job) field.ErrorList {
-	return validateJobSpec(&j.Spec, field.NewPath("spec"), true)
+	errs := validateJobSpec(&j.Spec, field.NewPath("spec"), true)
+	if !ptr.Deref(j.Spec.ManualSelector, false) && j.UID != "" {
+		want := &metav1.LabelSelector{MatchLabels: map[string]string{jobControllerUIDLabel: string(j.UID)}}
+		if !apiequality.Semantic.DeepEqual(j.Spec.Selector, want) {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "selector"), j.Spec.Selector, "`selector` not auto-generated"))
+		}
+	}
+	return errs
 }
 
 // validateJobSpec checks a Job's spec; selector is false for a CronJob's template,
@@ -249,8 +265,41 @@ func validateJobSpec(spec *batchv1.JobSpec, p *field.Path, selector bool) field.
 	nonNeg(spec.Parallelism, "parallelism")
 	nonNeg(spec.Completions, "completions")
 	nonNeg(spec.BackoffLimit, "backoffLimit")
-	if spec.ActiveDeadlineSeconds != nil && *spec.ActiveDeadlineSeconds <= 0 {
-		errs = append(errs, field.Invalid(p.Child("activeDeadlineSeconds"), *spec.ActiveDeadlineSeconds, "must be greater than 0"))
+	if spec.ActiveDeadlineSeconds != nil && *spec.ActiveDeadlineSeconds < 0 {
+		errs = append(errs, field.Invalid(p.Child("activeDeadlineSeconds"), *spec.ActiveDeadlineSeconds, "must be greater than or equal to 0"))
+	}
+	indexed := spec.CompletionMode != nil && *spec.CompletionMode == batchv1.IndexedCompletion
+	if spec.BackoffLimitPerIndex != nil {
+		nonNeg(spec.BackoffLimitPerIndex, "backoffLimitPerIndex")
+		if !indexed {
+			errs = append(errs, field.Invalid(p.Child("backoffLimitPerIndex"), *spec.BackoffLimitPerIndex, "requires indexed completion mode"))
+		}
+	}
+	if spec.MaxFailedIndexes != nil && spec.BackoffLimitPerIndex == nil {
+		errs = append(errs, field.Required(p.Child("backoffLimitPerIndex"), "when maxFailedIndexes is specified"))
+	}
+	if spec.SuccessPolicy != nil && !indexed {
+		errs = append(errs, field.Invalid(p.Child("successPolicy"), *spec.SuccessPolicy, "requires indexed completion mode"))
+	}
+	if rp := spec.PodReplacementPolicy; rp != nil && *rp != batchv1.TerminatingOrFailed && *rp != batchv1.Failed {
+		errs = append(errs, field.NotSupported(p.Child("podReplacementPolicy"), *rp, []batchv1.PodReplacementPolicy{batchv1.TerminatingOrFailed, batchv1.Failed}))
+	}
+	if pfp := spec.PodFailurePolicy; pfp != nil {
+		actions := []batchv1.PodFailurePolicyAction{batchv1.PodFailurePolicyActionFailJob, batchv1.PodFailurePolicyActionFailIndex,
+			batchv1.PodFailurePolicyActionIgnore, batchv1.PodFailurePolicyActionCount}
+		for i, rule := range pfp.Rules {
+			rp := p.Child("podFailurePolicy", "rules").Index(i)
+			if !slices.Contains(actions, rule.Action) {
+				errs = append(errs, field.NotSupported(rp.Child("action"), rule.Action, actions))
+			}
+			if oc := rule.OnExitCodes; oc != nil && oc.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn {
+				for k, v := range oc.Values {
+					if v == 0 {
+						errs = append(errs, field.Invalid(rp.Child("onExitCodes", "values").Index(k), v, "must not be 0 for the In operator"))
+					}
+				}
+			}
+		}
 	}
 	if spec.TTLSecondsAfterFinished != nil && *spec.TTLSecondsAfterFinished < 0 {
 		errs = append(errs, field.Invalid(p.Child("ttlSecondsAfterFinished"), *spec.TTLSecondsAfterFinished, "must be greater than or equal to 0"))
@@ -266,8 +315,8 @@ func validateJobSpec(spec *batchv1.JobSpec, p *field.Path, selector bool) field.
 	switch rp := spec.Template.Spec.RestartPolicy; rp {
 	case corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
 	default:
-		errs = append(errs, field.NotSupported(tmpl.Child("spec", "restartPolicy"), rp,
-			[]corev1.RestartPolicy{corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever}))
+		errs = append(errs, field.Required(tmpl.Child("spec", "restartPolicy"),
+			fmt.Sprintf("valid values: %q, %q", corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)))
 	}
 	if spec.PodFailurePolicy != nil && spec.Template.Spec.RestartPolicy != corev1.RestartPolicyNever {
 		errs = append(errs, field.Invalid(tmpl.Child("spec", "restartPolicy"), spec.Template.Spec.RestartPolicy,
@@ -276,6 +325,7 @@ func validateJobSpec(spec *batchv1.JobSpec, p *field.Path, selector bool) field.
 	if selector {
 		errs = append(errs, validateWorkload(nil, spec.Selector, &spec.Template)...)
 	} else {
+		errs = append(errs, validateTemplateMeta(&spec.Template, tmpl)...)
 		errs = append(errs, validatePodSpec(&spec.Template.Spec, tmpl.Child("spec"), nil)...)
 	}
 	return errs
@@ -339,6 +389,21 @@ func validateCronJob(c *batchv1.CronJob) field.ErrorList {
 	}
 	if d := c.Spec.StartingDeadlineSeconds; d != nil && *d < 0 {
 		errs = append(errs, field.Invalid(spec.Child("startingDeadlineSeconds"), *d, "must be greater than or equal to 0"))
+	}
+	for _, h := range []struct {
+		name string
+		v    *int32
+	}{{"successfulJobsHistoryLimit", c.Spec.SuccessfulJobsHistoryLimit}, {"failedJobsHistoryLimit", c.Spec.FailedJobsHistoryLimit}} {
+		if h.v != nil && *h.v < 0 {
+			errs = append(errs, field.Invalid(spec.Child(h.name), *h.v, "must be greater than or equal to 0"))
+		}
+	}
+	jt := spec.Child("jobTemplate", "spec")
+	if c.Spec.JobTemplate.Spec.Selector != nil {
+		errs = append(errs, field.Invalid(jt.Child("selector"), c.Spec.JobTemplate.Spec.Selector, "`selector` will be auto-generated"))
+	}
+	if ms := c.Spec.JobTemplate.Spec.ManualSelector; ms != nil && *ms {
+		errs = append(errs, field.NotSupported(jt.Child("manualSelector"), ms, []string{"nil", "false"}))
 	}
 	return append(errs, validateJobSpec(&c.Spec.JobTemplate.Spec, spec.Child("jobTemplate", "spec"), false)...)
 }

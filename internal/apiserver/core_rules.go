@@ -2,7 +2,13 @@ package apiserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
+	"net"
+	"path/filepath"
+	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -13,11 +19,13 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
+	"k8s.io/utils/ptr"
 )
 
 // The rules below are the ones users meet first; they follow upstream's messages so that
@@ -33,6 +41,15 @@ func pathSegmentName(name string, prefix bool) []string {
 func namespaceHooks() hooks {
 	return hooks{
 		name: apivalidation.ValidateNamespaceName,
+		validate: func(o runtime.Object) field.ErrorList {
+			var errs field.ErrorList
+			p := field.NewPath("spec", "finalizers")
+			for _, f := range o.(*corev1.Namespace).Spec.Finalizers {
+				errs = append(errs, apivalidation.ValidateFinalizerName(string(f), p)...)
+				errs = append(errs, validateStandardFinalizer(string(f), p)...)
+			}
+			return errs
+		},
 		prepareForCreate: func(o runtime.Object) {
 			ns := o.(*corev1.Namespace)
 			ns.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
@@ -116,6 +133,7 @@ func validatePodSpec(podSpec *corev1.PodSpec, spec *field.Path, claimVolumes []s
 		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == "" {
 			errs = append(errs, field.Required(vp.Child("persistentVolumeClaim", "claimName"), ""))
 		}
+		errs = append(errs, validateVolumeSource(&v.VolumeSource, vp)...)
 	}
 	names := sets.New[string]()
 	check := func(list []corev1.Container, p *field.Path) {
@@ -130,10 +148,14 @@ func validatePodSpec(podSpec *corev1.PodSpec, spec *field.Path, claimVolumes []s
 				errs = append(errs, field.Required(cp.Child("image"), ""))
 			}
 			for j, port := range c.Ports {
-				if port.ContainerPort < 1 || port.ContainerPort > 65535 {
+				switch {
+				case port.ContainerPort == 0:
+					errs = append(errs, field.Required(cp.Child("ports").Index(j).Child("containerPort"), ""))
+				case port.ContainerPort < 1 || port.ContainerPort > 65535:
 					errs = append(errs, field.Invalid(cp.Child("ports").Index(j).Child("containerPort"), port.ContainerPort, "must be between 1 and 65535, inclusive"))
 				}
 			}
+			errs = append(errs, validateContainerExtra(&c, cp, podSpec.HostNetwork)...)
 			for j, m := range c.VolumeMounts {
 				mp := cp.Child("volumeMounts").Index(j)
 				if !volumes.Has(m.Name) {
@@ -147,8 +169,10 @@ func validatePodSpec(podSpec *corev1.PodSpec, spec *field.Path, claimVolumes []s
 			errs = append(errs, nonNegative(cp.Child("resources", "limits"), c.Resources.Limits)...)
 		}
 	}
-	check(p.Spec.InitContainers, spec.Child("initContainers"))
+	// Regular containers first: a clashing name is reported on the init container.
 	check(p.Spec.Containers, spec.Child("containers"))
+	check(p.Spec.InitContainers, spec.Child("initContainers"))
+	errs = append(errs, validatePodSpecExtra(podSpec, spec)...)
 	switch p.Spec.RestartPolicy {
 	case corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
 	default:
@@ -225,36 +249,9 @@ func pvHooks() hooks {
 			o.(*corev1.PersistentVolume).Status = corev1.PersistentVolumeStatus{Phase: corev1.VolumePending, LastPhaseTransitionTime: &now}
 		},
 		validate: func(o runtime.Object) field.ErrorList {
-			pv := o.(*corev1.PersistentVolume)
-			spec := field.NewPath("spec")
-			var errs field.ErrorList
-			if len(pv.Spec.AccessModes) == 0 {
-				errs = append(errs, field.Required(spec.Child("accessModes"), ""))
-			}
-			q, ok := pv.Spec.Capacity[corev1.ResourceStorage]
-			if !ok {
-				errs = append(errs, field.Required(spec.Child("capacity").Key(string(corev1.ResourceStorage)), ""))
-			} else if q.Sign() <= 0 {
-				errs = append(errs, field.Invalid(spec.Child("capacity").Key(string(corev1.ResourceStorage)), q.String(), "must be greater than zero"))
-			}
-			if n := countVolumeSources(pv.Spec.PersistentVolumeSource); n != 1 {
-				errs = append(errs, field.Required(spec, "must specify exactly one volume type"))
-			}
-			return errs
+			return validatePVSpec(&o.(*corev1.PersistentVolume).Spec, field.NewPath("spec"))
 		},
 	}
-}
-
-func countVolumeSources(s corev1.PersistentVolumeSource) int {
-	n := 0
-	for _, set := range []bool{s.CSI != nil, s.HostPath != nil, s.Local != nil, s.NFS != nil, s.AWSElasticBlockStore != nil,
-		s.ISCSI != nil, s.FC != nil, s.GCEPersistentDisk != nil, s.AzureDisk != nil, s.AzureFile != nil, s.RBD != nil,
-		s.CephFS != nil, s.Cinder != nil, s.Glusterfs != nil, s.FlexVolume != nil, s.VsphereVolume != nil} {
-		if set {
-			n++
-		}
-	}
-	return n
 }
 
 func pvcHooks() hooks {
@@ -263,20 +260,7 @@ func pvcHooks() hooks {
 			o.(*corev1.PersistentVolumeClaim).Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}
 		},
 		validate: func(o runtime.Object) field.ErrorList {
-			pvc := o.(*corev1.PersistentVolumeClaim)
-			spec := field.NewPath("spec")
-			var errs field.ErrorList
-			if len(pvc.Spec.AccessModes) == 0 {
-				errs = append(errs, field.Required(spec.Child("accessModes"), "at least 1 access mode is required"))
-			}
-			reqPath := spec.Child("resources", "requests").Key(string(corev1.ResourceStorage))
-			q, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
-			if !ok {
-				errs = append(errs, field.Required(reqPath, ""))
-			} else if q.Sign() <= 0 {
-				errs = append(errs, field.Invalid(reqPath, q.String(), "must be greater than zero"))
-			}
-			return errs
+			return validatePVCSpec(&o.(*corev1.PersistentVolumeClaim).Spec, field.NewPath("spec"))
 		},
 		validateUpdate: func(o, old runtime.Object) field.ErrorList {
 			pvc, opvc := o.(*corev1.PersistentVolumeClaim), old.(*corev1.PersistentVolumeClaim)
@@ -346,6 +330,54 @@ func validateSecret(o runtime.Object) field.ErrorList {
 	}
 	if size > corev1.MaxSecretSize {
 		errs = append(errs, field.TooLong(field.NewPath("data"), "", corev1.MaxSecretSize))
+	}
+	return append(errs, validateSecretType(s)...)
+}
+
+// validateSecretType checks the keys each well-known secret type needs.
+func validateSecretType(s *corev1.Secret) field.ErrorList {
+	data := field.NewPath("data")
+	has := func(k string) bool {
+		if _, ok := s.Data[k]; ok {
+			return true
+		}
+		_, ok := s.StringData[k]
+		return ok
+	}
+	var errs field.ErrorList
+	switch s.Type {
+	case corev1.SecretTypeServiceAccountToken:
+		if s.Annotations[corev1.ServiceAccountNameKey] == "" {
+			errs = append(errs, field.Required(field.NewPath("metadata", "annotations").Key(corev1.ServiceAccountNameKey), ""))
+		}
+	case corev1.SecretTypeDockercfg, corev1.SecretTypeDockerConfigJson:
+		key := corev1.DockerConfigKey
+		if s.Type == corev1.SecretTypeDockerConfigJson {
+			key = corev1.DockerConfigJsonKey
+		}
+		if !has(key) {
+			errs = append(errs, field.Required(data.Key(key), ""))
+			break
+		}
+		var cfg map[string]interface{}
+		if err := json.Unmarshal(s.Data[key], &cfg); err != nil {
+			errs = append(errs, field.Invalid(data.Key(key), "<secret contents redacted>", err.Error()))
+		}
+	case corev1.SecretTypeBasicAuth:
+		if !has(corev1.BasicAuthUsernameKey) && !has(corev1.BasicAuthPasswordKey) {
+			errs = append(errs, field.Required(data.Key(corev1.BasicAuthUsernameKey), ""),
+				field.Required(data.Key(corev1.BasicAuthPasswordKey), ""))
+		}
+	case corev1.SecretTypeSSHAuth:
+		if len(s.Data[corev1.SSHAuthPrivateKey]) == 0 {
+			errs = append(errs, field.Required(data.Key(corev1.SSHAuthPrivateKey), ""))
+		}
+	case corev1.SecretTypeTLS:
+		for _, k := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
+			if !has(k) {
+				errs = append(errs, field.Required(data.Key(k), ""))
+			}
+		}
 	}
 	return errs
 }
@@ -595,4 +627,495 @@ func quotaList(p *field.Path, list corev1.ResourceList) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// validateVolumeSource checks one pod volume's source: exactly one type, and the
+// fields of the common types.
+func validateVolumeSource(v *corev1.VolumeSource, vp *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	rv := reflect.ValueOf(*v)
+	var set []string
+	for i := 0; i < rv.NumField(); i++ {
+		if !rv.Field(i).IsNil() {
+			name, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("json"), ",")
+			set = append(set, name)
+		}
+	}
+	// Upstream looks at emptyDir before hostPath: the later type is the one reported.
+	if len(set) > 1 && set[0] == "hostPath" && set[1] == "emptyDir" {
+		set[0], set[1] = set[1], set[0]
+	}
+	for _, extra := range set[min(1, len(set)):] {
+		errs = append(errs, field.Forbidden(vp.Child(extra), "may not specify more than 1 volume type"))
+	}
+	mode := func(m *int32, p *field.Path) {
+		if m != nil && (*m < 0 || *m > 0777) {
+			errs = append(errs, field.Invalid(p, *m, "must be a number between 0 and 0777 (octal), both inclusive"))
+		}
+	}
+	switch {
+	case v.HostPath != nil:
+		if t := v.HostPath.Type; t != nil {
+			valid := []corev1.HostPathType{corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate, corev1.HostPathDirectory,
+				corev1.HostPathFileOrCreate, corev1.HostPathFile, corev1.HostPathSocket, corev1.HostPathCharDev, corev1.HostPathBlockDev}
+			if !slices.Contains(valid, *t) {
+				errs = append(errs, field.NotSupported(vp.Child("hostPath", "type"), *t, valid))
+			}
+		}
+	case v.EmptyDir != nil:
+		if l := v.EmptyDir.SizeLimit; l != nil && l.Sign() < 0 {
+			errs = append(errs, field.Forbidden(vp.Child("emptyDir", "sizeLimit"), "SizeLimit field must be a valid resource quantity"))
+		}
+	case v.ConfigMap != nil:
+		mode(v.ConfigMap.DefaultMode, vp.Child("configMap", "defaultMode"))
+	case v.Secret != nil:
+		if v.Secret.SecretName == "" {
+			errs = append(errs, field.Required(vp.Child("secret", "secretName"), ""))
+		}
+		mode(v.Secret.DefaultMode, vp.Child("secret", "defaultMode"))
+	}
+	return errs
+}
+
+// downwardAPIPaths are the pod field paths a fieldRef may name (true: usable in env).
+var downwardAPIPaths = map[string]bool{
+	"metadata.name": true, "metadata.namespace": true, "metadata.uid": true, "spec.nodeName": true,
+	"spec.serviceAccountName": true, "status.hostIP": true, "status.hostIPs": true, "status.podIP": true,
+	"status.podIPs": true, "metadata.labels": false, "metadata.annotations": false, "spec.restartPolicy": false,
+	"spec.schedulerName": false, "status.phase": false,
+}
+
+// validateContainerExtra: the container rules beyond names, images and mounts.
+func validateContainerExtra(c *corev1.Container, cp *field.Path, hostNetwork bool) field.ErrorList {
+	var errs field.ErrorList
+	portNames := sets.New[string]()
+	for j, port := range c.Ports {
+		pp := cp.Child("ports").Index(j)
+		if port.Name != "" {
+			for _, msg := range utilvalidation.IsValidPortName(port.Name) {
+				errs = append(errs, field.Invalid(pp.Child("name"), port.Name, msg))
+			}
+			if portNames.Has(port.Name) {
+				errs = append(errs, field.Duplicate(pp.Child("name"), port.Name))
+			}
+			portNames.Insert(port.Name)
+		}
+		if port.HostPort != 0 {
+			for _, msg := range utilvalidation.IsValidPortNum(int(port.HostPort)) {
+				errs = append(errs, field.Invalid(pp.Child("hostPort"), port.HostPort, msg))
+			}
+		}
+		// Pods have hostPort defaulted from containerPort; templates keep it unset.
+		if hostNetwork && port.HostPort != 0 && port.HostPort != port.ContainerPort {
+			errs = append(errs, field.Invalid(pp.Child("hostPort"), port.ContainerPort, "must match `containerPort` when `hostNetwork` is true"))
+		}
+		valid := []corev1.Protocol{corev1.ProtocolSCTP, corev1.ProtocolTCP, corev1.ProtocolUDP}
+		if !slices.Contains(valid, port.Protocol) {
+			errs = append(errs, field.NotSupported(pp.Child("protocol"), port.Protocol, valid))
+		}
+	}
+	if pol := c.ImagePullPolicy; pol != "" {
+		valid := []corev1.PullPolicy{corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever}
+		if !slices.Contains(valid, pol) {
+			errs = append(errs, field.NotSupported(cp.Child("imagePullPolicy"), pol, valid))
+		}
+	}
+	if pol := c.TerminationMessagePolicy; pol != "" {
+		valid := []corev1.TerminationMessagePolicy{corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError}
+		if !slices.Contains(valid, pol) {
+			errs = append(errs, field.NotSupported(cp.Child("terminationMessagePolicy"), pol, valid))
+		}
+	}
+	for j, e := range c.Env {
+		ep := cp.Child("env").Index(j)
+		if e.Name == "" {
+			errs = append(errs, field.Required(ep.Child("name"), ""))
+		} else if strings.ContainsFunc(e.Name, func(r rune) bool { return r < ' ' || r > '~' || r == '=' }) {
+			errs = append(errs, field.Invalid(ep.Child("name"), e.Name, "a valid environment variable name must consist only of printable ASCII characters other than '='"))
+		}
+		if e.ValueFrom == nil {
+			continue
+		}
+		if e.Value != "" {
+			errs = append(errs, field.Invalid(ep.Child("valueFrom"), "", "may not be specified when `value` is not empty"))
+		}
+		if f := e.ValueFrom.FieldRef; f != nil {
+			fp := ep.Child("valueFrom", "fieldRef", "fieldPath")
+			path, subscript, hasSubscript := strings.Cut(f.FieldPath, "[")
+			envOK, known := downwardAPIPaths[path]
+			switch {
+			case !known || (hasSubscript && path != "metadata.labels" && path != "metadata.annotations"):
+				errs = append(errs, field.Invalid(fp, f.FieldPath, "error converting fieldPath: field label not supported: "+f.FieldPath))
+			case hasSubscript && !strings.HasSuffix(subscript, "]"):
+				errs = append(errs, field.Invalid(fp, f.FieldPath, "error converting fieldPath: invalid subscript"))
+			case !hasSubscript && !envOK:
+				errs = append(errs, field.NotSupported(fp, f.FieldPath, []string{"metadata.name", "metadata.namespace", "metadata.uid",
+					"spec.nodeName", "spec.serviceAccountName", "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs"}))
+			}
+		}
+	}
+	for _, pr := range []struct {
+		name     string
+		probe    *corev1.Probe
+		liveness bool
+	}{{"livenessProbe", c.LivenessProbe, true}, {"readinessProbe", c.ReadinessProbe, false}, {"startupProbe", c.StartupProbe, true}} {
+		if pr.probe == nil {
+			continue
+		}
+		pp := cp.Child(pr.name)
+		h := pr.probe.ProbeHandler
+		errs = append(errs, validateHandlerCount(pp, h.Exec != nil, h.HTTPGet != nil, h.TCPSocket != nil, h.GRPC != nil)...)
+		for _, f := range []struct {
+			name string
+			v    int32
+		}{{"initialDelaySeconds", pr.probe.InitialDelaySeconds}, {"timeoutSeconds", pr.probe.TimeoutSeconds},
+			{"periodSeconds", pr.probe.PeriodSeconds}, {"successThreshold", pr.probe.SuccessThreshold}, {"failureThreshold", pr.probe.FailureThreshold}} {
+			if f.v < 0 {
+				errs = append(errs, field.Invalid(pp.Child(f.name), f.v, "must be greater than or equal to 0"))
+			}
+		}
+		if pr.liveness && pr.probe.SuccessThreshold != 1 {
+			errs = append(errs, field.Invalid(pp.Child("successThreshold"), pr.probe.SuccessThreshold, "must be 1"))
+		}
+	}
+	if l := c.Lifecycle; l != nil {
+		for _, hk := range []struct {
+			name string
+			h    *corev1.LifecycleHandler
+		}{{"postStart", l.PostStart}, {"preStop", l.PreStop}} {
+			if hk.h == nil {
+				continue
+			}
+			hp := cp.Child("lifecycle", hk.name)
+			errs = append(errs, validateHandlerCount(hp, hk.h.Exec != nil, hk.h.HTTPGet != nil, hk.h.TCPSocket != nil, hk.h.Sleep != nil)...)
+			if hk.h.Sleep != nil && hk.h.Sleep.Seconds < 0 {
+				errs = append(errs, field.Invalid(hp.Child("sleep"), hk.h.Sleep.Seconds, "must be non-negative"))
+			}
+		}
+	}
+	for _, list := range []struct {
+		name string
+		rl   corev1.ResourceList
+	}{{"requests", c.Resources.Requests}, {"limits", c.Resources.Limits}} {
+		for name := range list.rl {
+			if !strings.Contains(string(name), "/") && !standardContainerResources.Has(string(name)) && !strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
+				errs = append(errs, field.Invalid(cp.Child("resources", list.name).Key(string(name)), name, "must be a standard resource type or fully qualified"))
+			}
+		}
+	}
+	for name, req := range c.Resources.Requests {
+		if lim, ok := c.Resources.Limits[name]; ok && req.Cmp(lim) > 0 {
+			errs = append(errs, field.Invalid(cp.Child("resources", "requests"), req.String(),
+				fmt.Sprintf("must be less than or equal to %s limit of %s", name, lim.String())))
+		}
+	}
+	mounts := sets.New[string]()
+	for j, m := range c.VolumeMounts {
+		if m.MountPath != "" && mounts.Has(m.MountPath) {
+			errs = append(errs, field.Invalid(cp.Child("volumeMounts").Index(j).Child("mountPath"), m.MountPath, "must be unique"))
+		}
+		mounts.Insert(m.MountPath)
+	}
+	return errs
+}
+
+var standardContainerResources = sets.New("cpu", "memory", "ephemeral-storage")
+
+// validateHandlerCount: a probe or lifecycle hook has exactly one handler type; the
+// flags are in upstream's order (exec, httpGet, tcpSocket, then grpc or sleep).
+func validateHandlerCount(p *field.Path, exec, httpGet, tcpSocket, fourth bool) field.ErrorList {
+	names := []string{"exec", "httpGet", "tcpSocket", "grpc"}
+	if p.String() != "" && strings.Contains(p.String(), "lifecycle") {
+		names[3] = "sleep"
+	}
+	var errs field.ErrorList
+	n := 0
+	for i, set := range []bool{exec, httpGet, tcpSocket, fourth} {
+		if !set {
+			continue
+		}
+		if n > 0 {
+			errs = append(errs, field.Forbidden(p.Child(names[i]), "may not specify more than 1 handler type"))
+		}
+		n++
+	}
+	if n == 0 {
+		errs = append(errs, field.Required(p, "must specify a handler type"))
+	}
+	return errs
+}
+
+// validatePodSpecExtra: the pod-level rules beyond containers, volumes and restartPolicy.
+func validatePodSpecExtra(ps *corev1.PodSpec, spec *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	dnsPolicies := []corev1.DNSPolicy{corev1.DNSClusterFirstWithHostNet, corev1.DNSClusterFirst, corev1.DNSDefault, corev1.DNSNone}
+	if ps.DNSPolicy != "" && !slices.Contains(dnsPolicies, ps.DNSPolicy) {
+		errs = append(errs, field.NotSupported(spec.Child("dnsPolicy"), ps.DNSPolicy, dnsPolicies))
+	}
+	if ps.DNSPolicy == corev1.DNSNone && ps.DNSConfig == nil {
+		errs = append(errs, field.Required(spec.Child("dnsConfig"), fmt.Sprintf("must provide `dnsConfig` when `dnsPolicy` is %s", corev1.DNSNone)))
+	}
+	if a := ps.ActiveDeadlineSeconds; a != nil && (*a < 1 || *a > math.MaxInt32) {
+		errs = append(errs, field.Invalid(spec.Child("activeDeadlineSeconds"), *a, "must be between 1 and 2147483647, inclusive"))
+	}
+	if sc := ps.SecurityContext; sc != nil {
+		scp := spec.Child("securityContext")
+		for _, id := range []struct {
+			name string
+			v    *int64
+		}{{"runAsUser", sc.RunAsUser}, {"runAsGroup", sc.RunAsGroup}, {"fsGroup", sc.FSGroup}} {
+			if id.v != nil && (*id.v < 0 || *id.v > math.MaxInt32) {
+				errs = append(errs, field.Invalid(scp.Child(id.name), *id.v, "must be between 0 and 2147483647, inclusive"))
+			}
+		}
+		if p := sc.FSGroupChangePolicy; p != nil && *p != corev1.FSGroupChangeOnRootMismatch && *p != corev1.FSGroupChangeAlways {
+			errs = append(errs, field.NotSupported(scp.Child("fsGroupChangePolicy"), *p, []corev1.PodFSGroupChangePolicy{corev1.FSGroupChangeOnRootMismatch, corev1.FSGroupChangeAlways}))
+		}
+		if sp := sc.SeccompProfile; sp != nil && sp.Type == corev1.SeccompProfileTypeLocalhost && (sp.LocalhostProfile == nil || *sp.LocalhostProfile == "") {
+			errs = append(errs, field.Required(scp.Child("seccompProfile", "localhostProfile"), "must be set when seccomp type is Localhost"))
+		}
+		for i, sys := range sc.Sysctls {
+			if !sysctlName.MatchString(sys.Name) || len(sys.Name) > 253 {
+				errs = append(errs, field.Invalid(scp.Child("sysctls").Index(i).Child("name"), sys.Name,
+					fmt.Sprintf("must have at most 253 characters and match regex %s", sysctlName.String())))
+			}
+		}
+	}
+	errs = append(errs, metav1validation.ValidateLabels(ps.NodeSelector, spec.Child("nodeSelector"))...)
+	for i, t := range ps.Tolerations {
+		errs = append(errs, validateToleration(t, spec.Child("tolerations").Index(i))...)
+	}
+	if ps.Hostname != "" {
+		for _, msg := range utilvalidation.IsDNS1123Label(ps.Hostname) {
+			errs = append(errs, field.Invalid(spec.Child("hostname"), ps.Hostname, msg))
+		}
+	}
+	if ps.Subdomain != "" {
+		for _, msg := range utilvalidation.IsDNS1123Label(ps.Subdomain) {
+			errs = append(errs, field.Invalid(spec.Child("subdomain"), ps.Subdomain, msg))
+		}
+	}
+	for i, ha := range ps.HostAliases {
+		if net.ParseIP(ha.IP) == nil {
+			errs = append(errs, field.Invalid(spec.Child("hostAliases").Index(i).Child("ip"), ha.IP, "must be a valid IP address"))
+		}
+	}
+	if ps.NodeName != "" {
+		for _, msg := range apivalidation.NameIsDNSSubdomain(ps.NodeName, false) {
+			errs = append(errs, field.Invalid(spec.Child("nodeName"), ps.NodeName, msg))
+		}
+		if len(ps.SchedulingGates) > 0 {
+			errs = append(errs, field.Forbidden(spec.Child("nodeName"), "cannot be set until all schedulingGates have been cleared"))
+		}
+	}
+	for i, g := range ps.SchedulingGates {
+		for _, msg := range utilvalidation.IsQualifiedName(g.Name) {
+			errs = append(errs, field.Invalid(spec.Child("schedulingGates").Index(i), g.Name, msg))
+		}
+	}
+	for i, g := range ps.ReadinessGates {
+		for _, msg := range utilvalidation.IsQualifiedName(string(g.ConditionType)) {
+			errs = append(errs, field.Invalid(spec.Child("readinessGates").Index(i).Child("conditionType"), g.ConditionType, msg))
+		}
+	}
+	if ps.OS != nil && ps.OS.Name != corev1.Linux && ps.OS.Name != corev1.Windows {
+		errs = append(errs, field.NotSupported(spec.Child("os"), ps.OS.Name, []corev1.OSName{corev1.Linux, corev1.Windows}))
+	}
+	for i, c := range ps.TopologySpreadConstraints {
+		cp := spec.Child("topologySpreadConstraints").Index(i)
+		if c.MaxSkew <= 0 {
+			errs = append(errs, field.Invalid(cp.Child("maxSkew"), c.MaxSkew, "must be greater than zero"))
+		}
+		valid := []corev1.UnsatisfiableConstraintAction{corev1.DoNotSchedule, corev1.ScheduleAnyway}
+		if !slices.Contains(valid, c.WhenUnsatisfiable) {
+			errs = append(errs, field.NotSupported(cp.Child("whenUnsatisfiable"), c.WhenUnsatisfiable, valid))
+		}
+	}
+	if a := ps.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil &&
+		len(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) == 0 {
+		errs = append(errs, field.Required(spec.Child("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"),
+			"must have at least one node selector term"))
+	}
+	return errs
+}
+
+var sysctlName = regexp.MustCompile(`^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$`)
+
+// validateToleration checks a toleration's key, operator, value and effect.
+func validateToleration(t corev1.Toleration, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if t.Key != "" {
+		errs = append(errs, metav1validation.ValidateLabelName(t.Key, p.Child("key"))...)
+	}
+	if t.Key == "" && t.Operator != corev1.TolerationOpExists {
+		errs = append(errs, field.Invalid(p.Child("operator"), t.Operator,
+			"operator must be Exists when `key` is empty, which means \"match all values and all keys\""))
+	}
+	if t.TolerationSeconds != nil && t.Effect != corev1.TaintEffectNoExecute {
+		errs = append(errs, field.Invalid(p.Child("effect"), t.Effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+	}
+	switch t.Operator {
+	case corev1.TolerationOpEqual, "":
+		for _, msg := range utilvalidation.IsValidLabelValue(t.Value) {
+			errs = append(errs, field.Invalid(p.Child("operator"), t.Value, msg))
+		}
+	case corev1.TolerationOpExists:
+		if t.Value != "" {
+			errs = append(errs, field.Invalid(p.Child("operator"), t, "value must be empty when `operator` is 'Exists'"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(p.Child("operator"), t.Operator, []corev1.TolerationOperator{corev1.TolerationOpEqual, corev1.TolerationOpExists}))
+	}
+	if t.Effect != "" {
+		valid := []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute}
+		if !slices.Contains(valid, t.Effect) {
+			errs = append(errs, field.NotSupported(p.Child("effect"), t.Effect, valid))
+		}
+	}
+	return errs
+}
+
+var supportedAccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadOnlyMany, corev1.ReadWriteMany, corev1.ReadWriteOnce, corev1.ReadWriteOncePod}
+
+// validateAccessModes: known modes, ReadWriteOncePod alone.
+func validateAccessModes(modes []corev1.PersistentVolumeAccessMode, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, m := range modes {
+		if !slices.Contains(supportedAccessModes, m) {
+			errs = append(errs, field.NotSupported(p, m, supportedAccessModes))
+		}
+	}
+	if slices.Contains(modes, corev1.ReadWriteOncePod) && len(modes) > 1 {
+		errs = append(errs, field.Forbidden(p, "may not use ReadWriteOncePod with other access modes"))
+	}
+	return errs
+}
+
+// validateVolumeModeAndClass: the volume mode and storage class name shared by claims and volumes.
+func validateVolumeModeAndClass(mode *corev1.PersistentVolumeMode, class *string, spec *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if mode != nil && *mode != corev1.PersistentVolumeBlock && *mode != corev1.PersistentVolumeFilesystem {
+		errs = append(errs, field.NotSupported(spec.Child("volumeMode"), *mode, []corev1.PersistentVolumeMode{corev1.PersistentVolumeBlock, corev1.PersistentVolumeFilesystem}))
+	}
+	if class != nil && *class != "" {
+		for _, msg := range apivalidation.NameIsDNSSubdomain(*class, false) {
+			errs = append(errs, field.Invalid(spec.Child("storageClassName"), *class, msg))
+		}
+	}
+	return errs
+}
+
+// validatePVCSpec checks a claim's spec (also a StatefulSet's claim templates).
+func validatePVCSpec(ps *corev1.PersistentVolumeClaimSpec, spec *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(ps.AccessModes) == 0 {
+		errs = append(errs, field.Required(spec.Child("accessModes"), "at least 1 access mode is required"))
+	}
+	errs = append(errs, validateAccessModes(ps.AccessModes, spec.Child("accessModes"))...)
+	if ps.Selector != nil {
+		errs = append(errs, metav1validation.ValidateLabelSelector(ps.Selector, metav1validation.LabelSelectorValidationOptions{}, spec.Child("selector"))...)
+	}
+	reqPath := spec.Child("resources").Key(string(corev1.ResourceStorage))
+	q, ok := ps.Resources.Requests[corev1.ResourceStorage]
+	if !ok {
+		errs = append(errs, field.Required(reqPath, ""))
+	} else if q.Sign() <= 0 {
+		errs = append(errs, field.Invalid(reqPath, q.String(), "must be greater than zero"))
+	}
+	errs = append(errs, validateVolumeModeAndClass(ps.VolumeMode, ps.StorageClassName, spec)...)
+	if ds, ref := ps.DataSource, ps.DataSourceRef; ds != nil && ref != nil && (ref.Namespace == nil || *ref.Namespace == "") {
+		if ptr.Deref(ds.APIGroup, "") != ptr.Deref(ref.APIGroup, "") || ds.Kind != ref.Kind || ds.Name != ref.Name {
+			errs = append(errs, field.Invalid(spec, spec.Child("dataSource"), "must match dataSourceRef"))
+		}
+	}
+	return errs
+}
+
+// validatePVSpec checks a volume's spec: access modes, capacity (storage only), reclaim
+// policy, exactly one source and the fields of the common sources.
+func validatePVSpec(ps *corev1.PersistentVolumeSpec, spec *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(ps.AccessModes) == 0 {
+		errs = append(errs, field.Required(spec.Child("accessModes"), ""))
+	}
+	errs = append(errs, validateAccessModes(ps.AccessModes, spec.Child("accessModes"))...)
+	cp := spec.Child("capacity")
+	if len(ps.Capacity) == 0 {
+		errs = append(errs, field.Required(cp, ""))
+	}
+	if _, ok := ps.Capacity[corev1.ResourceStorage]; !ok || len(ps.Capacity) > 1 {
+		errs = append(errs, field.NotSupported(cp, ps.Capacity, []corev1.ResourceName{corev1.ResourceStorage}))
+	}
+	for name, q := range ps.Capacity {
+		if q.Sign() <= 0 {
+			errs = append(errs, field.Invalid(cp.Key(string(name)), q.String(), "must be greater than zero"))
+		}
+	}
+	policies := []corev1.PersistentVolumeReclaimPolicy{corev1.PersistentVolumeReclaimDelete, corev1.PersistentVolumeReclaimRecycle, corev1.PersistentVolumeReclaimRetain}
+	if rp := ps.PersistentVolumeReclaimPolicy; rp != "" && !slices.Contains(policies, rp) {
+		errs = append(errs, field.NotSupported(spec.Child("persistentVolumeReclaimPolicy"), rp, policies))
+	}
+	if ps.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimRecycle && ps.HostPath != nil && filepath.Clean(ps.HostPath.Path) == "/" {
+		errs = append(errs, field.Forbidden(spec.Child("persistentVolumeReclaimPolicy"), "may not be 'recycle' for a hostPath volume with the root directory '/'"))
+	}
+	// The sources in upstream's order: the first one set counts, the others are forbidden.
+	src := ps.PersistentVolumeSource
+	n := 0
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"hostPath", src.HostPath != nil}, {"gcePersistentDisk", src.GCEPersistentDisk != nil}, {"awsElasticBlockStore", src.AWSElasticBlockStore != nil},
+		{"glusterfs", src.Glusterfs != nil}, {"flocker", src.Flocker != nil}, {"nfs", src.NFS != nil}, {"rbd", src.RBD != nil},
+		{"quobyte", src.Quobyte != nil}, {"cephfs", src.CephFS != nil}, {"iscsi", src.ISCSI != nil}, {"cinder", src.Cinder != nil},
+		{"fc", src.FC != nil}, {"flexVolume", src.FlexVolume != nil}, {"azureFile", src.AzureFile != nil}, {"vsphereVolume", src.VsphereVolume != nil},
+		{"photonPersistentDisk", src.PhotonPersistentDisk != nil}, {"portworxVolume", src.PortworxVolume != nil}, {"azureDisk", src.AzureDisk != nil},
+		{"scaleIO", src.ScaleIO != nil}, {"local", src.Local != nil}, {"storageos", src.StorageOS != nil}, {"csi", src.CSI != nil}} {
+		if !f.set {
+			continue
+		}
+		if n > 0 {
+			errs = append(errs, field.Forbidden(spec.Child(f.name), "may not specify more than 1 volume type"))
+		}
+		n++
+	}
+	if n == 0 {
+		errs = append(errs, field.Required(spec, "must specify a volume type"))
+	}
+	if hp := src.HostPath; hp != nil {
+		if slices.Contains(strings.Split(filepath.ToSlash(hp.Path), "/"), "..") {
+			errs = append(errs, field.Invalid(spec.Child("hostPath", "path"), hp.Path, "must not contain '..'"))
+		}
+		if t := hp.Type; t != nil {
+			valid := []corev1.HostPathType{corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate, corev1.HostPathDirectory,
+				corev1.HostPathFileOrCreate, corev1.HostPathFile, corev1.HostPathSocket, corev1.HostPathCharDev, corev1.HostPathBlockDev}
+			if !slices.Contains(valid, *t) {
+				errs = append(errs, field.NotSupported(spec.Child("hostPath", "type"), *t, valid))
+			}
+		}
+	}
+	if src.Local != nil && (ps.NodeAffinity == nil || ps.NodeAffinity.Required == nil) {
+		errs = append(errs, field.Required(spec.Child("nodeAffinity"), "Local volume requires node affinity"))
+	}
+	if na := ps.NodeAffinity; na != nil && na.Required != nil && len(na.Required.NodeSelectorTerms) == 0 {
+		errs = append(errs, field.Required(spec.Child("nodeAffinity", "required", "nodeSelectorTerms"), "must have at least one node selector term"))
+	}
+	if c := src.CSI; c != nil {
+		if c.Driver == "" {
+			errs = append(errs, field.Required(spec.Child("csi", "driver"), ""))
+		}
+		if c.VolumeHandle == "" {
+			errs = append(errs, field.Required(spec.Child("csi", "volumeHandle"), ""))
+		}
+	}
+	if nfs := src.NFS; nfs != nil {
+		if nfs.Server == "" {
+			errs = append(errs, field.Required(spec.Child("nfs", "server"), ""))
+		}
+		if nfs.Path == "" {
+			errs = append(errs, field.Required(spec.Child("nfs", "path"), ""))
+		} else if !filepath.IsAbs(nfs.Path) {
+			errs = append(errs, field.Invalid(spec.Child("nfs", "path"), nfs.Path, "must be an absolute path"))
+		}
+	}
+	return append(errs, validateVolumeModeAndClass(ps.VolumeMode, &ps.StorageClassName, spec)...)
 }

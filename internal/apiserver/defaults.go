@@ -8,8 +8,11 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -87,6 +90,32 @@ func addDefaults(s *runtime.Scheme) {
 		if pvc.Spec.VolumeMode == nil {
 			pvc.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
 		}
+		normalizeDataSources(&pvc.Spec)
+	})
+	s.AddTypeDefaultingFunc(&rbacv1.RoleBinding{}, func(o interface{}) { defaultSubjects(o.(*rbacv1.RoleBinding).Subjects) })
+	s.AddTypeDefaultingFunc(&rbacv1.ClusterRoleBinding{}, func(o interface{}) {
+		defaultSubjects(o.(*rbacv1.ClusterRoleBinding).Subjects)
+	})
+	s.AddTypeDefaultingFunc(&networkingv1.IngressClass{}, func(o interface{}) {
+		if p := o.(*networkingv1.IngressClass).Spec.Parameters; p != nil && p.Scope == nil {
+			p.Scope = ptr.To(networkingv1.IngressClassParametersReferenceScopeCluster)
+		}
+	})
+	s.AddTypeDefaultingFunc(&discoveryv1.EndpointSlice{}, func(o interface{}) {
+		es := o.(*discoveryv1.EndpointSlice)
+		for i := range es.Ports {
+			if es.Ports[i].Name == nil {
+				es.Ports[i].Name = ptr.To("")
+			}
+			if es.Ports[i].Protocol == nil {
+				es.Ports[i].Protocol = ptr.To(corev1.ProtocolTCP)
+			}
+		}
+	})
+	s.AddTypeDefaultingFunc(&coordinationv1.Lease{}, func(o interface{}) {
+		// Coordinated leader election is off: its fields are dropped.
+		l := o.(*coordinationv1.Lease)
+		l.Spec.Strategy, l.Spec.PreferredHolder = nil, nil
 	})
 	s.AddTypeDefaultingFunc(&corev1.PersistentVolume{}, func(o interface{}) {
 		pv := o.(*corev1.PersistentVolume)
@@ -205,9 +234,13 @@ func addDefaults(s *runtime.Scheme) {
 			ss.Spec.RevisionHistoryLimit = ptr.To[int32](10)
 		}
 		if ss.Spec.PersistentVolumeClaimRetentionPolicy == nil {
-			ss.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
-				WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
-			}
+			ss.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{}
+		}
+		if rp := ss.Spec.PersistentVolumeClaimRetentionPolicy; rp.WhenDeleted == "" {
+			rp.WhenDeleted = appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+		}
+		if rp := ss.Spec.PersistentVolumeClaimRetentionPolicy; rp.WhenScaled == "" {
+			rp.WhenScaled = appsv1.RetainPersistentVolumeClaimRetentionPolicyType
 		}
 		for i := range ss.Spec.VolumeClaimTemplates {
 			vct := &ss.Spec.VolumeClaimTemplates[i]
@@ -216,6 +249,9 @@ func addDefaults(s *runtime.Scheme) {
 			}
 			if vct.Kind == "" {
 				vct.Kind = "PersistentVolumeClaim"
+			}
+			if vct.Status.Phase == "" {
+				vct.Status.Phase = corev1.ClaimPending
 			}
 			if ss.Spec.VolumeClaimTemplates[i].Spec.VolumeMode == nil {
 				ss.Spec.VolumeClaimTemplates[i].Spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
@@ -247,6 +283,46 @@ func defaultNamespaceLabel(ns *corev1.Namespace) {
 		ns.Labels = map[string]string{}
 	}
 	ns.Labels[corev1.LabelMetadataName] = ns.Name
+}
+
+// normalizeDataSources drops a dataSource of a kind other than PersistentVolumeClaim or
+// VolumeSnapshot and mirrors dataSource and dataSourceRef into each other.
+func normalizeDataSources(spec *corev1.PersistentVolumeClaimSpec) {
+	if ds := spec.DataSource; ds != nil {
+		group := ""
+		if ds.APIGroup != nil {
+			group = *ds.APIGroup
+		}
+		pvc := group == "" && ds.Kind == "PersistentVolumeClaim"
+		snap := group == "snapshot.storage.k8s.io" && ds.Kind == "VolumeSnapshot"
+		if !pvc && !snap {
+			spec.DataSource = nil
+		}
+	}
+	switch {
+	case spec.DataSource != nil && spec.DataSourceRef == nil:
+		spec.DataSourceRef = &corev1.TypedObjectReference{
+			APIGroup: spec.DataSource.APIGroup, Kind: spec.DataSource.Kind, Name: spec.DataSource.Name,
+		}
+	case spec.DataSourceRef != nil && spec.DataSource == nil && spec.DataSourceRef.Namespace == nil:
+		spec.DataSource = &corev1.TypedLocalObjectReference{
+			APIGroup: spec.DataSourceRef.APIGroup, Kind: spec.DataSourceRef.Kind, Name: spec.DataSourceRef.Name,
+		}
+	}
+}
+
+// defaultSubjects fills a binding subject's apiGroup from its kind.
+func defaultSubjects(subjects []rbacv1.Subject) {
+	for i := range subjects {
+		sub := &subjects[i]
+		if sub.APIGroup != "" {
+			continue
+		}
+		switch sub.Kind {
+		case rbacv1.UserKind, rbacv1.GroupKind:
+			sub.APIGroup = rbacv1.GroupName
+		}
+	}
 }
 
 func defaultReplicas(r **int32) {
@@ -422,6 +498,20 @@ func defaultService(s *corev1.Service) {
 	}
 	if s.Spec.SessionAffinity == "" {
 		s.Spec.SessionAffinity = corev1.ServiceAffinityNone
+	}
+	if s.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+		if s.Spec.SessionAffinityConfig == nil {
+			s.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{}
+		}
+		if s.Spec.SessionAffinityConfig.ClientIP == nil {
+			s.Spec.SessionAffinityConfig.ClientIP = &corev1.ClientIPConfig{}
+		}
+		if s.Spec.SessionAffinityConfig.ClientIP.TimeoutSeconds == nil {
+			s.Spec.SessionAffinityConfig.ClientIP.TimeoutSeconds = ptr.To(corev1.DefaultClientIPServiceAffinitySeconds)
+		}
+	}
+	if s.Spec.Type == corev1.ServiceTypeLoadBalancer && s.Spec.AllocateLoadBalancerNodePorts == nil {
+		s.Spec.AllocateLoadBalancerNodePorts = ptr.To(true)
 	}
 	for i := range s.Spec.Ports {
 		p := &s.Spec.Ports[i]

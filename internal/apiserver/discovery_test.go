@@ -34,7 +34,6 @@ var notServed = map[string]string{
 	"certificates.k8s.io/v1 podcertificaterequests/status":       "no signer issues pod certificates",
 	"storagemigration.k8s.io/v1 storageversionmigrations":        "every kind is stored in a single version: there is nothing to migrate",
 	"storagemigration.k8s.io/v1 storageversionmigrations/status": "every kind is stored in a single version: there is nothing to migrate",
-	"v1 componentstatuses":                                       "deprecated upstream since v1.19; the components' health is the API server's /readyz and the nodes' conditions",
 	"v1 pods/ephemeralcontainers":                                "the kubelet does not run ephemeral containers",
 	"v1 pods/resize":                                             "the kubelet does not resize running containers",
 	"v1 pods/proxy":                                              "the API server does not proxy HTTP to pods",

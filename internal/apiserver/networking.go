@@ -1,11 +1,13 @@
 package apiserver
 
 import (
+	"fmt"
 	"net"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -59,13 +61,7 @@ func networkingResources() []resource {
 			}
 			return []interface{}{c.Name, c.Spec.Controller, params, age(c.CreationTimestamp)}
 		},
-		hooks: hooks{validate: func(o runtime.Object) field.ErrorList {
-			c := o.(*networkingv1.IngressClass)
-			if c.Spec.Controller == "" {
-				return field.ErrorList{field.Required(field.NewPath("spec", "controller"), "")}
-			}
-			return nil
-		}},
+		hooks: hooks{validate: func(o runtime.Object) field.ErrorList { return validateIngressClass(o.(*networkingv1.IngressClass)) }},
 	}}
 }
 
@@ -104,21 +100,127 @@ func validateIngress(ing *networkingv1.Ingress) field.ErrorList {
 	if ing.Spec.DefaultBackend == nil && len(ing.Spec.Rules) == 0 {
 		errs = append(errs, field.Invalid(spec, ing.Spec, "either `defaultBackend` or `rules` must be specified"))
 	}
+	if c := ing.Spec.IngressClassName; c != nil {
+		for _, msg := range apivalidation.NameIsDNSSubdomain(*c, false) {
+			errs = append(errs, field.Invalid(spec.Child("ingressClassName"), *c, msg))
+		}
+	}
+	if b := ing.Spec.DefaultBackend; b != nil {
+		errs = append(errs, validateIngressBackend(b, spec.Child("defaultBackend"))...)
+	}
 	for i, r := range ing.Spec.Rules {
+		rp := spec.Child("rules").Index(i)
+		if r.Host != "" {
+			errs = append(errs, validateIngressHost(r.Host, rp.Child("host"), true)...)
+		}
 		if r.HTTP == nil {
 			continue
 		}
+		if len(r.HTTP.Paths) == 0 {
+			errs = append(errs, field.Required(rp.Child("http", "paths"), ""))
+		}
 		for j, p := range r.HTTP.Paths {
-			pp := spec.Child("rules").Index(i).Child("http", "paths").Index(j)
+			pp := rp.Child("http", "paths").Index(j)
 			if p.PathType == nil {
 				errs = append(errs, field.Required(pp.Child("pathType"), "pathType must be specified"))
-			} else if *p.PathType != networkingv1.PathTypeImplementationSpecific && !strings.HasPrefix(p.Path, "/") {
-				errs = append(errs, field.Invalid(pp.Child("path"), p.Path, "must be an absolute path"))
+			} else {
+				switch *p.PathType {
+				case networkingv1.PathTypeExact, networkingv1.PathTypePrefix:
+					if !strings.HasPrefix(p.Path, "/") {
+						errs = append(errs, field.Invalid(pp.Child("path"), p.Path, "must be an absolute path"))
+					}
+					for _, seq := range []string{"//", "/./", "/../", "%2f", "%2F"} {
+						if strings.Contains(p.Path, seq) {
+							errs = append(errs, field.Invalid(pp.Child("path"), p.Path, fmt.Sprintf("must not contain '%s'", seq)))
+						}
+					}
+					for _, suffix := range []string{"/..", "/."} {
+						if strings.HasSuffix(p.Path, suffix) {
+							errs = append(errs, field.Invalid(pp.Child("path"), p.Path, fmt.Sprintf("cannot end with '%s'", suffix)))
+						}
+					}
+				case networkingv1.PathTypeImplementationSpecific:
+					if p.Path != "" && !strings.HasPrefix(p.Path, "/") {
+						errs = append(errs, field.Invalid(pp.Child("path"), p.Path, "must be an absolute path"))
+					}
+				default:
+					errs = append(errs, field.NotSupported(pp.Child("pathType"), *p.PathType, []networkingv1.PathType{
+						networkingv1.PathTypeExact, networkingv1.PathTypeImplementationSpecific, networkingv1.PathTypePrefix}))
+				}
 			}
-			if p.Backend.Service == nil && p.Backend.Resource == nil {
-				errs = append(errs, field.Invalid(pp.Child("backend"), p.Backend, "one backend must be specified"))
+			errs = append(errs, validateIngressBackend(&p.Backend, pp.Child("backend"))...)
+		}
+	}
+	for i, tls := range ing.Spec.TLS {
+		tp := spec.Child("tls").Index(i)
+		for j, h := range tls.Hosts {
+			errs = append(errs, validateIngressHost(h, tp.Child("hosts").Index(j), false)...)
+		}
+		if tls.SecretName != "" {
+			for _, msg := range apivalidation.NameIsDNSSubdomain(tls.SecretName, false) {
+				errs = append(errs, field.Invalid(tp.Child("secretName"), tls.SecretName, msg))
 			}
 		}
+	}
+	return errs
+}
+
+// validateIngressHost: a DNS name (a wildcard one when it has a "*"), not an IP address.
+func validateIngressHost(host string, p *field.Path, rejectIP bool) field.ErrorList {
+	var errs field.ErrorList
+	if rejectIP && net.ParseIP(host) != nil {
+		errs = append(errs, field.Invalid(p, host, "must be a DNS name, not an IP address"))
+	}
+	check := utilvalidation.IsDNS1123Subdomain
+	if strings.Contains(host, "*") {
+		check = utilvalidation.IsWildcardDNS1123Subdomain
+	}
+	for _, msg := range check(host) {
+		errs = append(errs, field.Invalid(p, host, msg))
+	}
+	return errs
+}
+
+// validateIngressBackend: exactly one of a service (with a name and one of a port name
+// or number) and a resource.
+func validateIngressBackend(b *networkingv1.IngressBackend, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case b.Resource != nil && b.Service != nil:
+		errs = append(errs, field.Invalid(p, "", "cannot set both resource and service backends"))
+	case b.Resource != nil:
+		if b.Resource.Kind == "" {
+			errs = append(errs, field.Required(p.Child("resource", "kind"), ""))
+		}
+		if b.Resource.Name == "" {
+			errs = append(errs, field.Required(p.Child("resource", "name"), ""))
+		}
+	case b.Service != nil:
+		sp := p.Child("service")
+		if b.Service.Name == "" {
+			errs = append(errs, field.Required(sp.Child("name"), ""))
+		} else {
+			for _, msg := range utilvalidation.IsDNS1123Label(b.Service.Name) {
+				errs = append(errs, field.Invalid(sp.Child("name"), b.Service.Name, msg))
+			}
+		}
+		port := b.Service.Port
+		switch {
+		case port.Name != "" && port.Number != 0:
+			errs = append(errs, field.Invalid(p, "", "cannot set both port name & port number"))
+		case port.Name != "":
+			for _, msg := range utilvalidation.IsValidPortName(port.Name) {
+				errs = append(errs, field.Invalid(sp.Child("port", "name"), port.Name, msg))
+			}
+		case port.Number != 0:
+			for _, msg := range utilvalidation.IsValidPortNum(int(port.Number)) {
+				errs = append(errs, field.Invalid(sp.Child("port", "number"), port.Number, msg))
+			}
+		default:
+			errs = append(errs, field.Required(p, "port name or number is required"))
+		}
+	default:
+		errs = append(errs, field.Invalid(p, "", "resource or service backend is required"))
 	}
 	return errs
 }
@@ -273,6 +375,57 @@ func validateIPBlock(b *networkingv1.IPBlock, path *field.Path) field.ErrorList 
 		if !cidr.Contains(except.IP) || ones >= exceptOnes {
 			errs = append(errs, field.Invalid(ep, e, "must be a strict subset of `cidr`"))
 		}
+	}
+	return errs
+}
+
+// validateIngressClass checks the controller (a domain-prefixed path of at most 250
+// characters) and the parameters reference with its scope.
+func validateIngressClass(c *networkingv1.IngressClass) field.ErrorList {
+	cp := field.NewPath("spec", "controller")
+	var errs field.ErrorList
+	if len(c.Spec.Controller) > 250 {
+		errs = append(errs, field.TooLong(cp, "", 250))
+	}
+	errs = append(errs, utilvalidation.IsDomainPrefixedPath(cp, c.Spec.Controller)...)
+	params := c.Spec.Parameters
+	if params == nil {
+		return errs
+	}
+	pp := field.NewPath("spec", "parameters")
+	for _, f := range []struct{ name, v string }{{"kind", params.Kind}, {"name", params.Name}} {
+		if f.v == "" {
+			errs = append(errs, field.Required(pp.Child(f.name), ""))
+			continue
+		}
+		for _, msg := range pathSegmentName(f.v, false) {
+			errs = append(errs, field.Invalid(pp.Child(f.name), f.v, msg))
+		}
+	}
+	if params.APIGroup != nil {
+		for _, msg := range utilvalidation.IsDNS1123Subdomain(*params.APIGroup) {
+			errs = append(errs, field.Invalid(pp.Child("apiGroup"), *params.APIGroup, msg))
+		}
+	}
+	if params.Scope == nil {
+		return append(errs, field.Required(pp.Child("scope"), ""))
+	}
+	switch *params.Scope {
+	case networkingv1.IngressClassParametersReferenceScopeNamespace:
+		if params.Namespace == nil {
+			errs = append(errs, field.Required(pp.Child("namespace"), "`parameters.scope` is set to 'Namespace'"))
+		} else {
+			for _, msg := range apivalidation.ValidateNamespaceName(*params.Namespace, false) {
+				errs = append(errs, field.Invalid(pp.Child("namespace"), *params.Namespace, msg))
+			}
+		}
+	case networkingv1.IngressClassParametersReferenceScopeCluster:
+		if params.Namespace != nil {
+			errs = append(errs, field.Forbidden(pp.Child("namespace"), "`parameters.scope` is set to 'Cluster'"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(pp.Child("scope"), *params.Scope, []string{
+			networkingv1.IngressClassParametersReferenceScopeCluster, networkingv1.IngressClassParametersReferenceScopeNamespace}))
 	}
 	return errs
 }

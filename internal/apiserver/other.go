@@ -2,6 +2,8 @@ package apiserver
 
 import (
 	"fmt"
+	"net/netip"
+	"slices"
 	"strings"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -9,9 +11,14 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 )
@@ -27,6 +34,7 @@ func otherResources() []resource {
 		{
 			group: "discovery.k8s.io", version: "v1", kind: "EndpointSlice", plural: "endpointslices", singular: "endpointslice", namespaced: true, generation: true,
 			newObj: func() runtime.Object { return &discoveryv1.EndpointSlice{} }, newList: func() runtime.Object { return &discoveryv1.EndpointSliceList{} },
+			hooks: hooks{validate: func(o runtime.Object) field.ErrorList { return validateEndpointSlice(o.(*discoveryv1.EndpointSlice)) }},
 			columns: []metav1.TableColumnDefinition{nameCol(), col("AddressType", "string", "The type of address"),
 				col("Ports", "string", "The ports"), col("Endpoints", "string", "The endpoints"), ageCol()},
 			row: func(o runtime.Object) []interface{} {
@@ -55,6 +63,17 @@ func otherResources() []resource {
 				}
 				return []interface{}{l.Name, holder, age(l.CreationTimestamp)}
 			},
+			hooks: hooks{validate: func(o runtime.Object) field.ErrorList {
+				l := o.(*coordinationv1.Lease)
+				var errs field.ErrorList
+				if d := l.Spec.LeaseDurationSeconds; d != nil && *d <= 0 {
+					errs = append(errs, field.Invalid(field.NewPath("spec", "leaseDurationSeconds"), *d, "must be greater than 0"))
+				}
+				if t := l.Spec.LeaseTransitions; t != nil && *t < 0 {
+					errs = append(errs, field.Invalid(field.NewPath("spec", "leaseTransitions"), *t, "must be greater than or equal to 0"))
+				}
+				return errs
+			}},
 		},
 		{
 			// events.k8s.io/v1 serves the same objects as core/v1 events, from the same
@@ -75,7 +94,8 @@ func otherResources() []resource {
 		},
 		rbac(resource{kind: "Role", plural: "roles", singular: "role", namespaced: true,
 			newObj: func() runtime.Object { return &rbacv1.Role{} }, newList: func() runtime.Object { return &rbacv1.RoleList{} },
-			hooks:   hooks{name: pathSegmentName},
+			hooks: hooks{name: pathSegmentName,
+				validate: func(o runtime.Object) field.ErrorList { return validatePolicyRules(o.(*rbacv1.Role).Rules, true) }},
 			columns: []metav1.TableColumnDefinition{nameCol(), col("Created At", "date", "When the role was created")},
 			row: func(o runtime.Object) []interface{} {
 				r := o.(*rbacv1.Role)
@@ -83,7 +103,8 @@ func otherResources() []resource {
 			}}),
 		rbac(resource{kind: "ClusterRole", plural: "clusterroles", singular: "clusterrole",
 			newObj: func() runtime.Object { return &rbacv1.ClusterRole{} }, newList: func() runtime.Object { return &rbacv1.ClusterRoleList{} },
-			hooks:   hooks{name: pathSegmentName},
+			hooks: hooks{name: pathSegmentName,
+				validate: func(o runtime.Object) field.ErrorList { return validateClusterRole(o.(*rbacv1.ClusterRole)) }},
 			columns: []metav1.TableColumnDefinition{nameCol(), col("Created At", "date", "When the role was created")},
 			row: func(o runtime.Object) []interface{} {
 				r := o.(*rbacv1.ClusterRole)
@@ -91,7 +112,14 @@ func otherResources() []resource {
 			}}),
 		rbac(resource{kind: "RoleBinding", plural: "rolebindings", singular: "rolebinding", namespaced: true,
 			newObj: func() runtime.Object { return &rbacv1.RoleBinding{} }, newList: func() runtime.Object { return &rbacv1.RoleBindingList{} },
-			hooks:   hooks{name: pathSegmentName},
+			hooks: hooks{name: pathSegmentName,
+				validate: func(o runtime.Object) field.ErrorList {
+					b := o.(*rbacv1.RoleBinding)
+					return validateBinding(b.RoleRef, b.Subjects, true)
+				},
+				validateUpdate: func(o, old runtime.Object) field.ErrorList {
+					return validateRoleRefUpdate(o.(*rbacv1.RoleBinding).RoleRef, old.(*rbacv1.RoleBinding).RoleRef)
+				}},
 			columns: bindingColumns(),
 			row: func(o runtime.Object) []interface{} {
 				b := o.(*rbacv1.RoleBinding)
@@ -99,7 +127,14 @@ func otherResources() []resource {
 			}}),
 		rbac(resource{kind: "ClusterRoleBinding", plural: "clusterrolebindings", singular: "clusterrolebinding",
 			newObj: func() runtime.Object { return &rbacv1.ClusterRoleBinding{} }, newList: func() runtime.Object { return &rbacv1.ClusterRoleBindingList{} },
-			hooks:   hooks{name: pathSegmentName},
+			hooks: hooks{name: pathSegmentName,
+				validate: func(o runtime.Object) field.ErrorList {
+					b := o.(*rbacv1.ClusterRoleBinding)
+					return validateBinding(b.RoleRef, b.Subjects, false)
+				},
+				validateUpdate: func(o, old runtime.Object) field.ErrorList {
+					return validateRoleRefUpdate(o.(*rbacv1.ClusterRoleBinding).RoleRef, old.(*rbacv1.ClusterRoleBinding).RoleRef)
+				}},
 			columns: bindingColumns(),
 			row: func(o runtime.Object) []interface{} {
 				b := o.(*rbacv1.ClusterRoleBinding)
@@ -257,4 +292,183 @@ func addEventConversions(s *runtime.Scheme) error {
 		}
 		return nil
 	})
+}
+
+// validatePolicyRules checks RBAC rules: verbs always, and either non-resource URLs
+// (cluster roles only, alone) or API groups and resources.
+func validatePolicyRules(rules []rbacv1.PolicyRule, namespaced bool) field.ErrorList {
+	var errs field.ErrorList
+	for i, rule := range rules {
+		p := field.NewPath("rules").Index(i)
+		if len(rule.Verbs) == 0 {
+			errs = append(errs, field.Required(p.Child("verbs"), "verbs must contain at least one value"))
+		}
+		if len(rule.NonResourceURLs) > 0 {
+			if namespaced {
+				errs = append(errs, field.Invalid(p.Child("nonResourceURLs"), rule.NonResourceURLs, "namespaced rules cannot apply to non-resource URLs"))
+			}
+			if len(rule.APIGroups) > 0 || len(rule.Resources) > 0 || len(rule.ResourceNames) > 0 {
+				errs = append(errs, field.Invalid(p.Child("nonResourceURLs"), rule.NonResourceURLs, "rules cannot apply to both regular resources and non-resource URLs"))
+			}
+			continue
+		}
+		if len(rule.APIGroups) == 0 {
+			errs = append(errs, field.Required(p.Child("apiGroups"), "resource rules must supply at least one api group"))
+		}
+		if len(rule.Resources) == 0 {
+			errs = append(errs, field.Required(p.Child("resources"), "resource rules must supply at least one resource"))
+		}
+	}
+	return errs
+}
+
+func validateClusterRole(r *rbacv1.ClusterRole) field.ErrorList {
+	errs := validatePolicyRules(r.Rules, false)
+	if r.AggregationRule == nil {
+		return errs
+	}
+	p := field.NewPath("aggregationRule", "clusterRoleSelectors")
+	if len(r.AggregationRule.ClusterRoleSelectors) == 0 {
+		errs = append(errs, field.Required(p, "at least one clusterRoleSelector required if aggregationRule is non-nil"))
+	}
+	for i := range r.AggregationRule.ClusterRoleSelectors {
+		sel := &r.AggregationRule.ClusterRoleSelectors[i]
+		errs = append(errs, metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, p.Index(i))...)
+		if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
+			errs = append(errs, field.Invalid(p.Index(i), sel, "invalid label selector."))
+		}
+	}
+	return errs
+}
+
+// validateBinding checks a binding's roleRef (a Role only in a namespaced binding) and
+// subjects (a ServiceAccount subject needs a namespace in a cluster binding).
+func validateBinding(ref rbacv1.RoleRef, subjects []rbacv1.Subject, namespaced bool) field.ErrorList {
+	var errs field.ErrorList
+	rp := field.NewPath("roleRef")
+	if ref.APIGroup != rbacv1.GroupName {
+		errs = append(errs, field.NotSupported(rp.Child("apiGroup"), ref.APIGroup, []string{rbacv1.GroupName}))
+	}
+	kinds := []string{"ClusterRole"}
+	if namespaced {
+		kinds = []string{"Role", "ClusterRole"}
+	}
+	if !slices.Contains(kinds, ref.Kind) {
+		errs = append(errs, field.NotSupported(rp.Child("kind"), ref.Kind, kinds))
+	}
+	if ref.Name == "" {
+		errs = append(errs, field.Required(rp.Child("name"), ""))
+	} else {
+		for _, msg := range pathSegmentName(ref.Name, false) {
+			errs = append(errs, field.Invalid(rp.Child("name"), ref.Name, msg))
+		}
+	}
+	for i, sub := range subjects {
+		p := field.NewPath("subjects").Index(i)
+		if sub.Name == "" {
+			errs = append(errs, field.Required(p.Child("name"), ""))
+		}
+		switch sub.Kind {
+		case rbacv1.ServiceAccountKind:
+			if sub.Name != "" {
+				for _, msg := range apivalidation.NameIsDNSSubdomain(sub.Name, false) {
+					errs = append(errs, field.Invalid(p.Child("name"), sub.Name, msg))
+				}
+			}
+			if sub.APIGroup != "" {
+				errs = append(errs, field.NotSupported(p.Child("apiGroup"), sub.APIGroup, []string{""}))
+			}
+			if !namespaced && sub.Namespace == "" {
+				errs = append(errs, field.Required(p.Child("namespace"), ""))
+			}
+		case rbacv1.UserKind, rbacv1.GroupKind:
+			if sub.APIGroup != rbacv1.GroupName {
+				errs = append(errs, field.NotSupported(p.Child("apiGroup"), sub.APIGroup, []string{rbacv1.GroupName}))
+			}
+		default:
+			errs = append(errs, field.NotSupported(p.Child("kind"), sub.Kind, []string{rbacv1.ServiceAccountKind, rbacv1.UserKind, rbacv1.GroupKind}))
+		}
+	}
+	return errs
+}
+
+func validateRoleRefUpdate(ref, old rbacv1.RoleRef) field.ErrorList {
+	if ref != old {
+		return field.ErrorList{field.Invalid(field.NewPath("roleRef"), ref, "cannot change roleRef")}
+	}
+	return nil
+}
+
+// validateEndpointSlice checks the address type, each endpoint's addresses (1 to 100,
+// of the slice's type), hostname and node name, and the ports' names and protocols.
+func validateEndpointSlice(es *discoveryv1.EndpointSlice) field.ErrorList {
+	var errs field.ErrorList
+	types := []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6, discoveryv1.AddressTypeFQDN}
+	switch {
+	case es.AddressType == "":
+		errs = append(errs, field.Required(field.NewPath("addressType"), ""))
+	case !slices.Contains(types, es.AddressType):
+		errs = append(errs, field.NotSupported(field.NewPath("addressType"), es.AddressType, types))
+	}
+	for i, ep := range es.Endpoints {
+		p := field.NewPath("endpoints").Index(i)
+		ap := p.Child("addresses")
+		switch {
+		case len(ep.Addresses) == 0:
+			errs = append(errs, field.Required(ap, "must contain at least 1 address"))
+		case len(ep.Addresses) > 100:
+			errs = append(errs, field.TooMany(ap, len(ep.Addresses), 100))
+		}
+		for j, addr := range ep.Addresses {
+			switch es.AddressType {
+			case discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6:
+				ip, err := netip.ParseAddr(addr)
+				if err != nil || ip.Zone() != "" {
+					errs = append(errs, field.Invalid(ap.Index(j), addr, "must be a valid IP address"))
+					continue
+				}
+				if ip.Is4() != (es.AddressType == discoveryv1.AddressTypeIPv4) {
+					errs = append(errs, field.Invalid(ap, addr, "must be an "+string(es.AddressType)+" address"))
+				}
+			case discoveryv1.AddressTypeFQDN:
+				errs = append(errs, utilvalidation.IsFullyQualifiedDomainName(ap.Index(j), addr)...)
+			}
+		}
+		if ep.Hostname != nil {
+			for _, msg := range utilvalidation.IsDNS1123Label(*ep.Hostname) {
+				errs = append(errs, field.Invalid(p.Child("hostname"), *ep.Hostname, msg))
+			}
+		}
+		if ep.NodeName != nil {
+			for _, msg := range apivalidation.NameIsDNSSubdomain(*ep.NodeName, false) {
+				errs = append(errs, field.Invalid(p.Child("nodeName"), *ep.NodeName, msg))
+			}
+		}
+	}
+	names := map[string]bool{}
+	for i, port := range es.Ports {
+		p := field.NewPath("ports").Index(i)
+		name := ptr.Deref(port.Name, "")
+		if name != "" {
+			for _, msg := range utilvalidation.IsDNS1123Label(name) {
+				errs = append(errs, field.Invalid(p.Child("name"), name, msg))
+			}
+		}
+		if names[name] {
+			errs = append(errs, field.Duplicate(p.Child("name"), name))
+		}
+		names[name] = true
+		protocols := []corev1.Protocol{corev1.ProtocolSCTP, corev1.ProtocolTCP, corev1.ProtocolUDP}
+		if port.Protocol == nil {
+			errs = append(errs, field.Required(p.Child("protocol"), ""))
+		} else if !slices.Contains(protocols, *port.Protocol) {
+			errs = append(errs, field.NotSupported(p.Child("protocol"), *port.Protocol, protocols))
+		}
+		if port.AppProtocol != nil {
+			for _, msg := range utilvalidation.IsQualifiedName(*port.AppProtocol) {
+				errs = append(errs, field.Invalid(p.Child("appProtocol"), *port.AppProtocol, msg))
+			}
+		}
+	}
+	return errs
 }

@@ -3,6 +3,7 @@ package apiserver
 import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -30,7 +31,8 @@ func policyResources() []resource {
 			}
 			return []interface{}{p.Name, min, max, int64(p.Status.DisruptionsAllowed), age(p.CreationTimestamp)}
 		},
-		hooks: hooks{validate: func(o runtime.Object) field.ErrorList { return validatePDB(o.(*policyv1.PodDisruptionBudget)) }},
+		// Upstream checks PodDisruptionBudget names only as path segments.
+		hooks: hooks{name: pathSegmentName, validate: func(o runtime.Object) field.ErrorList { return validatePDB(o.(*policyv1.PodDisruptionBudget)) }},
 	}}
 }
 
@@ -47,9 +49,11 @@ func validatePDB(p *policyv1.PodDisruptionBudget) field.ErrorList {
 		errs = append(errs, validatePositiveIntOrPercent(v, spec.Child(name))...)
 	}
 	if p.Spec.Selector != nil {
-		if _, err := metav1.LabelSelectorAsSelector(p.Spec.Selector); err != nil {
-			errs = append(errs, field.Invalid(spec.Child("selector"), p.Spec.Selector, err.Error()))
-		}
+		errs = append(errs, metav1validation.ValidateLabelSelector(p.Spec.Selector, metav1validation.LabelSelectorValidationOptions{}, spec.Child("selector"))...)
+	}
+	if pol := p.Spec.UnhealthyPodEvictionPolicy; pol != nil && *pol != policyv1.IfHealthyBudget && *pol != policyv1.AlwaysAllow {
+		errs = append(errs, field.NotSupported(spec.Child("unhealthyPodEvictionPolicy"), *pol,
+			[]policyv1.UnhealthyPodEvictionPolicyType{policyv1.AlwaysAllow, policyv1.IfHealthyBudget}))
 	}
 	return errs
 }

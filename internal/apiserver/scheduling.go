@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
@@ -74,6 +76,9 @@ func validatePriorityClass(pc *schedulingv1.PriorityClass) field.ErrorList {
 			return errs
 		}
 	}
+	if pp := pc.PreemptionPolicy; pp != nil && *pp != corev1.PreemptLowerPriority && *pp != corev1.PreemptNever {
+		errs = append(errs, field.NotSupported(field.NewPath("preemptionPolicy"), *pp, []corev1.PreemptionPolicy{corev1.PreemptLowerPriority, corev1.PreemptNever}))
+	}
 	if strings.HasPrefix(pc.Name, "system-") {
 		errs = append(errs, field.Forbidden(field.NewPath("metadata", "name"), "priority class names with 'system-' prefix are reserved for system use only"))
 	}
@@ -107,7 +112,21 @@ func nodeResources() []resource {
 		hooks: hooks{
 			validate: func(o runtime.Object) field.ErrorList {
 				rc := o.(*nodev1.RuntimeClass)
-				return dnsLabel(field.NewPath("handler"), rc.Handler)
+				errs := dnsLabel(field.NewPath("handler"), rc.Handler)
+				if rc.Overhead != nil {
+					for name, q := range rc.Overhead.PodFixed {
+						if q.Sign() < 0 {
+							errs = append(errs, field.Invalid(field.NewPath("overhead", "limits").Key(string(name)), q.String(), "must be greater than or equal to 0"))
+						}
+					}
+				}
+				if sc := rc.Scheduling; sc != nil {
+					errs = append(errs, metav1validation.ValidateLabels(sc.NodeSelector, field.NewPath("scheduling", "nodeSelector"))...)
+					for i, t := range sc.Tolerations {
+						errs = append(errs, validateToleration(t, field.NewPath("scheduling", "tolerations").Index(i))...)
+					}
+				}
+				return errs
 			},
 			validateUpdate: func(o, old runtime.Object) field.ErrorList {
 				if o.(*nodev1.RuntimeClass).Handler != old.(*nodev1.RuntimeClass).Handler {

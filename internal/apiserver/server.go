@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,6 +56,8 @@ import (
 	openapiutil "k8s.io/kube-openapi/pkg/util"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/kubelab/kubelab/internal/apiserver/admission"
 	"github.com/kubelab/kubelab/internal/apiserver/auth"
@@ -335,7 +338,7 @@ func (s *Server) Run(ctx context.Context) error {
 	// for them; clients reconnect anyway.
 	server.ShutdownTimeout = 3 * time.Second
 	extra := reviews(cfg.Authorization.Authorizer, cfg.RuleResolver, s.tokens)
-	deps := storageDeps{alloc: alloc, kubelet: kubelet, tokens: s.serviceAccounts, pdbs: client.PolicyV1()}
+	deps := storageDeps{alloc: alloc, kubelet: kubelet, tokens: s.serviceAccounts, pdbs: client.PolicyV1(), etcd: etcdClient}
 	if err := installAPIs(server, scheme, codecs, resources, extra, cfg.RESTOptionsGetter, deps); err != nil {
 		return err
 	}
@@ -550,7 +553,7 @@ func installAPIs(server *genericapiserver.GenericAPIServer, scheme *runtime.Sche
 	extra map[string]map[string]rest.Storage, optsGetter generic.RESTOptionsGetter, deps storageDeps) error {
 	groups := map[string]*genericapiserver.APIGroupInfo{}
 	var order []string
-	var pods, nodes objectStore
+	var pods, nodes, leases objectStore
 	for _, group := range slices.Sorted(maps.Keys(extra)) {
 		g := genericapiserver.NewDefaultAPIGroupInfo(group, scheme, runtime.NewParameterCodec(scheme), codecs)
 		version := scheme.PrioritizedVersionsForGroup(group)[0].Version
@@ -579,6 +582,8 @@ func installAPIs(server *genericapiserver.GenericAPIServer, scheme *runtime.Sche
 			pods = storages["pods"].(objectStore)
 		case corev1.SchemeGroupVersion.WithKind("Node"):
 			nodes = storages["nodes"].(objectStore)
+		case coordinationv1.SchemeGroupVersion.WithKind("Lease"):
+			leases = storages["leases"].(objectStore)
 		}
 		for _, version := range append([]string{r.version}, r.alsoVersions...) {
 			if info.VersionedResourcesStorageMap[version] == nil {
@@ -593,6 +598,7 @@ func installAPIs(server *genericapiserver.GenericAPIServer, scheme *runtime.Sche
 	m := genericapiserver.NewDefaultAPIGroupInfo(metricsv1beta1.GroupName, scheme, runtime.NewParameterCodec(scheme), codecs)
 	m.VersionedResourcesStorageMap["v1beta1"] = metricsStorage(deps.kubelet, pods, nodes)
 	rest := []*genericapiserver.APIGroupInfo{&m}
+	groups[""].VersionedResourcesStorageMap["v1"]["componentstatuses"] = &componentStatusREST{leases: leases, etcd: deps.etcd, now: time.Now}
 	for _, g := range order {
 		if g == "" {
 			if err := server.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, groups[g]); err != nil {
@@ -615,6 +621,8 @@ type storageDeps struct {
 	tokens  *serviceAccountTokens
 	// pdbs are read and written by pods/eviction (through the loopback client).
 	pdbs policyv1client.PodDisruptionBudgetsGetter
+	// etcd is probed for componentstatuses.
+	etcd *clientv3.Client
 }
 
 // restStorages are the REST endpoints of one row: the resource and its subresources.

@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
@@ -27,7 +30,8 @@ func serviceHooks() hooks {
 			if prefix {
 				name = maskTrailingDash(name)
 			}
-			return utilvalidation.IsDNS1035Label(name)
+			// Upstream's relaxed service names: a DNS-1123 label (may start with a digit).
+			return utilvalidation.IsDNS1123Label(name)
 		},
 		validate: validateService,
 		// The services store's BeginUpdate did this before allocating; doing it again is
@@ -253,16 +257,31 @@ func validateService(o runtime.Object) field.ErrorList {
 		proto corev1.Protocol
 		port  int32
 	}
-	nodePorts := map[protoPort]bool{}
+	nodePorts, ports := map[protoPort]bool{}, map[protoPort]bool{}
 	for i, p := range s.Spec.Ports {
 		pp := spec.Child("ports").Index(i)
 		if len(s.Spec.Ports) > 1 && p.Name == "" {
 			errs = append(errs, field.Required(pp.Child("name"), ""))
 		}
-		if names[p.Name] {
+		if p.Name != "" && names[p.Name] {
 			errs = append(errs, field.Duplicate(pp.Child("name"), p.Name))
 		}
 		names[p.Name] = true
+		if p.TargetPort.Type == intstr.String {
+			for _, msg := range utilvalidation.IsValidPortName(p.TargetPort.StrVal) {
+				errs = append(errs, field.Invalid(pp.Child("targetPort"), p.TargetPort.StrVal, msg))
+			}
+		}
+		if p.AppProtocol != nil {
+			for _, msg := range utilvalidation.IsQualifiedName(*p.AppProtocol) {
+				errs = append(errs, field.Invalid(pp.Child("appProtocol"), *p.AppProtocol, msg))
+			}
+		}
+		if key := (protoPort{p.Protocol, p.Port}); ports[key] {
+			errs = append(errs, field.Duplicate(pp, key))
+		} else {
+			ports[key] = true
+		}
 		if p.Port < 1 || p.Port > 65535 {
 			errs = append(errs, field.Invalid(pp.Child("port"), p.Port, "must be between 1 and 65535, inclusive"))
 		}
@@ -289,5 +308,93 @@ func validateService(o runtime.Object) field.ErrorList {
 		}
 		nodePorts[key] = true
 	}
+	return append(errs, validateServiceSpecExtra(s, spec)...)
+}
+
+// validateServiceSpecExtra: the enumerations, names and addresses of a Service spec.
+func validateServiceSpecExtra(s *corev1.Service, spec *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if c := s.Spec.LoadBalancerClass; c != nil {
+		for _, msg := range utilvalidation.IsQualifiedName(*c) {
+			errs = append(errs, field.Invalid(spec.Child("loadBalancerClass"), *c, msg))
+		}
+	}
+	for i, r := range s.Spec.LoadBalancerSourceRanges {
+		if _, _, err := net.ParseCIDR(strings.TrimSpace(r)); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "LoadBalancerSourceRanges").Index(i), r,
+				"must be a list of IP ranges. For example, 10.240.0.0/24,10.250.0.0/24 "))
+		}
+	}
+	if s.Spec.Type == corev1.ServiceTypeExternalName {
+		if cname := strings.TrimSuffix(s.Spec.ExternalName, "."); cname != "" {
+			for _, msg := range utilvalidation.IsDNS1123Subdomain(cname) {
+				errs = append(errs, field.Invalid(spec.Child("externalName"), s.Spec.ExternalName, msg))
+			}
+		}
+	}
+	switch s.Spec.SessionAffinity {
+	case corev1.ServiceAffinityNone, corev1.ServiceAffinityClientIP:
+	default:
+		errs = append(errs, field.NotSupported(spec.Child("sessionAffinity"), s.Spec.SessionAffinity,
+			[]corev1.ServiceAffinity{corev1.ServiceAffinityClientIP, corev1.ServiceAffinityNone}))
+	}
+	if s.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+		if c := s.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+			if t := *c.ClientIP.TimeoutSeconds; t <= 0 || t > maxClientIPAffinitySeconds {
+				errs = append(errs, field.Invalid(spec.Child("sessionAffinityConfig", "clientIP", "timeoutSeconds"), t,
+					fmt.Sprintf("must be greater than 0 and less than %d", maxClientIPAffinitySeconds)))
+			}
+		}
+	}
+	external := s.Spec.Type == corev1.ServiceTypeNodePort || s.Spec.Type == corev1.ServiceTypeLoadBalancer ||
+		(s.Spec.Type == corev1.ServiceTypeClusterIP && len(s.Spec.ExternalIPs) > 0)
+	if p := s.Spec.ExternalTrafficPolicy; p != "" {
+		switch {
+		case !external:
+			errs = append(errs, field.Invalid(spec.Child("externalTrafficPolicy"), p,
+				"may only be set for externally-accessible services"))
+		case p != corev1.ServiceExternalTrafficPolicyCluster && p != corev1.ServiceExternalTrafficPolicyLocal:
+			errs = append(errs, field.NotSupported(spec.Child("externalTrafficPolicy"), p,
+				[]corev1.ServiceExternalTrafficPolicy{corev1.ServiceExternalTrafficPolicyCluster, corev1.ServiceExternalTrafficPolicyLocal}))
+		}
+	}
+	if p := s.Spec.InternalTrafficPolicy; p != nil && *p != corev1.ServiceInternalTrafficPolicyCluster && *p != corev1.ServiceInternalTrafficPolicyLocal {
+		errs = append(errs, field.NotSupported(spec.Child("internalTrafficPolicy"), *p,
+			[]corev1.ServiceInternalTrafficPolicy{corev1.ServiceInternalTrafficPolicyCluster, corev1.ServiceInternalTrafficPolicyLocal}))
+	}
+	if p := s.Spec.IPFamilyPolicy; p != nil {
+		switch *p {
+		case corev1.IPFamilyPolicySingleStack, corev1.IPFamilyPolicyPreferDualStack:
+		case corev1.IPFamilyPolicyRequireDualStack:
+			errs = append(errs, field.Invalid(spec.Child("ipFamilyPolicy"), *p, "this cluster is not configured for dual-stack services"))
+		default:
+			errs = append(errs, field.NotSupported(spec.Child("ipFamilyPolicy"), *p, []corev1.IPFamilyPolicy{
+				corev1.IPFamilyPolicySingleStack, corev1.IPFamilyPolicyPreferDualStack, corev1.IPFamilyPolicyRequireDualStack}))
+		}
+	}
+	for i, f := range s.Spec.IPFamilies {
+		switch f {
+		case corev1.IPv4Protocol:
+		case corev1.IPv6Protocol:
+			errs = append(errs, field.Invalid(spec.Child("ipFamilies").Index(i), f, "not configured on this cluster"))
+		default:
+			errs = append(errs, field.NotSupported(spec.Child("ipFamilies").Index(i), f, []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}))
+		}
+	}
+	errs = append(errs, metav1validation.ValidateLabels(s.Spec.Selector, spec.Child("selector"))...)
+	for i, ip := range s.Spec.ExternalIPs {
+		if net.ParseIP(ip) == nil {
+			errs = append(errs, field.Invalid(spec.Child("externalIPs").Index(i), ip, "must be a valid IP address"))
+		}
+	}
+	if d := s.Spec.TrafficDistribution; d != nil {
+		valid := []string{corev1.ServiceTrafficDistributionPreferClose, corev1.ServiceTrafficDistributionPreferSameNode, corev1.ServiceTrafficDistributionPreferSameZone}
+		if !slices.Contains(valid, *d) {
+			errs = append(errs, field.NotSupported(spec.Child("trafficDistribution"), *d, valid))
+		}
+	}
 	return errs
 }
+
+// maxClientIPAffinitySeconds is the longest ClientIP session affinity (one day).
+const maxClientIPAffinitySeconds = 86400

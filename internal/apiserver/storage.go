@@ -1,13 +1,19 @@
 package apiserver
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubelab/kubelab/internal/storageclass"
@@ -44,11 +50,7 @@ func storageResources() []resource {
 			},
 			hooks: hooks{
 				validate: func(o runtime.Object) field.ErrorList {
-					sc := o.(*storagev1.StorageClass)
-					if sc.Provisioner == "" {
-						return field.ErrorList{field.Required(field.NewPath("provisioner"), "")}
-					}
-					return nil
+					return validateStorageClass(o.(*storagev1.StorageClass))
 				},
 				validateUpdate: func(o, old runtime.Object) field.ErrorList {
 					sc, osc := o.(*storagev1.StorageClass), old.(*storagev1.StorageClass)
@@ -88,12 +90,26 @@ func storageResources() []resource {
 					var errs field.ErrorList
 					if va.Spec.Attacher == "" {
 						errs = append(errs, field.Required(spec.Child("attacher"), ""))
+					} else {
+						for _, msg := range utilvalidation.IsDNS1123Subdomain(strings.ToLower(va.Spec.Attacher)) {
+							errs = append(errs, field.Invalid(spec.Child("attacher"), va.Spec.Attacher, msg))
+						}
 					}
-					if va.Spec.NodeName == "" {
-						errs = append(errs, field.Required(spec.Child("nodeName"), ""))
+					for _, msg := range apivalidation.NameIsDNSSubdomain(va.Spec.NodeName, false) {
+						errs = append(errs, field.Invalid(spec.Child("nodeName"), va.Spec.NodeName, msg))
 					}
-					if (va.Spec.Source.PersistentVolumeName == nil) == (va.Spec.Source.InlineVolumeSpec == nil) {
-						errs = append(errs, field.Required(spec.Child("source"), "must specify exactly one of persistentVolumeName and inlineVolumeSpec"))
+					const one = "must specify exactly one of inlineVolumeSpec and persistentVolumeName"
+					switch pv, inline := va.Spec.Source.PersistentVolumeName, va.Spec.Source.InlineVolumeSpec; {
+					case pv == nil && inline == nil:
+						errs = append(errs, field.Required(spec.Child("source"), one))
+					case pv != nil && inline != nil:
+						errs = append(errs, field.Forbidden(spec.Child("source"), one))
+					case pv != nil && *pv == "":
+						errs = append(errs, field.Required(spec.Child("source", "persistentVolumeName"), "must specify non empty persistentVolumeName"))
+					case pv != nil:
+						for _, msg := range apivalidation.NameIsDNSSubdomain(*pv, false) {
+							errs = append(errs, field.Invalid(spec.Child("source", "persistentVolumeName"), *pv, msg))
+						}
 					}
 					return errs
 				},
@@ -129,6 +145,7 @@ func storageResources() []resource {
 					boolOr(d.Spec.StorageCapacity, false), joinOrNone(tokens), boolOr(d.Spec.RequiresRepublish, false),
 					strings.Join(modes, ","), age(d.CreationTimestamp)}
 			},
+			hooks: hooks{validate: func(o runtime.Object) field.ErrorList { return validateCSIDriverSpec(&o.(*storagev1.CSIDriver).Spec) }},
 		}),
 		st(resource{
 			kind: "CSINode", plural: "csinodes", singular: "csinode", status: true,
@@ -194,4 +211,102 @@ func boolOr(b *bool, d bool) bool {
 		return d
 	}
 	return *b
+}
+
+// validateStorageClass checks the provisioner (a qualified name), the reclaim policy
+// (Delete or Retain), the binding mode and the allowed topologies.
+func validateStorageClass(sc *storagev1.StorageClass) field.ErrorList {
+	var errs field.ErrorList
+	pp := field.NewPath("provisioner")
+	if sc.Provisioner == "" {
+		errs = append(errs, field.Required(pp, ""))
+	} else {
+		for _, msg := range utilvalidation.IsQualifiedName(strings.ToLower(sc.Provisioner)) {
+			errs = append(errs, field.Invalid(pp, sc.Provisioner, msg))
+		}
+	}
+	if rp := sc.ReclaimPolicy; rp != nil && *rp != "" && *rp != corev1.PersistentVolumeReclaimDelete && *rp != corev1.PersistentVolumeReclaimRetain {
+		errs = append(errs, field.NotSupported(field.NewPath("reclaimPolicy"), *rp,
+			[]corev1.PersistentVolumeReclaimPolicy{corev1.PersistentVolumeReclaimDelete, corev1.PersistentVolumeReclaimRetain}))
+	}
+	if m := sc.VolumeBindingMode; m == nil {
+		errs = append(errs, field.Required(field.NewPath("volumeBindingMode"), ""))
+	} else if *m != storagev1.VolumeBindingImmediate && *m != storagev1.VolumeBindingWaitForFirstConsumer {
+		errs = append(errs, field.NotSupported(field.NewPath("volumeBindingMode"), *m,
+			[]storagev1.VolumeBindingMode{storagev1.VolumeBindingImmediate, storagev1.VolumeBindingWaitForFirstConsumer}))
+	}
+	var seen []map[string]sets.Set[string]
+	for i, term := range sc.AllowedTopologies {
+		tp := field.NewPath("allowedTopologies").Index(i)
+		exprs := map[string]sets.Set[string]{}
+		for j, req := range term.MatchLabelExpressions {
+			rp := tp.Child("matchLabelExpressions").Index(j)
+			errs = append(errs, metav1validation.ValidateLabelName(req.Key, rp.Child("key"))...)
+			if _, dup := exprs[req.Key]; dup {
+				errs = append(errs, field.Duplicate(rp.Child("key"), req.Key))
+			}
+			if len(req.Values) == 0 {
+				errs = append(errs, field.Required(rp.Child("values"), "must specify as least one value"))
+			}
+			values := sets.New[string]()
+			for k, v := range req.Values {
+				if values.Has(v) {
+					errs = append(errs, field.Duplicate(rp.Child("values").Index(k), v))
+				}
+				values.Insert(v)
+			}
+			exprs[req.Key] = values
+		}
+		// An empty term selects everything, as an absent one does: it counts as a duplicate.
+		dup := len(exprs) == 0
+		for _, prev := range seen {
+			if apiequality.Semantic.DeepEqual(prev, exprs) {
+				dup = true
+			}
+		}
+		if dup {
+			errs = append(errs, field.Duplicate(tp.Child("matchLabelExpressions"), ""))
+		}
+		seen = append(seen, exprs)
+	}
+	return errs
+}
+
+// validateCSIDriverSpec checks the enumerations, token requests (distinct audiences,
+// at least ten minutes) and the allocatable update period (at least ten seconds).
+func validateCSIDriverSpec(spec *storagev1.CSIDriverSpec) field.ErrorList {
+	sp := field.NewPath("spec")
+	var errs field.ErrorList
+	for _, m := range spec.VolumeLifecycleModes {
+		if m != storagev1.VolumeLifecyclePersistent && m != storagev1.VolumeLifecycleEphemeral {
+			errs = append(errs, field.NotSupported(sp.Child("volumeLifecycleModes"), m,
+				[]storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral}))
+		}
+	}
+	if p := spec.FSGroupPolicy; p != nil {
+		valid := []storagev1.FSGroupPolicy{storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, storagev1.FileFSGroupPolicy, storagev1.NoneFSGroupPolicy}
+		if !slices.Contains(valid, *p) {
+			errs = append(errs, field.NotSupported(sp.Child("fsGroupPolicy"), *p, valid))
+		}
+	}
+	audiences := sets.New[string]()
+	for i, tr := range spec.TokenRequests {
+		tp := sp.Child("tokenRequests").Index(i)
+		if audiences.Has(tr.Audience) {
+			errs = append(errs, field.Duplicate(tp.Child("audience"), tr.Audience))
+		}
+		audiences.Insert(tr.Audience)
+		if es := tr.ExpirationSeconds; es != nil {
+			switch {
+			case *es < 600:
+				errs = append(errs, field.Invalid(tp.Child("expirationSeconds"), *es, "may not specify a duration less than 10 minutes"))
+			case *es > 1<<32:
+				errs = append(errs, field.Invalid(tp.Child("expirationSeconds"), *es, "may not specify a duration larger than 2^32 seconds"))
+			}
+		}
+	}
+	if p := spec.NodeAllocatableUpdatePeriodSeconds; p != nil && *p < 10 {
+		errs = append(errs, field.Invalid(sp.Child("nodeAllocatableUpdatePeriodSeconds"), *p, "must be greater than or equal to 10 seconds"))
+	}
+	return errs
 }

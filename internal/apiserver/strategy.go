@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -89,7 +90,39 @@ func (s strategy) validateMeta(obj runtime.Object) field.ErrorList {
 	if !ok {
 		return field.ErrorList{field.InternalError(field.NewPath("metadata"), fmt.Errorf("%T has no object metadata", obj))}
 	}
-	return apivalidation.ValidateObjectMeta(om, s.r.namespaced, nameFn, field.NewPath("metadata"))
+	errs := apivalidation.ValidateObjectMeta(om, s.r.namespaced, nameFn, field.NewPath("metadata"))
+	if standardFinalizerGroups[s.r.group] {
+		errs = append(errs, validateStandardFinalizers(om.Finalizers, field.NewPath("metadata", "finalizers"))...)
+	}
+	return errs
+}
+
+// standardFinalizerGroups are the groups whose kinds allow only the standard finalizer
+// names without a "/" (the others allow any qualified name).
+var standardFinalizerGroups = map[string]bool{
+	"": true, "apps": true, "batch": true, "autoscaling": true, "networking.k8s.io": true, "storage.k8s.io": true,
+	"scheduling.k8s.io": true, "rbac.authorization.k8s.io": true, "discovery.k8s.io": true,
+}
+
+// validateStandardFinalizers rejects a finalizer without "/" that is not one of the
+// standard ones (kubernetes, orphan, foregroundDeletion).
+func validateStandardFinalizers(finalizers []string, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, f := range finalizers {
+		errs = append(errs, validateStandardFinalizer(f, fldPath.Index(i))...)
+	}
+	return errs
+}
+
+func validateStandardFinalizer(f string, fldPath *field.Path) field.ErrorList {
+	if strings.Contains(f, "/") {
+		return nil
+	}
+	switch f {
+	case string(corev1.FinalizerKubernetes), metav1.FinalizerOrphanDependents, metav1.FinalizerDeleteDependents:
+		return nil
+	}
+	return field.ErrorList{field.Invalid(fldPath, f, "name is neither a standard finalizer name nor is it fully qualified")}
 }
 
 func (s strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubelab/kubelab/internal/leaderelection"
 	"github.com/kubelab/kubelab/internal/scheduler"
 )
 
@@ -29,6 +31,7 @@ func clientFor(kubeconfig, name string) (*rest.Config, kubernetes.Interface, err
 
 func newSchedulerCommand() *cobra.Command {
 	var kubeconfig string
+	var leaderElect bool
 	cmd := &cobra.Command{
 		Use:   "scheduler",
 		Short: "Run the scheduler (filter → score → bind, volume topology) against a kubelab API server",
@@ -37,16 +40,23 @@ func newSchedulerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			factory := informers.NewSharedInformerFactory(client, 10*time.Minute)
-			s, err := scheduler.New(scheduler.Config{}, client, factory)
-			if err != nil {
-				return err
+			run := func(ctx context.Context) error {
+				factory := informers.NewSharedInformerFactory(client, 10*time.Minute)
+				s, err := scheduler.New(scheduler.Config{}, client, factory)
+				if err != nil {
+					return err
+				}
+				factory.Start(ctx.Done())
+				defer factory.Shutdown()
+				return s.Run(ctx)
 			}
-			factory.Start(cmd.Context().Done())
-			defer factory.Shutdown()
-			return s.Run(cmd.Context())
+			if !leaderElect {
+				return run(cmd.Context())
+			}
+			return leaderelection.Run(cmd.Context(), leaderelection.Config{Name: "kube-scheduler"}, client, run)
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", DefaultDataDir+"/kubeconfig", "kubeconfig of the API server")
+	cmd.Flags().BoolVar(&leaderElect, "leader-elect", true, "schedule only while holding the Lease kube-system/kube-scheduler, so that several schedulers are safe")
 	return cmd
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/kubelab/kubelab/internal/csi/sidecar/resizer"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/snapshotter"
 	"github.com/kubelab/kubelab/internal/kubelet"
+	"github.com/kubelab/kubelab/internal/leaderelection"
 	"github.com/kubelab/kubelab/internal/scheduler"
 )
 
@@ -53,15 +54,25 @@ func (c *Cluster) runControllerManager(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("controller-manager: root CA: %w", err)
 	}
-	cm, err := controllermanager.New(controllermanager.Config{Logger: c.cfg.Logger.With("component", "controller-manager"), RootCA: rootCA,
-		// Each controller is its service account in kube-system.
-		ControllerConfig: func(sa string) (*rest.Config, error) {
-			return c.restConfig("kube-controller-manager/"+sa, serviceAccountIdentity(metav1.NamespaceSystem, sa))
-		}}, cfg)
+	leClient, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	return cm.Run(ctx)
+	// Only the holder of the kube-controller-manager Lease runs the controllers; each
+	// term starts them afresh, as a restarted process would.
+	return leaderelection.Run(ctx, leaderelection.Config{Name: "kube-controller-manager",
+		Logger: c.cfg.Logger.With("component", "controller-manager")}, leClient, func(ctx context.Context) error {
+		cm, err := controllermanager.New(controllermanager.Config{Logger: c.cfg.Logger.With("component", "controller-manager"), RootCA: rootCA,
+			ClusterSigningCertFile: c.cp.APIServer.PKI().CACert(), ClusterSigningKeyFile: c.cp.APIServer.PKI().CAKey(),
+			// Each controller is its service account in kube-system.
+			ControllerConfig: func(sa string) (*rest.Config, error) {
+				return c.restConfig("kube-controller-manager/"+sa, serviceAccountIdentity(metav1.NamespaceSystem, sa))
+			}}, cfg)
+		if err != nil {
+			return err
+		}
+		return cm.Run(ctx)
+	})
 }
 
 func (c *Cluster) runScheduler(ctx context.Context) error {
@@ -69,14 +80,18 @@ func (c *Cluster) runScheduler(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	factory := informers.NewSharedInformerFactory(client, 0)
-	s, err := scheduler.New(scheduler.Config{}, client, factory)
-	if err != nil {
-		return err
-	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	return s.Run(ctx)
+	// Only the holder of the kube-scheduler Lease schedules.
+	return leaderelection.Run(ctx, leaderelection.Config{Name: "kube-scheduler",
+		Logger: c.cfg.Logger.With("component", "scheduler")}, client, func(ctx context.Context) error {
+		factory := informers.NewSharedInformerFactory(client, 0)
+		s, err := scheduler.New(scheduler.Config{}, client, factory)
+		if err != nil {
+			return err
+		}
+		factory.Start(ctx.Done())
+		defer factory.Shutdown()
+		return s.Run(ctx)
+	})
 }
 
 // runCSIController is the ebs.csi.aws.com controller plugin; it reaches the cloud only

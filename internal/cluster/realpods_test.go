@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
-	"slices"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"

@@ -33,6 +33,37 @@ func TestWorkloadAPIs(t *testing.T) {
 	t.Run("cronjob", func(t *testing.T) { t.Parallel(); testCronJob(t, tc) })
 	t.Run("drain stops at a pdb", func(t *testing.T) { t.Parallel(); testDrainStopsAtPDB(t, tc) })
 	t.Run("hpa", func(t *testing.T) { t.Parallel(); testHPA(t, tc) })
+	t.Run("control plane status", func(t *testing.T) { t.Parallel(); testControlPlaneStatus(t, tc) })
+}
+
+// testControlPlaneStatus: the scheduler and the controller-manager hold their Leases in
+// kube-system, and componentstatuses reports them and etcd healthy.
+func testControlPlaneStatus(t *testing.T, tc *testCluster) {
+	ctx := context.Background()
+	for _, name := range []string{"kube-scheduler", "kube-controller-manager"} {
+		waitFor(t, "lease "+name+" held", func() (bool, error) {
+			l, err := tc.client.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", nil
+		})
+	}
+	list, err := tc.client.CoreV1().ComponentStatuses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthy := map[string]bool{}
+	for _, cs := range list.Items {
+		for _, c := range cs.Conditions {
+			healthy[cs.Name] = c.Type == corev1.ComponentHealthy && c.Status == corev1.ConditionTrue
+		}
+	}
+	for _, name := range []string{"controller-manager", "scheduler", "etcd-0"} {
+		if !healthy[name] {
+			t.Errorf("componentstatus %s not healthy: %+v", name, list.Items)
+		}
+	}
 }
 
 func hollowPod(image string, annotations map[string]string, labels map[string]string) corev1.PodTemplateSpec {

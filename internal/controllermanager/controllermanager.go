@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubelab/kubelab/internal/controller/attachdetach"
+	"github.com/kubelab/kubelab/internal/controller/certificates"
 	"github.com/kubelab/kubelab/internal/controller/clusterroleaggregation"
 	"github.com/kubelab/kubelab/internal/controller/cronjob"
 	"github.com/kubelab/kubelab/internal/controller/daemonset"
@@ -58,6 +59,13 @@ type Config struct {
 	// namespace as the kube-root-ca.crt ConfigMap (kube-controller-manager's
 	// --root-ca-file); when empty, the CA restConfig trusts the API server with.
 	RootCA []byte
+	// ClusterSigningCertFile and ClusterSigningKeyFile are the CA the csrsigning
+	// controller signs approved CertificateSigningRequests with (kube-controller-manager's
+	// --cluster-signing-cert-file and --cluster-signing-key-file); when either is empty
+	// no request is signed. ClusterSigningDuration is the longest validity it gives
+	// (--cluster-signing-duration, a year when zero).
+	ClusterSigningCertFile, ClusterSigningKeyFile string
+	ClusterSigningDuration                        time.Duration
 }
 
 // runner is a controller: it blocks in Run until ctx ends.
@@ -179,6 +187,28 @@ func New(cfg Config, restConfig *rest.Config) (*ControllerManager, error) {
 			}
 			c, err := replicaset.New(replicaset.Config{}, cl, factory)
 			return add("replicaset", c, err)
+		},
+		func() error {
+			// csrapproving, csrcleaner and csrsigning share upstream's identity.
+			cl, err := own("certificate-controller")
+			if err != nil {
+				return add("certificate-controller", nil, err)
+			}
+			a, err := certificates.NewApprovingController(certificates.ApprovingConfig{Logger: log}, cl, factory)
+			if err := add("csrapproving", a, err); err != nil {
+				return err
+			}
+			cc, err := certificates.NewCleanerController(certificates.CleanerConfig{Logger: log}, cl, factory)
+			if err := add("csrcleaner", cc, err); err != nil {
+				return err
+			}
+			if cfg.ClusterSigningCertFile == "" || cfg.ClusterSigningKeyFile == "" {
+				log.Info("skipping the csrsigning controller: no cluster signing certificate and key")
+				return nil
+			}
+			sc, err := certificates.NewSigningController(certificates.SigningConfig{CACertFile: cfg.ClusterSigningCertFile,
+				CAKeyFile: cfg.ClusterSigningKeyFile, Duration: cfg.ClusterSigningDuration, Logger: log}, cl, factory)
+			return add("csrsigning", sc, err)
 		},
 		func() error {
 			cl, err := own("job-controller")

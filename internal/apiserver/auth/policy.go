@@ -118,6 +118,11 @@ func ClusterRoles() []rbacv1.ClusterRole {
 		aggregated("admin", "admin", nil),
 		aggregated("edit", "edit", aggregateTo("admin")),
 		aggregated("view", "view", aggregateTo("edit")),
+		// What a kubelet's client certificate requests need to be approved automatically.
+		clusterRole("system:certificates.k8s.io:certificatesigningrequests:nodeclient", nil,
+			verbs("create").groups("certificates.k8s.io").resources("certificatesigningrequests/nodeclient")),
+		clusterRole("system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", nil,
+			verbs("create").groups("certificates.k8s.io").resources("certificatesigningrequests/selfnodeclient")),
 		// metrics-server's role: whoever may view a namespace may `kubectl top` it.
 		clusterRole("system:aggregated-metrics-reader", aggregateTo("view", "edit", "admin"),
 			verbs("get", "list", "watch").groups("metrics.k8s.io").resources("pods", "nodes")),

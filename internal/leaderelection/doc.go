@@ -1,0 +1,6 @@
+// Package leaderelection lets a component work only while it holds its Lease in
+// kube-system, as kube-scheduler and kube-controller-manager do (their Leases are named
+// after them): two copies of a component are then safe, and `kubectl get lease -n
+// kube-system` shows who leads. It is the controllers step of the flow's guard against
+// two schedulers binding the same pod or two controller-managers racing on an object.
+package leaderelection

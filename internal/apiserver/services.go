@@ -30,8 +30,7 @@ func serviceHooks() hooks {
 			if prefix {
 				name = maskTrailingDash(name)
 			}
-			// Upstream's relaxed service names: a DNS-1123 label (may start with a digit).
-			return utilvalidation.IsDNS1123Label(name)
+			return utilvalidation.IsDNS1035Label(name)
 		},
 		validate: validateService,
 		// The services store's BeginUpdate did this before allocating; doing it again is

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -131,6 +132,27 @@ func TestRealPods(t *testing.T) {
 			}
 		}
 		return false, nil
+	})
+
+	// kubectl top's source: the running pod's usage, from its node's kubelet summary of
+	// containerd's cgroup counters, through metrics.k8s.io.
+	waitFor(t, "metrics of pod init-order", func() (bool, error) {
+		raw, err := tc.client.CoreV1().RESTClient().Get().
+			AbsPath("/apis/metrics.k8s.io/v1beta1/namespaces", ns, "pods", "init-order").DoRaw(ctx)
+		if err != nil {
+			return false, nil
+		}
+		var m struct {
+			Containers []struct {
+				Name  string            `json:"name"`
+				Usage map[string]string `json:"usage"`
+			} `json:"containers"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return false, err
+		}
+		return len(m.Containers) == 1 && m.Containers[0].Name == "main" && m.Containers[0].Usage["memory"] != "" &&
+			m.Containers[0].Usage["memory"] != "0", nil
 	})
 
 	// A Job's pods really run to completion: two completions, one at a time.

@@ -1015,7 +1015,8 @@ func validatePVCSpec(ps *corev1.PersistentVolumeClaimSpec, spec *field.Path) fie
 	if ps.Selector != nil {
 		errs = append(errs, metav1validation.ValidateLabelSelector(ps.Selector, metav1validation.LabelSelectorValidationOptions{}, spec.Child("selector"))...)
 	}
-	reqPath := spec.Child("resources", "requests").Key(string(corev1.ResourceStorage))
+	// Upstream reports the storage request at spec.resources[storage].
+	reqPath := spec.Child("resources").Key(string(corev1.ResourceStorage))
 	q, ok := ps.Resources.Requests[corev1.ResourceStorage]
 	if !ok {
 		errs = append(errs, field.Required(reqPath, ""))

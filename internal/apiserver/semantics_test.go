@@ -91,7 +91,7 @@ func TestConflictsAndInvalidObjects(t *testing.T) {
 			_, err := pvcs.Create(ctx, claim("negative", "-1Gi"), metav1.CreateOptions{})
 			return err
 		},
-			func() error { _, err := pvcs.Get(ctx, "negative", metav1.GetOptions{}); return err }, "spec.resources.requests[storage]"},
+			func() error { _, err := pvcs.Get(ctx, "negative", metav1.GetOptions{}); return err }, "spec.resources[storage]"},
 		{"pod without containers", func() error {
 			p := pod("empty")
 			p.Spec.Containers = nil

@@ -30,7 +30,8 @@ func serviceHooks() hooks {
 			if prefix {
 				name = maskTrailingDash(name)
 			}
-			return utilvalidation.IsDNS1035Label(name)
+			// A DNS-1123 label: since v1.34 a name may start with a digit.
+			return utilvalidation.IsDNS1123Label(name)
 		},
 		validate: validateService,
 		// The services store's BeginUpdate did this before allocating; doing it again is

@@ -8,6 +8,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -115,23 +116,157 @@ func validateHPA(h *autoscalingv2.HorizontalPodAutoscaler) field.ErrorList {
 	ref := spec.Child("scaleTargetRef")
 	if h.Spec.ScaleTargetRef.Kind == "" {
 		errs = append(errs, field.Required(ref.Child("kind"), ""))
+	} else {
+		for _, msg := range path.IsValidPathSegmentName(h.Spec.ScaleTargetRef.Kind) {
+			errs = append(errs, field.Invalid(ref.Child("kind"), h.Spec.ScaleTargetRef.Kind, msg))
+		}
 	}
 	if h.Spec.ScaleTargetRef.Name == "" {
 		errs = append(errs, field.Required(ref.Child("name"), ""))
+	} else {
+		for _, msg := range path.IsValidPathSegmentName(h.Spec.ScaleTargetRef.Name) {
+			errs = append(errs, field.Invalid(ref.Child("name"), h.Spec.ScaleTargetRef.Name, msg))
+		}
 	}
-	if min := ptr.Deref(h.Spec.MinReplicas, 1); min < 0 {
+	min := ptr.Deref(h.Spec.MinReplicas, 1)
+	switch {
+	case min < 0:
 		errs = append(errs, field.Invalid(spec.Child("minReplicas"), min, "must be greater than or equal to 0"))
+	case min == 0 && !hasObjectOrExternalMetric(h.Spec.Metrics):
+		errs = append(errs, field.Forbidden(spec.Child("metrics"), "must specify at least one Object or External metric to support scaling to zero replicas"))
 	}
-	if h.Spec.MaxReplicas < 1 {
-		errs = append(errs, field.Invalid(spec.Child("maxReplicas"), h.Spec.MaxReplicas, "must be greater than 0"))
+	if h.Spec.MaxReplicas == 0 {
+		errs = append(errs, field.Required(spec.Child("maxReplicas"), ""))
 	}
-	if min := ptr.Deref(h.Spec.MinReplicas, 1); h.Spec.MaxReplicas < min {
+	if h.Spec.MaxReplicas < min {
 		errs = append(errs, field.Invalid(spec.Child("maxReplicas"), h.Spec.MaxReplicas, "must be greater than or equal to `minReplicas`"))
 	}
 	for i, m := range h.Spec.Metrics {
-		p := spec.Child("metrics").Index(i)
-		if m.Type == autoscalingv2.ResourceMetricSourceType && m.Resource == nil {
-			errs = append(errs, field.Required(p.Child("resource"), "must populate information for the given metric source"))
+		errs = append(errs, validateMetricSpec(m, spec.Child("metrics").Index(i))...)
+	}
+	if b := h.Spec.Behavior; b != nil {
+		errs = append(errs, validateScalingRules(b.ScaleUp, spec.Child("behavior", "scaleUp"))...)
+		errs = append(errs, validateScalingRules(b.ScaleDown, spec.Child("behavior", "scaleDown"))...)
+	}
+	return errs
+}
+
+func hasObjectOrExternalMetric(metrics []autoscalingv2.MetricSpec) bool {
+	for _, m := range metrics {
+		if m.Type == autoscalingv2.ObjectMetricSourceType || m.Type == autoscalingv2.ExternalMetricSourceType {
+			return true
+		}
+	}
+	return false
+}
+
+// validateMetricSpec: the type names the one source the metric populates, and the
+// source's target is complete.
+func validateMetricSpec(m autoscalingv2.MetricSpec, p *field.Path) field.ErrorList {
+	sources := map[autoscalingv2.MetricSourceType]bool{
+		autoscalingv2.ObjectMetricSourceType: m.Object != nil, autoscalingv2.PodsMetricSourceType: m.Pods != nil,
+		autoscalingv2.ResourceMetricSourceType: m.Resource != nil, autoscalingv2.ContainerResourceMetricSourceType: m.ContainerResource != nil,
+		autoscalingv2.ExternalMetricSourceType: m.External != nil,
+	}
+	populated, ok := sources[m.Type]
+	switch {
+	case m.Type == "":
+		return field.ErrorList{field.Required(p.Child("type"), "must specify a metric source type")}
+	case !ok:
+		return field.ErrorList{field.NotSupported(p.Child("type"), m.Type, []autoscalingv2.MetricSourceType{
+			autoscalingv2.ContainerResourceMetricSourceType, autoscalingv2.ExternalMetricSourceType, autoscalingv2.ObjectMetricSourceType,
+			autoscalingv2.PodsMetricSourceType, autoscalingv2.ResourceMetricSourceType})}
+	case !populated:
+		child := map[autoscalingv2.MetricSourceType]string{autoscalingv2.ObjectMetricSourceType: "object", autoscalingv2.PodsMetricSourceType: "pods",
+			autoscalingv2.ResourceMetricSourceType: "resource", autoscalingv2.ContainerResourceMetricSourceType: "containerResource",
+			autoscalingv2.ExternalMetricSourceType: "external"}[m.Type]
+		return field.ErrorList{field.Required(p.Child(child), "must populate information for the given metric source")}
+	}
+	var errs field.ErrorList
+	for t, set := range sources {
+		if set && t != m.Type {
+			errs = append(errs, field.Forbidden(p, "must populate the given metric source only"))
+			break
+		}
+	}
+	if r := m.Resource; r != nil {
+		errs = append(errs, validateResourceTarget(string(r.Name), r.Target, p.Child("resource"))...)
+	}
+	if r := m.ContainerResource; r != nil {
+		errs = append(errs, validateResourceTarget(string(r.Name), r.Target, p.Child("containerResource"))...)
+	}
+	return errs
+}
+
+func validateResourceTarget(name string, t autoscalingv2.MetricTarget, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if name == "" {
+		errs = append(errs, field.Required(p.Child("name"), "must specify a resource name"))
+	}
+	target := p.Child("target")
+	switch t.Type {
+	case "":
+		errs = append(errs, field.Required(target.Child("type"), "must specify a metric target type"))
+	case autoscalingv2.UtilizationMetricType, autoscalingv2.ValueMetricType, autoscalingv2.AverageValueMetricType:
+	default:
+		errs = append(errs, field.Invalid(target.Child("type"), t.Type, "must be either Utilization, Value, or AverageValue"))
+	}
+	if u := t.AverageUtilization; u != nil && *u < 1 {
+		errs = append(errs, field.Invalid(target.Child("averageUtilization"), *u, "must be greater than 0"))
+	}
+	if t.AverageUtilization == nil && t.AverageValue == nil {
+		errs = append(errs, field.Required(target.Child("averageUtilization"), "must set either a target raw value or a target utilization"))
+	}
+	if t.AverageUtilization != nil && t.AverageValue != nil {
+		errs = append(errs, field.Forbidden(target.Child("averageValue"), "may not set both a target raw value and a target utilization"))
+	}
+	if t.Value != nil {
+		errs = append(errs, field.Forbidden(target.Child("value"), "may not set the target.value for Resource metrics"))
+	}
+	return errs
+}
+
+// maxStabilizationWindow and maxPolicyPeriod bound a behavior's windows, in seconds.
+const (
+	maxStabilizationWindow = 3600
+	maxPolicyPeriod        = 1800
+)
+
+func validateScalingRules(r *autoscalingv2.HPAScalingRules, p *field.Path) field.ErrorList {
+	if r == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if w := r.StabilizationWindowSeconds; w != nil {
+		if *w < 0 {
+			errs = append(errs, field.Invalid(p.Child("stabilizationWindowSeconds"), *w, "must be greater than or equal to zero"))
+		} else if *w > maxStabilizationWindow {
+			errs = append(errs, field.Invalid(p.Child("stabilizationWindowSeconds"), *w, fmt.Sprintf("must be less than or equal to %d", maxStabilizationWindow)))
+		}
+	}
+	if sp := r.SelectPolicy; sp != nil {
+		switch *sp {
+		case autoscalingv2.MaxChangePolicySelect, autoscalingv2.MinChangePolicySelect, autoscalingv2.DisabledPolicySelect:
+		default:
+			errs = append(errs, field.NotSupported(p.Child("selectPolicy"), *sp, []autoscalingv2.ScalingPolicySelect{
+				autoscalingv2.DisabledPolicySelect, autoscalingv2.MaxChangePolicySelect, autoscalingv2.MinChangePolicySelect}))
+		}
+	}
+	for i, pol := range r.Policies {
+		pp := p.Child("policies").Index(i)
+		switch pol.Type {
+		case autoscalingv2.PodsScalingPolicy, autoscalingv2.PercentScalingPolicy:
+		default:
+			errs = append(errs, field.NotSupported(pp.Child("type"), pol.Type, []autoscalingv2.HPAScalingPolicyType{
+				autoscalingv2.PercentScalingPolicy, autoscalingv2.PodsScalingPolicy}))
+		}
+		if pol.Value <= 0 {
+			errs = append(errs, field.Invalid(pp.Child("value"), pol.Value, "must be greater than zero"))
+		}
+		if pol.PeriodSeconds <= 0 {
+			errs = append(errs, field.Invalid(pp.Child("periodSeconds"), pol.PeriodSeconds, "must be greater than zero"))
+		} else if pol.PeriodSeconds > maxPolicyPeriod {
+			errs = append(errs, field.Invalid(pp.Child("periodSeconds"), pol.PeriodSeconds, fmt.Sprintf("must be less than or equal to %d", maxPolicyPeriod)))
 		}
 	}
 	return errs

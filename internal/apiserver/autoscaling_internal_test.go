@@ -60,7 +60,9 @@ func TestValidateHPA(t *testing.T) {
 		{"valid", func(*autoscalingv2.HorizontalPodAutoscaler) {}, ""},
 		{"scale to zero needs an object or external metric", func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.MinReplicas = ptr.To[int32](0) }, "spec.metrics"},
 		{"max below min", func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.MinReplicas = ptr.To[int32](4) }, "spec.maxReplicas"},
-		{"unpopulated source", func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.Metrics[0].Type = autoscalingv2.PodsMetricSourceType }, "spec.metrics[0].pods"},
+		{"unpopulated source", func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.Spec.Metrics[0].Type = autoscalingv2.PodsMetricSourceType
+		}, "spec.metrics[0].pods"},
 		{"zero utilization", func(h *autoscalingv2.HorizontalPodAutoscaler) {
 			h.Spec.Metrics[0].Resource.Target.AverageUtilization = ptr.To[int32](0)
 		}, "spec.metrics[0].resource.target.averageUtilization"},

@@ -546,7 +546,8 @@ func (w withoutProtobuf) SupportedMediaTypes() []runtime.SerializerInfo {
 	return out
 }
 
-// installAPIs builds a store per row and installs each group.
+// installAPIs builds a store per row and installs each group, with metrics.k8s.io and
+// componentstatuses, which read other rows' stores (pods, nodes, leases).
 // extra are endpoints without a row (the review APIs), by group and path, served in
 // each group's preferred version.
 func installAPIs(server *genericapiserver.GenericAPIServer, scheme *runtime.Scheme, codecs serializer.CodecFactory, resources []resource,

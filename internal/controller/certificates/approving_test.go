@@ -112,9 +112,11 @@ func TestApprovingController(t *testing.T) {
 		return csr
 	}
 	controllertest.WaitWithin(t, 10*time.Second, "the allowed requests approved", func() (bool, error) {
+		// mu is not held across get: the reactor takes mu inside the fake clientset's lock.
 		mu.Lock()
-		defer mu.Unlock()
-		return len(get("self").Status.Conditions) > 0 && len(get("bootstrap").Status.Conditions) > 0 && slices.Contains(reviews, "mallory nodeclient"), nil
+		reviewed := slices.Contains(reviews, "mallory nodeclient")
+		mu.Unlock()
+		return reviewed && len(get("self").Status.Conditions) > 0 && len(get("bootstrap").Status.Conditions) > 0, nil
 	})
 	for name, msg := range map[string]string{
 		"self":      "Auto approving self kubelet client certificate after SubjectAccessReview.",

@@ -65,6 +65,10 @@ const (
 	TagVolumeName   = "CSIVolumeName"
 	TagSnapshotName = "CSIVolumeSnapshotName"
 	TagCluster      = "ebs.csi.aws.com/cluster"
+	// TagSourceVolume names the volume a clone was made from, so that a retried
+	// CreateVolume can tell a clone of another volume (the cloud reports the source
+	// only of volumes made by CopyVolumes).
+	TagSourceVolume = "kubelab.dev/source-volume"
 )
 
 // Errors the cloud adapter returns, wrapped with the cloud's message; the CSI layer

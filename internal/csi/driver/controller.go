@@ -132,11 +132,8 @@ func (c *controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 	}
 	if len(existing) > 0 {
 		e := existing[0]
-		switch {
-		case e.SizeGiB != size:
-			return nil, status.Errorf(codes.AlreadyExists, "volume %s exists as %s with %d GiB, not %d GiB", name, e.ID, e.SizeGiB, size)
-		case snapshotID != "" && e.SnapshotID != snapshotID:
-			return nil, status.Errorf(codes.AlreadyExists, "volume %s exists as %s from snapshot %q, not %q", name, e.ID, e.SnapshotID, snapshotID)
+		if msg := sameVolume(e, size, params.Type, snapshotID, sourceVolumeID, req.GetAccessibilityRequirements()); msg != "" {
+			return nil, status.Errorf(codes.AlreadyExists, "volume %s exists as %s %s", name, e.ID, msg)
 		}
 		disk, err := c.waitAvailable(ctx, e.ID)
 		if err != nil {
@@ -159,6 +156,9 @@ func (c *controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 	}
 	tags[TagVolumeName] = name
 	tags[TagCluster] = "true"
+	if sourceVolumeID != "" {
+		tags[TagSourceVolume] = sourceVolumeID
+	}
 
 	var disk *Disk
 	var tempSnapshot string
@@ -211,6 +211,29 @@ func (c *controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 	}
 	c.d.log.Info("volume created", "name", name, "volume", ready.ID, "zone", ready.Zone, "size_gib", ready.SizeGiB)
 	return c.volumeResponse(ready, params, req.GetVolumeContentSource()), nil
+}
+
+// sameVolume says how the existing volume e of a CreateVolume's name differs from what
+// the request asks (its size, type, content source or topology), or "" when it is the
+// same: a retry gets the volume, a different request AlreadyExists.
+func sameVolume(e *Disk, size int32, volumeType, snapshotID, sourceVolumeID string, topology *csi.TopologyRequirement) string {
+	source := e.SourceID
+	if source == "" {
+		source = e.Tags[TagSourceVolume]
+	}
+	switch {
+	case e.SizeGiB != size:
+		return fmt.Sprintf("with %d GiB, not %d GiB", e.SizeGiB, size)
+	case e.Type != "" && e.Type != volumeType:
+		return fmt.Sprintf("of type %s, not %s", e.Type, volumeType)
+	case snapshotID != "" && e.SnapshotID != snapshotID:
+		return fmt.Sprintf("from snapshot %q, not %q", e.SnapshotID, snapshotID)
+	case sourceVolumeID != "" && source != sourceVolumeID:
+		return fmt.Sprintf("from volume %q, not %q", source, sourceVolumeID)
+	case !zoneAllowed(topology, e.Zone):
+		return fmt.Sprintf("in %s, outside the requested topology", e.Zone)
+	}
+	return ""
 }
 
 // cloneViaSnapshot snapshots src, waits for the snapshot and creates the clone

@@ -72,6 +72,41 @@ func TestCreateVolumeIdempotentByName(t *testing.T) {
 	req.CapacityRange.RequiredBytes = 5 * GiB
 	_, err = e.ctrl.CreateVolume(ctx, req)
 	wantCode(t, err, codes.AlreadyExists, "same name, other size")
+	req.CapacityRange.RequiredBytes = 3 * GiB
+	req.Parameters["type"] = "io1"
+	_, err = e.ctrl.CreateVolume(ctx, req)
+	wantCode(t, err, codes.AlreadyExists, "same name, other type")
+	req.Parameters["type"] = "gp2"
+	req.AccessibilityRequirements = &csi.TopologyRequirement{Requisite: []*csi.Topology{topo("us-east-1a")}}
+	_, err = e.ctrl.CreateVolume(ctx, req)
+	wantCode(t, err, codes.AlreadyExists, "same name, a topology the volume is outside of")
+	if n := len(e.cloud.Volumes()); n != 1 {
+		t.Fatalf("%d volumes in the cloud after the refused requests, want 1", n)
+	}
+}
+
+func TestSameVolume(t *testing.T) {
+	e := &Disk{ID: "vol-1", SizeGiB: 4, Type: "gp3", Zone: "us-east-1a", SnapshotID: "snap-1", Tags: map[string]string{TagSourceVolume: "vol-src"}}
+	in1a := &csi.TopologyRequirement{Requisite: []*csi.Topology{topo("us-east-1a"), topo("us-east-1b")}}
+	for _, c := range []struct {
+		name           string
+		size           int32
+		typ, snap, src string
+		topology       *csi.TopologyRequirement
+		differs        bool
+	}{
+		{"the same", 4, "gp3", "", "vol-src", in1a, false},
+		{"no topology asked", 4, "gp3", "snap-1", "", nil, false},
+		{"other size", 5, "gp3", "", "", nil, true},
+		{"other type", 4, "io2", "", "", nil, true},
+		{"other snapshot", 4, "gp3", "snap-2", "", nil, true},
+		{"other source volume", 4, "gp3", "", "vol-other", nil, true},
+		{"outside the topology", 4, "gp3", "", "", &csi.TopologyRequirement{Requisite: []*csi.Topology{topo("us-east-1b")}}, true},
+	} {
+		if msg := sameVolume(e, c.size, c.typ, c.snap, c.src, c.topology); (msg != "") != c.differs {
+			t.Errorf("%s: %q, differs %v", c.name, msg, c.differs)
+		}
+	}
 }
 
 func TestCreateVolumeRefusesBadInput(t *testing.T) {
@@ -325,6 +360,15 @@ func TestExpandAndSnapshots(t *testing.T) {
 	if err != nil || clone.GetVolume().GetCapacityBytes() != 2*GiB || clone.GetVolume().GetContentSource().GetVolume().GetVolumeId() != id {
 		t.Fatalf("clone %v, %v", clone, err)
 	}
+	// A retry is the same clone; the same name cloning another volume is not.
+	retried, err := e.ctrl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "c", VolumeCapabilities: []*csi.VolumeCapability{mountCap("")},
+		VolumeContentSource: &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: id}}}})
+	if err != nil || retried.GetVolume().GetVolumeId() != clone.GetVolume().GetVolumeId() {
+		t.Fatalf("clone retried: %v, %v; want %s", retried, err, clone.GetVolume().GetVolumeId())
+	}
+	_, err = e.ctrl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "c", VolumeCapabilities: []*csi.VolumeCapability{mountCap("")},
+		VolumeContentSource: &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: restored.GetVolume().GetVolumeId()}}}})
+	wantCode(t, err, codes.AlreadyExists, "same name, clone of another volume")
 	all, err := e.ctrl.ListSnapshots(ctx, &csi.ListSnapshotsRequest{})
 	if err != nil || len(all.GetEntries()) != 7 {
 		t.Fatalf("after clone %d snapshots (%v), want the 7: the clone's snapshot must be gone", len(all.GetEntries()), err)

@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"context"
 	"fmt"
 	"sort"
 
@@ -56,7 +55,7 @@ func newCustomResourceServer(cfg genericapiserver.Config, factory informers.Shar
 // listCustomGroups keeps the groups of established CRDs in the server's unaggregated
 // discovery (/apis as an APIGroupList), as kube-apiserver's aggregator does; the
 // aggregated form gets them from the apiextensions server directly.
-func listCustomGroups(ctx context.Context, crds *apiextensionsapiserver.CustomResourceDefinitions, groups discovery.GroupManager) error {
+func listCustomGroups(crds *apiextensionsapiserver.CustomResourceDefinitions, groups discovery.GroupManager) error {
 	informer := crds.Informers.Apiextensions().V1().CustomResourceDefinitions().Informer()
 	listed := sets.New[string]()
 	sync := func() {

@@ -330,7 +330,7 @@ func (s *Server) Run(ctx context.Context) error {
 		listener.Close()
 		return fmt.Errorf("apiserver: %w", err)
 	}
-	if err := listCustomGroups(ctx, crds, server.DiscoveryGroupManager); err != nil {
+	if err := listCustomGroups(crds, server.DiscoveryGroupManager); err != nil {
 		listener.Close()
 		return fmt.Errorf("apiserver: %w", err)
 	}

@@ -166,7 +166,7 @@ func stabilizeWithBehavior(recs []recommendation, b *autoscalingv2.HorizontalPod
 func limitWithBehavior(b *autoscalingv2.HorizontalPodAutoscalerBehavior, ups, downs []scaleEvent, current, desired, minReplicas, maxReplicas int32, now time.Time) (int32, string, string) {
 	switch {
 	case desired > current:
-		limit := max(scaleUpLimit(current, ups, downs, b.ScaleUp, now), current)
+		limit := max(scaleLimit(true, current, ups, downs, b.ScaleUp, now), current)
 		maximum, reason, message := maxReplicas, "TooManyReplicas", "the desired replica count is more than the maximum replica count"
 		if maxReplicas > limit {
 			maximum, reason, message = limit, "ScaleUpLimit", "the desired replica count is increasing faster than the maximum scale rate"
@@ -175,7 +175,7 @@ func limitWithBehavior(b *autoscalingv2.HorizontalPodAutoscalerBehavior, ups, do
 			return maximum, reason, message
 		}
 	case desired < current:
-		limit := min(scaleDownLimit(current, ups, downs, b.ScaleDown, now), current)
+		limit := min(scaleLimit(false, current, ups, downs, b.ScaleDown, now), current)
 		minimum, reason, message := minReplicas, "TooFewReplicas", "the desired replica count is less than the minimum replica count"
 		if minReplicas < limit {
 			minimum, reason, message = limit, "ScaleDownLimit", "the desired replica count is decreasing faster than the maximum scale rate"
@@ -199,51 +199,33 @@ func changeInPeriod(periodSeconds int32, events []scaleEvent, now time.Time) int
 	return n
 }
 
-// scaleUpLimit is the most replicas the scale-up policies allow now: each policy allows
-// its value (pods, or percent) over the count at the start of its period; Max takes the
-// largest, Min the smallest, Disabled none.
-func scaleUpLimit(current int32, ups, downs []scaleEvent, rules *autoscalingv2.HPAScalingRules, now time.Time) int32 {
+// scaleLimit is the bound the policies of rules put on a scale up (up) or down now: the
+// most replicas a scale up may reach, the fewest a scale down may. Each policy allows its
+// value (pods, or percent) over the count at the start of its period; Max takes the
+// policy allowing the largest change, Min the smallest, Disabled none.
+func scaleLimit(up bool, current int32, ups, downs []scaleEvent, rules *autoscalingv2.HPAScalingRules, now time.Time) int32 {
 	selectPolicy := *rules.SelectPolicy
 	if selectPolicy == autoscalingv2.DisabledPolicySelect {
 		return current
 	}
-	result := int32(math.MinInt32)
-	pick := func(a, b int32) int32 { return max(a, b) }
-	if selectPolicy == autoscalingv2.MinChangePolicySelect {
-		result, pick = math.MaxInt32, func(a, b int32) int32 { return min(a, b) }
-	}
-	for _, p := range rules.Policies {
-		start := current - changeInPeriod(p.PeriodSeconds, ups, now) + changeInPeriod(p.PeriodSeconds, downs, now)
-		var proposed int32
-		switch p.Type {
-		case autoscalingv2.PodsScalingPolicy:
-			proposed = start + p.Value
-		case autoscalingv2.PercentScalingPolicy:
-			proposed = int32(math.Ceil(float64(start) * (1 + float64(p.Value)/100)))
-		}
-		result = pick(result, proposed)
-	}
-	return result
-}
-
-// scaleDownLimit is the fewest replicas the scale-down policies allow now.
-func scaleDownLimit(current int32, ups, downs []scaleEvent, rules *autoscalingv2.HPAScalingRules, now time.Time) int32 {
-	selectPolicy := *rules.SelectPolicy
-	if selectPolicy == autoscalingv2.DisabledPolicySelect {
-		return current
-	}
+	// The largest change up is the highest count, the largest change down the lowest.
+	highest := (selectPolicy != autoscalingv2.MinChangePolicySelect) == up
 	result := int32(math.MaxInt32)
 	pick := func(a, b int32) int32 { return min(a, b) }
-	if selectPolicy == autoscalingv2.MinChangePolicySelect {
+	if highest {
 		result, pick = math.MinInt32, func(a, b int32) int32 { return max(a, b) }
 	}
 	for _, p := range rules.Policies {
 		start := current - changeInPeriod(p.PeriodSeconds, ups, now) + changeInPeriod(p.PeriodSeconds, downs, now)
 		var proposed int32
-		switch p.Type {
-		case autoscalingv2.PodsScalingPolicy:
+		switch {
+		case p.Type == autoscalingv2.PodsScalingPolicy && up:
+			proposed = start + p.Value
+		case p.Type == autoscalingv2.PodsScalingPolicy:
 			proposed = start - p.Value
-		case autoscalingv2.PercentScalingPolicy:
+		case p.Type == autoscalingv2.PercentScalingPolicy && up:
+			proposed = int32(math.Ceil(float64(start) * (1 + float64(p.Value)/100)))
+		case p.Type == autoscalingv2.PercentScalingPolicy:
 			proposed = int32(float64(start) * (1 - float64(p.Value)/100))
 		}
 		result = pick(result, proposed)

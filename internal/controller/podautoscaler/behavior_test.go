@@ -146,9 +146,9 @@ func TestScaleLimits(t *testing.T) {
 	} {
 		var got int32
 		if tc.up {
-			got = scaleUpLimit(tc.current, tc.ups, tc.downs, tc.rules, t0)
+			got = scaleLimit(true, tc.current, tc.ups, tc.downs, tc.rules, t0)
 		} else {
-			got = scaleDownLimit(tc.current, tc.ups, tc.downs, tc.rules, t0)
+			got = scaleLimit(false, tc.current, tc.ups, tc.downs, tc.rules, t0)
 		}
 		if got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)

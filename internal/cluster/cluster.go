@@ -33,6 +33,11 @@ type Cluster struct {
 	ready    chan struct{}
 	nodes    []Node // set once, before ready is closed
 
+	// addonPods are the EBS CSI add-on's pods (set once with nodes); addonLogs their
+	// containers' logs, which the components write from their start on.
+	addonPods []*addonPod
+	addonLogs addonLogs
+
 	// nodesRunning counts real nodes not yet torn down; bootDone is closed when boot has
 	// started all it will start. The cloud stops after both, so that the volumes' loop
 	// devices are released only once nothing mounts them.
@@ -255,6 +260,8 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 	if err := waitNodesReady(ctx, admin, nodes, bootTime); err != nil {
 		return err
 	}
+	c.addonPods = addonPodsOf(nodes, c.cfg.Hollow)
+	start("addon-pods", c.runAddonPods)
 	log.Info("cluster ready", "apiserver", c.URL(), "nodes", len(nodes), "hollow", c.cfg.Hollow)
 	close(c.ready)
 	return nil

@@ -2,11 +2,14 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,6 +26,7 @@ import (
 	"github.com/kubelab/kubelab/internal/csi/sidecar/resizer"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/snapshotter"
 	"github.com/kubelab/kubelab/internal/kubelet"
+	"github.com/kubelab/kubelab/internal/kubelet/kuberuntime/fakecri"
 	"github.com/kubelab/kubelab/internal/leaderelection"
 	"github.com/kubelab/kubelab/internal/scheduler"
 )
@@ -104,7 +108,7 @@ func (c *Cluster) runCSIController(ctx context.Context) error {
 		return fmt.Errorf("csi controller: %w", err)
 	}
 	d, err := driver.New(driver.Config{Mode: driver.ModeController, Endpoint: c.csiSocket()},
-		driver.Deps{Cloud: ec2, Logger: c.cfg.Logger.With("component", "csi-controller")})
+		driver.Deps{Cloud: ec2, Logger: c.componentLogger("csi-controller", "component", "csi-controller")})
 	if err != nil {
 		return err
 	}
@@ -139,7 +143,7 @@ func (c *Cluster) sidecar(ctx context.Context, name string,
 }
 
 func (c *Cluster) tuning(name string) csiclient.Tuning {
-	return csiclient.Tuning{Logger: c.cfg.Logger.With("component", name)}
+	return csiclient.Tuning{Logger: c.componentLogger(name, "component", name)}
 }
 
 func (c *Cluster) runProvisioner(ctx context.Context) error {
@@ -174,7 +178,7 @@ func (c *Cluster) runSnapshotter(ctx context.Context) error {
 			return nil, err
 		}
 		snapFactory := snapinformers.NewSharedInformerFactory(snaps, 0)
-		s, err := snapshotter.New(snapshotter.Config{DriverName: DriverName, Logger: c.cfg.Logger.With("component", "csi-snapshotter")},
+		s, err := snapshotter.New(snapshotter.Config{DriverName: DriverName, Logger: c.componentLogger("csi-snapshotter", "component", "csi-snapshotter")},
 			client, snaps, snapFactory, conn)
 		if err != nil {
 			return nil, err
@@ -201,26 +205,40 @@ func (w runWith) Run(ctx context.Context) error {
 	return w.r.Run(ctx)
 }
 
-// runKubelet runs the node's kubelet (hollow: a fake runtime and mounter).
+// runKubelet runs the node's kubelet (hollow: a fake runtime and mounter). The node that
+// hosts the add-on's controller pod also runs a kubelet server, which serves that pod's
+// logs.
 func (c *Cluster) runKubelet(n Node) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		client, err := c.clientset("kubelet/"+n.Name, nodeIdentity(n.Name))
 		if err != nil {
 			return err
 		}
-		factory := informers.NewSharedInformerFactory(client, 0)
-		k, err := kubelet.New(kubelet.Config{
+		cfg := kubelet.Config{
 			NodeName: n.Name, Zone: n.Zone, InstanceID: n.InstanceID, InstanceType: c.cfg.InstanceType,
 			Capacity: c.cfg.NodeCapacity, Hollow: c.cfg.Hollow, NodeIP: n.IP,
 			RootDir:       filepath.Join(c.cfg.DataDir, "nodes", n.Name, "kubelet"),
 			CSIDriverName: DriverName, PodStartDelay: c.cfg.PodStartDelay,
 			StatusUpdateInterval: c.cfg.NodeStatusInterval, PodEvents: true,
-		}, client, factory, kubelet.Deps{Logger: c.cfg.Logger.With("component", "kubelet", "node", n.Name)})
-		if err != nil {
-			return err
 		}
+		var running atomic.Pointer[kubelet.Kubelet]
+		g, ctx := errgroup.WithContext(ctx)
+		if len(c.nodes) > 0 && n.Name == c.nodes[0].Name {
+			if cfg.ServerPort, err = c.startKubeletServer(ctx, g, n, fakecri.New(), &running); err != nil {
+				_ = g.Wait()
+				return err
+			}
+			cfg.Addresses = kubeletServerAddresses
+		}
+		factory := informers.NewSharedInformerFactory(client, 0)
+		k, err := kubelet.New(cfg, client, factory, kubelet.Deps{Logger: c.cfg.Logger.With("component", "kubelet", "node", n.Name)})
+		if err != nil {
+			return errors.Join(err, g.Wait())
+		}
+		running.Store(k)
 		factory.Start(ctx.Done())
 		defer factory.Shutdown()
-		return k.Run(ctx)
+		g.Go(func() error { return k.Run(ctx) })
+		return g.Wait()
 	}
 }

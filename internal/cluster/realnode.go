@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubelab/kubelab/internal/cni"
 	"github.com/kubelab/kubelab/internal/containerd"
@@ -125,7 +126,7 @@ func (c *Cluster) runCSINode(n Node, netns string) func(ctx context.Context) err
 		if err := os.MkdirAll(filepath.Dir(sock), 0o750); err != nil {
 			return fmt.Errorf("csi node %s: %w", n.Name, err)
 		}
-		log := c.cfg.Logger.With("component", "ebs-csi-node", "node", n.Name)
+		log := c.componentLogger("ebs-csi-node/"+n.Name, "component", "ebs-csi-node", "node", n.Name)
 		imds := driver.NewIMDSVia("http://"+vpc.MetadataIP, vpc.DialContext(netns))
 		d, err := driver.New(driver.Config{Mode: driver.ModeNode, Endpoint: "unix://" + sock, DeviceDir: n.DeviceDir},
 			driver.Deps{Metadata: imds, Mounter: driver.NewSystemMounter(),
@@ -139,7 +140,8 @@ func (c *Cluster) runCSINode(n Node, netns string) func(ctx context.Context) err
 		}
 		defer conn.Close()
 		reg, err := registrar.New(registrar.Config{KubeletRegistrationPath: sock,
-			PluginRegistrationDir: filepath.Join(root, "plugins_registry"), Logger: log}, conn)
+			PluginRegistrationDir: filepath.Join(root, "plugins_registry"),
+			Logger:                c.componentLogger("node-driver-registrar/"+n.Name, "component", "node-driver-registrar", "node", n.Name)}, conn)
 		if err != nil {
 			return err
 		}
@@ -177,7 +179,7 @@ func (c *Cluster) runRealKubelet(n Node, criEndpoint, netns string) func(ctx con
 		if err != nil {
 			return err
 		}
-		logsDir := filepath.Join(c.nodeDir(n), "pod-logs")
+		logsDir := c.podLogsDir(n)
 		rt, err := kuberuntime.New(kuberuntime.Config{
 			NodeName: n.Name, RootDir: root, PodLogsDir: logsDir, CgroupParent: c.cgroupParent(n), NodeIP: n.IP,
 			ClusterDNS: []string{ClusterDNSIP}, ClusterDomain: ClusterDomain,
@@ -196,43 +198,19 @@ func (c *Cluster) runRealKubelet(n Node, criEndpoint, netns string) func(ctx con
 		if err != nil {
 			return err
 		}
-		// The kubelet server (logs, exec, attach, port-forward) on loopback, where the API
-		// server reaches it: the node names localhost as its InternalDNS address.
-		pki := c.cp.APIServer.PKI()
-		cert, key, err := pki.IssueKubeletServingCert(filepath.Join(c.nodeDir(n), "pki"), n.Name, []net.IP{net.IPv4(127, 0, 0, 1)})
-		if err != nil {
-			return fmt.Errorf("kubelet %s: %w", n.Name, err)
-		}
 		var running atomic.Pointer[kubelet.Kubelet]
-		srv, err := server.New(server.Config{Addr: "127.0.0.1:0", CertFile: cert, KeyFile: key, ClientCAFile: pki.CACert(),
-			PodLogsDir: logsDir, Runtime: cri.Runtime, Logger: log,
-			PodLookup: func(ns, name string) (*corev1.Pod, error) {
-				if k := running.Load(); k != nil {
-					return k.Pod(ns, name)
-				}
-				return nil, apierrors.NewNotFound(corev1.Resource("pods"), name)
-			}})
-		if err != nil {
-			return err
-		}
 		g, ctx := errgroup.WithContext(ctx)
-		g.Go(func() error { return srv.Run(ctx) })
-		select {
-		case <-srv.Ready():
-		case <-ctx.Done():
-			return g.Wait()
-		}
-		_, port, err := net.SplitHostPort(srv.Addr())
+		serverPort, err := c.startKubeletServer(ctx, g, n, cri.Runtime, &running)
 		if err != nil {
+			_ = g.Wait()
 			return err
 		}
-		serverPort, _ := strconv.Atoi(port)
 		factory := informers.NewSharedInformerFactory(client, 0)
 		k, err := kubelet.New(kubelet.Config{
 			NodeName: n.Name, Zone: n.Zone, InstanceID: n.InstanceID, InstanceType: c.cfg.InstanceType,
 			Capacity: c.cfg.NodeCapacity, NodeIP: n.IP, RootDir: root, CSIDriverName: DriverName,
-			StatusUpdateInterval: c.cfg.NodeStatusInterval, PodEvents: true, ServerPort: int32(serverPort),
-			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalDNS, Address: "localhost"}},
+			StatusUpdateInterval: c.cfg.NodeStatusInterval, PodEvents: true, ServerPort: serverPort,
+			Addresses: kubeletServerAddresses,
 		}, client, factory, kubelet.Deps{Runtime: rt, Mounter: pluginmanager.NewCSIMounter(pm), Objects: objects, Logger: log})
 		if err != nil {
 			return err
@@ -313,4 +291,42 @@ func removeCgroup(path string) error {
 func isDir(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.IsDir()
+}
+
+// kubeletServerAddresses are the addresses a node with a kubelet server names: the server
+// is on loopback, where the API server reaches it.
+var kubeletServerAddresses = []corev1.NodeAddress{{Type: corev1.NodeInternalDNS, Address: "localhost"}}
+
+// startKubeletServer starts node n's kubelet server (logs, exec, attach, port-forward) on
+// loopback, in g, over the node's runtime and pod log directory; running is the kubelet
+// whose pods it serves once it runs. It returns the server's port once it listens.
+func (c *Cluster) startKubeletServer(ctx context.Context, g *errgroup.Group, n Node, runtime runtimeapi.RuntimeServiceClient, running *atomic.Pointer[kubelet.Kubelet]) (int32, error) {
+	pki := c.cp.APIServer.PKI()
+	cert, key, err := pki.IssueKubeletServingCert(filepath.Join(c.nodeDir(n), "pki"), n.Name, []net.IP{net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return 0, fmt.Errorf("kubelet %s: %w", n.Name, err)
+	}
+	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", CertFile: cert, KeyFile: key, ClientCAFile: pki.CACert(),
+		PodLogsDir: c.podLogsDir(n), Runtime: runtime, Logger: c.cfg.Logger.With("component", "kubelet", "node", n.Name),
+		PodLookup: func(ns, name string) (*corev1.Pod, error) {
+			if k := running.Load(); k != nil {
+				return k.Pod(ns, name)
+			}
+			return nil, apierrors.NewNotFound(corev1.Resource("pods"), name)
+		}})
+	if err != nil {
+		return 0, err
+	}
+	g.Go(func() error { return srv.Run(ctx) })
+	select {
+	case <-srv.Ready():
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	_, port, err := net.SplitHostPort(srv.Addr())
+	if err != nil {
+		return 0, err
+	}
+	p, err := strconv.Atoi(port)
+	return int32(p), err
 }

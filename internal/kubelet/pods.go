@@ -32,7 +32,7 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if pod.Spec.NodeName != k.cfg.NodeName {
+	if pod.Spec.NodeName != k.cfg.NodeName || isMirrorPod(pod) {
 		return nil
 	}
 	k.mu.Lock()
@@ -355,4 +355,12 @@ func (k *Kubelet) killingEvents(pod *corev1.Pod) {
 	for _, c := range pod.Spec.Containers {
 		k.recorder.Eventf(pod, corev1.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
 	}
+}
+
+// isMirrorPod tells whether pod is a mirror pod: the API's view of a pod that runs on the
+// node without the kubelet running it from the API (a static pod, or an add-on component
+// that kubelab runs in its own process). The kubelet leaves such pods alone.
+func isMirrorPod(pod *corev1.Pod) bool {
+	_, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]
+	return ok
 }

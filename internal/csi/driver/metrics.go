@@ -5,6 +5,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
@@ -37,11 +38,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-// interceptor records metrics and logs each call, with secrets stripped.
+// interceptor records metrics and logs each call, with secrets stripped. The calls that
+// act on a volume are logged at Info with the volume's id (and node), when they start and
+// when they end, so that a volume's story can be read from the log; the others, and the
+// requests' bodies, at Debug.
 func (d *Driver) interceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	method := path.Base(info.FullMethod)
 	log := d.log.With("method", method)
+	subject := volumeAttrs(req)
 	start := time.Now()
+	if subject != nil {
+		log.Info(method+": called", subject...)
+	}
 	log.Debug("csi call", "request", stripSecrets(req))
 	resp, err := handler(ctx, req)
 	elapsed := time.Since(start)
@@ -50,9 +58,31 @@ func (d *Driver) interceptor(ctx context.Context, req any, info *grpc.UnaryServe
 	d.metrics.duration.WithLabelValues(d.cfg.DriverName, method).Observe(elapsed.Seconds())
 	if err != nil {
 		d.metrics.errors.WithLabelValues(d.cfg.DriverName, method, code.String()).Inc()
-		log.Info("csi call failed", "code", code.String(), "error", err, "duration", elapsed)
-	} else {
-		log.Debug("csi call done", "duration", elapsed, "response", stripSecrets(resp))
+		log.Info(method+": failed", append(subject, "code", code.String(), "error", err, "duration", elapsed)...)
+		return resp, err
 	}
+	if subject != nil {
+		if v, ok := resp.(interface{ GetVolume() *csi.Volume }); ok && v.GetVolume() != nil {
+			subject = append(subject, "volume", v.GetVolume().GetVolumeId())
+		}
+		log.Info(method+": done", append(subject, "duration", elapsed)...)
+	}
+	log.Debug("csi call done", "duration", elapsed, "response", stripSecrets(resp))
 	return resp, err
+}
+
+// volumeAttrs are the log attributes that name what a call acts on: its volume id (its
+// name for CreateVolume) and node; nil for calls that act on no volume.
+func volumeAttrs(req any) []any {
+	var attrs []any
+	if r, ok := req.(interface{ GetVolumeId() string }); ok && r.GetVolumeId() != "" {
+		attrs = append(attrs, "volume", r.GetVolumeId())
+	}
+	if r, ok := req.(*csi.CreateVolumeRequest); ok {
+		attrs = append(attrs, "name", r.GetName())
+	}
+	if r, ok := req.(interface{ GetNodeId() string }); ok && r.GetNodeId() != "" {
+		attrs = append(attrs, "node", r.GetNodeId())
+	}
+	return attrs
 }

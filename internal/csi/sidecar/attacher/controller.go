@@ -204,13 +204,15 @@ func (c *Controller) attach(ctx context.Context, va *storagev1.VolumeAttachment)
 	if err != nil {
 		return c.attachFailed(ctx, va, err)
 	}
+	c.log.InfoContext(ctx, "attaching", "va", va.Name, "pv", pv.Name, "volume", req.GetVolumeId(), "node", va.Spec.NodeName)
 	callCtx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	resp, err := c.csi.ControllerPublishVolume(callCtx, req)
 	cancel()
 	if err != nil {
+		c.log.InfoContext(ctx, "attach failed", "va", va.Name, "volume", req.GetVolumeId(), "node", va.Spec.NodeName, "err", err)
 		return c.attachFailed(ctx, va, err)
 	}
-	c.log.InfoContext(ctx, "attached", "va", va.Name, "pv", pv.Name, "node", va.Spec.NodeName, "context", resp.GetPublishContext())
+	c.log.InfoContext(ctx, "attached", "va", va.Name, "pv", pv.Name, "volume", req.GetVolumeId(), "node", va.Spec.NodeName, "context", resp.GetPublishContext())
 	return c.markAttached(ctx, va, resp.GetPublishContext())
 }
 

@@ -1,0 +1,101 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// kubectlSh runs a shell command line that calls the real kubectl (with the cluster's
+// kubeconfig in KUBECONFIG), as a user types it, and returns its output.
+func (tc *testCluster) kubectlSh(line string) string {
+	tc.t.Helper()
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		tc.t.Skip("kubectl is not installed: the add-on's debugging commands are the real kubectl's")
+	}
+	cmd := exec.Command("sh", "-c", line)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+tc.Kubeconfig())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		tc.t.Fatalf("%s: %v\n%s", line, err, out)
+	}
+	return string(out)
+}
+
+// TestAddonPods: the EBS CSI add-on shows as the kube-system pods EKS has, and the
+// add-on's debugging commands, verbatim with the real kubectl, print its containers'
+// log lines about the test's volume. Deleting the controller pod while claims are being
+// provisioned restarts its containers under a new pod, and each claim still gets
+// exactly one volume.
+func TestAddonPods(t *testing.T) {
+	tc := startCluster(t, nil)
+	ctx := context.Background()
+	ns := tc.namespace("addon-pods")
+	tc.seedPair(ns, "my-app-pvc", "my-app-pod", "gp2")
+	tc.waitPodRunning(ns, "my-app-pod")
+	pvc, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "my-app-pvc", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, err := tc.client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handle := pv.Spec.CSI.VolumeHandle
+
+	attacher := tc.kubectlSh(`kubectl logs -n kube-system -l app=ebs-csi-controller -c csi-attacher --tail=50`)
+	if !containsLine(attacher, "attached", handle) {
+		t.Errorf("csi-attacher log has no line about attaching %s:\n%s", handle, attacher)
+	}
+	plugin := tc.kubectlSh(`kubectl logs -n kube-system -l app=ebs-csi-controller -c ebs-plugin --tail=100`)
+	for _, call := range []string{"CreateVolume: done", "ControllerPublishVolume: done"} {
+		if !containsLine(plugin, call, handle) {
+			t.Errorf("ebs-plugin log has no %q line for %s:\n%s", call, handle, plugin)
+		}
+	}
+
+	// Kill the controller pod while two claims are being provisioned.
+	before := tc.kubectlSh(`kubectl get pod -n kube-system -l app=ebs-csi-controller -o jsonpath='{.items[0].metadata.name}'`)
+	for i := range 2 {
+		tc.seedPair(ns, fmt.Sprintf("claim-%d", i), fmt.Sprintf("pod-%d", i), "gp2")
+	}
+	tc.kubectlSh(`kubectl delete pod -n kube-system -l app=ebs-csi-controller --wait=false`)
+	for i := range 2 {
+		tc.waitPodRunning(ns, fmt.Sprintf("pod-%d", i))
+		c, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, fmt.Sprintf("claim-%d", i), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if vols := tc.cloudVolumes(c.Spec.VolumeName); len(vols) != 1 {
+			t.Errorf("claim-%d has %d cloud volumes, want 1", i, len(vols))
+		}
+	}
+	var after string
+	waitFor(t, "a new ebs-csi-controller pod", func() (bool, error) {
+		after = tc.kubectlSh(`kubectl get pod -n kube-system -l app=ebs-csi-controller -o jsonpath='{.items[*].metadata.name}'`)
+		return after != "" && after != before && !strings.Contains(after, " "), nil
+	})
+	waitFor(t, "the new pod's csi-provisioner log shows its start", func() (bool, error) {
+		got := tc.kubectlSh(`kubectl logs -n kube-system -l app=ebs-csi-controller -c csi-provisioner --tail=200`)
+		return strings.Contains(got, "msg=started"), nil
+	})
+}
+
+// containsLine tells whether some line of out holds all of words.
+func containsLine(out string, words ...string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		all := true
+		for _, w := range words {
+			all = all && strings.Contains(line, w)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}

@@ -38,6 +38,8 @@ func newRootCommand() *cobra.Command {
 		newKubeletCommand(),
 		newImageCommand(),
 		newNodeCommand(),
+		newTraceCommand(),
+		newWhyCommand(),
 	)
 	return root
 }

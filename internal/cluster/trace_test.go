@@ -1,0 +1,171 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubelab/kubelab/internal/trace"
+)
+
+// keyStateTransitions are the rows of the storage flow's key state transitions, in the
+// order they happen, as object kind, before, event, after.
+var keyStateTransitions = [][4]string{
+	{"PVC", "Pending", "PV provisioned", "Bound"},
+	{"PV", "Available", "PVC bound", "Bound"},
+	{"VolumeAttachment", "(created)", "ControllerPublishVolume", "status.attached: true"},
+	{"PVC", "Bound", "Pod terminated", "Bound (volume kept)"},
+	{"PV", "Bound", "PVC deleted (Retain)", "Released"},
+}
+
+// traceSeedFlow runs the seed's claim and pod (class class) in ns under a trace --watch
+// started before them, through the pod's and the claim's deletion, and returns the trace
+// it ends with, and the trace of the running pod taken by a plain trace.
+func (tc *testCluster) traceSeedFlow(ns, class string) (watched, running trace.Trace) {
+	t := tc.t
+	t.Helper()
+	src := trace.Sources{Client: tc.client, EC2: tc.ec2}
+	target := trace.Target{Kind: "pod", Namespace: ns, Name: "my-app-pod"}
+	ctx, stop := context.WithCancel(context.Background())
+	var streamed bytes.Buffer
+	type result struct {
+		s   *trace.Snapshot
+		err error
+	}
+	done := make(chan result, 1)
+	started := make(chan struct{})
+	go func() {
+		printed := map[string]bool{}
+		var once bool
+		s, err := trace.Watch(ctx, src, target, func(tr trace.Trace) {
+			if !once {
+				once = true
+				close(started)
+			}
+			trace.WriteNewSteps(&streamed, tr, printed)
+		})
+		done <- result{s, err}
+	}()
+	t.Cleanup(stop)
+	select {
+	case <-started:
+	case <-time.After(time.Minute):
+		t.Fatal("trace --watch made no first trace in a minute")
+	}
+	tc.seedPair(ns, "my-app-pvc", "my-app-pod", class)
+	tc.waitPodRunning(ns, "my-app-pod")
+	s, err := trace.Collect(context.Background(), src, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	running = trace.Build(s)
+	pvc, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), "my-app-pvc", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.deletePodAndWait(ns, "my-app-pod")
+	if err := tc.client.CoreV1().PersistentVolumeClaims(ns).Delete(context.Background(), "my-app-pvc", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "volume "+pvc.Spec.VolumeName+" Released", func() (bool, error) {
+		pv, err := tc.client.CoreV1().PersistentVolumes().Get(context.Background(), pvc.Spec.VolumeName, metav1.GetOptions{})
+		return err == nil && pv.Status.Phase == corev1.VolumeReleased, nil
+	})
+	// The watch has seen the Released phase once its trace shows it.
+	waitFor(t, "trace --watch sees the volume Released", func() (bool, error) {
+		return strings.Contains(streamed.String(), "DELETE PersistentVolumeClaim"), nil
+	})
+	stop()
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	t.Logf("streamed:\n%s", streamed.String())
+	return trace.Build(r.s), running
+}
+
+// assertKeyTransitions checks that tr lists every key state transition, in order, each
+// with a duration.
+func assertKeyTransitions(t *testing.T, tr trace.Trace) {
+	t.Helper()
+	i := 0
+	for _, row := range tr.Transitions {
+		if i < len(keyStateTransitions) {
+			want := keyStateTransitions[i]
+			if strings.HasPrefix(row.Object, want[0]+" ") && row.Before == want[1] && row.Event == want[2] && row.After == want[3] {
+				if row.Took <= 0 {
+					t.Errorf("transition %v has no duration", want)
+				}
+				i++
+			}
+		}
+	}
+	if i < len(keyStateTransitions) {
+		t.Errorf("trace lists the key state transitions up to %v only; it has %+v", keyStateTransitions[i], tr.Transitions)
+	}
+}
+
+// assertStepsInOrder checks that tr's steps hold each of whats (a substring of
+// From→To: What), in that order.
+func assertStepsInOrder(t *testing.T, tr trace.Trace, whats ...string) {
+	t.Helper()
+	i := 0
+	for _, s := range tr.Steps {
+		if i < len(whats) && strings.Contains(s.From+"→"+s.To+": "+s.What, whats[i]) {
+			i++
+		}
+	}
+	if i < len(whats) {
+		var b bytes.Buffer
+		_ = trace.WriteText(&b, tr)
+		t.Errorf("trace steps lack %q (in order after %q):\n%s", whats[i], whats[:i], b.String())
+	}
+}
+
+// TestTrace: `kubelab trace --watch` of the seed's pod on a hollow cluster, from before
+// `kubectl apply` until the claim is deleted, lists the flow's steps in causal order and
+// every key state transition with its duration; a trace of the running pod names no
+// stuck stage.
+func TestTrace(t *testing.T) {
+	tc := startCluster(t, nil)
+	ns := tc.namespace("trace")
+	retain, wffc := corev1.PersistentVolumeReclaimRetain, storagev1.VolumeBindingWaitForFirstConsumer
+	if _, err := tc.client.StorageV1().StorageClasses().Create(context.Background(), &storagev1.StorageClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "gp2-retain-trace"}, Provisioner: DriverName,
+		ReclaimPolicy: &retain, VolumeBindingMode: &wffc,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	watched, running := tc.traceSeedFlow(ns, "gp2-retain-trace")
+	if running.Diagnosis.Stage != trace.StageNone {
+		t.Errorf("running pod diagnosed stuck: %+v", running.Diagnosis)
+	}
+	flow := []string{
+		"kubectl→API server: POST PersistentVolumeClaim my-app-pvc",
+		"kubectl→API server: POST Pod my-app-pod",
+		"scheduler→scheduler: select node",
+		"csi-provisioner→ebs-plugin (controller): CreateVolume",
+		"ebs-plugin (controller)→EC2: CreateVolume",
+		"csi-provisioner→API server: CREATE PersistentVolume",
+		"PV controller→API server: bind claim my-app-pvc",
+		"attach/detach→API server: CREATE VolumeAttachment",
+		"csi-attacher→ebs-plugin (controller): ControllerPublishVolume",
+		"ebs-plugin (controller)→EC2: AttachVolume",
+		"csi-attacher→API server: PATCH VolumeAttachment status.attached=true",
+		"kubelet→API server: PATCH pod status: Running",
+	}
+	assertStepsInOrder(t, running, flow...)
+	assertStepsInOrder(t, watched, append(flow, "kubectl→API server: DELETE Pod", "kubectl→API server: DELETE PersistentVolumeClaim")...)
+	assertKeyTransitions(t, watched)
+	var b bytes.Buffer
+	if err := trace.WriteText(&b, watched); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("trace:\n%s", b.String())
+}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/cloud"
+	"github.com/kubelab/kubelab/internal/trace"
 )
 
 // TestRealVolumeFaults: a volume whose attach fails and one whose mount fails keep their
@@ -29,6 +30,7 @@ func TestRealVolumeFaults(t *testing.T) {
 	}
 	tc.seedPair(ns, "attach-claim", "attach-pod", "gp2")
 	waitFor(t, "FailedAttachVolume event of attach-pod", func() (bool, error) { return tc.hasEvent(ns, "attach-pod", "FailedAttachVolume"), nil })
+	tc.expectWhy(ns, "attach-pod", trace.StageAttach, "kubelab test: attach refused")
 	tc.cloud.ClearFaults(fault)
 	assertContainerCreating(t, tc, ns, "attach-pod")
 	tc.deletePodAndWait(ns, "attach-pod")
@@ -54,6 +56,7 @@ func TestRealVolumeFaults(t *testing.T) {
 	if !strings.Contains(msg, "inode size 100") {
 		t.Errorf("FailedMount message %q does not say what mkfs refused", msg)
 	}
+	tc.expectWhy(ns, "mount-pod", trace.StageMount, "inode size 100")
 	assertContainerCreating(t, tc, ns, "mount-pod")
 	tc.deletePodAndWait(ns, "mount-pod")
 	if ms, _ := mountinfo.GetMounts(mountinfo.PrefixFilter(tc.cfg.DataDir)); len(ms) != 0 {

@@ -13,8 +13,11 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubelab/kubelab/internal/trace"
 )
 
 // busyboxPod is a pod of one busybox container running script with restartPolicy policy.
@@ -71,6 +74,9 @@ func TestRealPods(t *testing.T) {
 	create(initPod)
 	// A container that fails is restarted with back-off.
 	create(busyboxPod(ns, "crash", corev1.RestartPolicyAlways, "exit 3"))
+	oom := busyboxPod(ns, "oom", corev1.RestartPolicyAlways, "tail /dev/zero") // tail keeps the endless line in memory
+	oom.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("16Mi")}
+	create(oom)
 	// A pod whose container ends with 0 and never restarts succeeds.
 	create(busyboxPod(ns, "done", corev1.RestartPolicyNever, "exit 0"))
 	// An image that no registry has.
@@ -104,6 +110,8 @@ func TestRealPods(t *testing.T) {
 		t.Errorf("crash: phase %s, want Running while it is restarted", p.Status.Phase)
 	}
 	waitFor(t, "BackOff event of pod crash", func() (bool, error) { return tc.hasEvent(ns, "crash", "BackOff"), nil })
+	tc.expectWhy(ns, "crash", trace.StageCrash, "exit code 3")
+	tc.expectWhy(ns, "oom", trace.StageOOM, "OOMKilled")
 
 	waitFor(t, "pod done Succeeded", func() (bool, error) {
 		p, err := tc.client.CoreV1().Pods(ns).Get(ctx, "done", metav1.GetOptions{})
@@ -117,6 +125,7 @@ func TestRealPods(t *testing.T) {
 		t.Errorf("no-image: waiting message %q", msg)
 	}
 	waitFor(t, "Failed event of pod no-image", func() (bool, error) { return tc.hasEvent(ns, "no-image", "Failed"), nil })
+	tc.expectWhy(ns, "no-image", trace.StageImage, "kubelab-test/no-such-image:v1")
 	if p.Status.Phase != corev1.PodPending {
 		t.Errorf("no-image: phase %s, want Pending", p.Status.Phase)
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/trace"
 )
 
 func execAction(cmd ...string) corev1.ProbeHandler {
@@ -125,6 +126,7 @@ func TestRealProbes(t *testing.T) {
 	waitFor(t, "Unhealthy event of the readiness probe", func() (bool, error) {
 		return tc.hasEventWith(ns, "ready-file", "Unhealthy", "Readiness probe failed: cat: can't open '/ready'"), nil
 	})
+	tc.expectWhy(ns, "ready-file", trace.StageProbe, "Readiness probe failed: cat: can't open '/ready'")
 	waitFor(t, "endpoint of ready-file not ready", func() (bool, error) {
 		r := tc.endpointReady(ns, "ready-file", "ready-file")
 		return r != nil && !*r, nil

@@ -3,14 +3,19 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubelab/kubelab/internal/cloud"
+	"github.com/kubelab/kubelab/internal/controller/controllertest"
 	"github.com/kubelab/kubelab/internal/trace"
 )
 
@@ -168,4 +173,97 @@ func TestTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("trace:\n%s", b.String())
+}
+
+// expectWhy waits until `kubelab why pod/NAME` names stage, with text in its reason or
+// evidence.
+func (tc *testCluster) expectWhy(ns, pod, stage, text string) trace.Diagnosis {
+	tc.t.Helper()
+	var d trace.Diagnosis
+	controllertest.WaitWithin(tc.t, 2*time.Minute, fmt.Sprintf("why pod/%s: %s (%q)", pod, stage, text), func() (bool, error) {
+		s, err := trace.Collect(context.Background(), trace.Sources{Client: tc.client, EC2: tc.ec2},
+			trace.Target{Kind: "pod", Namespace: ns, Name: pod})
+		if err != nil {
+			return false, err
+		}
+		d = trace.Diagnose(s)
+		if d.Stage == stage && strings.Contains(d.Reason+"\n"+d.Evidence, text) {
+			return true, nil
+		}
+		return false, fmt.Errorf("diagnosis %+v", d)
+	})
+	return d
+}
+
+// TestWhy: failures made on purpose on a hollow cluster are named by `kubelab why` at
+// their stage: the cloud refusing CreateVolume (with its error code), a claim bound to
+// a volume in a zone without nodes, and a Deployment whose pods admission refuses.
+func TestWhy(t *testing.T) {
+	tc := startCluster(t, nil)
+	ctx := context.Background()
+	ns := tc.namespace("why")
+
+	fault, err := tc.cloud.InjectFault(cloud.Fault{Action: "CreateVolume", Mode: "fail", Code: "InsufficientVolumeCapacity",
+		Message: "There is not enough capacity to fulfill your EBS volume provision request."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.seedPair(ns, "no-capacity", "no-capacity", "gp2")
+	d := tc.expectWhy(ns, "no-capacity", trace.StageProvisioning, "InsufficientVolumeCapacity")
+	if !strings.Contains(d.Command, "kubectl describe pvc no-capacity -n "+ns) {
+		t.Errorf("provisioning diagnosis command %q does not describe the claim", d.Command)
+	}
+	tc.cloud.ClearFaults(fault)
+
+	// A volume in us-east-1d, where no node is.
+	mode := corev1.PersistentVolumeFilesystem
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "why-zone-d"},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeMode: &mode,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: DriverName, VolumeHandle: "vol-0123456789abcdef0"}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"us-east-1d"}}},
+			}}}},
+		},
+	}
+	if _, err := tc.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tc.seedPair(ns, "zone-d", "zone-d", "")
+	claim, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "zone-d", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim.Spec.VolumeName = pv.Name
+	if _, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Update(ctx, claim, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tc.expectWhy(ns, "zone-d", trace.StageScheduling, "us-east-1d")
+
+	// Admission refuses the Deployment's pods: their PriorityClass does not exist.
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "refused", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "refused"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "refused"}},
+				Spec: corev1.PodSpec{PriorityClassName: "no-such-class",
+					Containers: []corev1.Container{{Name: "main", Image: "busybox"}}},
+			},
+		},
+	}
+	if _, err := tc.client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var got trace.Diagnosis
+	waitFor(t, "why deployment/refused: admission", func() (bool, error) {
+		s, err := trace.Collect(ctx, trace.Sources{Client: tc.client}, trace.Target{Kind: "Deployment", Namespace: ns, Name: "refused"})
+		if err != nil {
+			return false, err
+		}
+		got = trace.Diagnose(s)
+		return got.Stage == trace.StageAdmission && strings.Contains(got.Reason, "no-such-class"), fmt.Errorf("diagnosis %+v", got)
+	})
 }

@@ -46,8 +46,18 @@ func ParseTarget(arg, namespace string) (Target, error) {
 		kind = "pod"
 	case "pvc", "pvcs", "persistentvolumeclaim", "persistentvolumeclaims":
 		kind = "pvc"
+	case "deployment", "deployments", "deploy":
+		kind = "Deployment"
+	case "replicaset", "replicasets", "rs":
+		kind = "ReplicaSet"
+	case "statefulset", "statefulsets", "sts":
+		kind = "StatefulSet"
+	case "daemonset", "daemonsets", "ds":
+		kind = "DaemonSet"
+	case "job", "jobs":
+		kind = "Job"
 	default:
-		return Target{}, fmt.Errorf("trace: kind %q: only pod/NAME and pvc/NAME can be traced", kind)
+		return Target{}, fmt.Errorf("trace: kind %q: pod, pvc, deployment, replicaset, statefulset, daemonset or job", kind)
 	}
 	return Target{Kind: kind, Namespace: namespace, Name: name}, nil
 }
@@ -76,6 +86,18 @@ func (c *collector) collect(ctx context.Context, target Target) error {
 	core := c.src.Client.CoreV1()
 	ns := target.Namespace
 	claimNames := target.Claims
+	switch target.Kind {
+	case "pod", "pvc":
+	default:
+		pod, err := c.workload(ctx, target)
+		if err != nil {
+			return err
+		}
+		c.s.Name = ""
+		if pod != nil {
+			c.s.Pod, c.s.Name = pod, pod.Name
+		}
+	}
 	if target.Kind == "pvc" {
 		claimNames = append(claimNames, target.Name)
 		pod, err := c.podUsing(ctx, ns, target.Name)
@@ -98,8 +120,10 @@ func (c *collector) collect(ctx context.Context, target Target) error {
 	}
 	if p := c.s.Pod; p != nil {
 		claimNames = podClaims(p)
-		if err := c.owners(ctx, p); err != nil {
-			return err
+		if len(c.s.Owners) == 0 {
+			if err := c.owners(ctx, p); err != nil {
+				return err
+			}
 		}
 	}
 	for _, name := range claimNames {
@@ -165,6 +189,47 @@ func (c *collector) podUsing(ctx context.Context, ns, claim string) (*corev1.Pod
 	return found, nil
 }
 
+// workload finds the owners of a workload target (a Deployment's ReplicaSets too) and its
+// pod to diagnose: the newest that is not Ready, else the newest (nil: it has none, as when
+// admission refuses them).
+func (c *collector) workload(ctx context.Context, target Target) (*corev1.Pod, error) {
+	owners := map[string]bool{target.Kind + "/" + target.Name: true}
+	c.s.Owners = append(c.s.Owners, target.Kind+"/"+target.Name)
+	if target.Kind == "Deployment" {
+		sets, err := c.src.Client.AppsV1().ReplicaSets(target.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		for _, rs := range sets.Items {
+			if ref := metav1.GetControllerOf(&rs); ref != nil && ref.Kind == "Deployment" && ref.Name == target.Name {
+				owners["ReplicaSet/"+rs.Name] = true
+				c.s.Owners = append(c.s.Owners, "ReplicaSet/"+rs.Name)
+			}
+		}
+	}
+	pods, err := c.src.Client.CoreV1().Pods(target.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var found *corev1.Pod
+	better := func(p *corev1.Pod) bool {
+		if found == nil {
+			return true
+		}
+		if ready, was := podReady(p), podReady(found); ready != was {
+			return !ready
+		}
+		return p.CreationTimestamp.After(found.CreationTimestamp.Time)
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if ref := metav1.GetControllerOf(p); ref != nil && owners[ref.Kind+"/"+ref.Name] && better(p) {
+			found = p
+		}
+	}
+	return found, nil
+}
+
 // owners follows the pod's controller references up (ReplicaSet → Deployment...).
 func (c *collector) owners(ctx context.Context, p *corev1.Pod) error {
 	ref := metav1.GetControllerOf(p)
@@ -191,7 +256,7 @@ func (c *collector) storage(ctx context.Context) error {
 	pvs := map[string]bool{}
 	classes := map[string]bool{}
 	for _, pvc := range c.s.Claims {
-		if pvc.Spec.StorageClassName != nil && !classes[*pvc.Spec.StorageClassName] {
+		if pvc.Spec.StorageClassName != nil && *pvc.Spec.StorageClassName != "" && !classes[*pvc.Spec.StorageClassName] {
 			classes[*pvc.Spec.StorageClassName] = true
 			sc, err := storage.StorageClasses().Get(ctx, *pvc.Spec.StorageClassName, metav1.GetOptions{})
 			if err != nil && !apierrors.IsNotFound(err) {

@@ -5,11 +5,12 @@ set -euo pipefail
 
 # Debian packages: the real parts kubelab drives (block devices, filesystems, runtime,
 # CNI plugins, nftables), what its images are built from (busybox-static, nginx) and the
-# peers its tests use as judges (etcd-server, awscli).
+# peers its tests use as judges (etcd-server, awscli, and chromium, the browser that
+# opens `kubelab trace -o svg`'s pictures).
 packages=(
 	util-linux e2fsprogs xfsprogs iproute2 nftables
 	containerd runc containernetworking-plugins busybox-static nginx
-	etcd-server awscli curl
+	etcd-server awscli curl chromium
 )
 
 missing=()

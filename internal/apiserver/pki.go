@@ -205,22 +205,47 @@ func (p PKI) IssueKubeletServingCert(dir, nodeName string, ips []net.IP) (certFi
 			break
 		}
 	}
-	if servingCertCurrent(certFile, keyFile, caCert, dnsNames, ips) {
-		return certFile, keyFile, nil
+	subject := pkix.Name{CommonName: "system:node:" + nodeName, Organization: []string{"system:nodes"}}
+	if err := issueServing(certFile, keyFile, caCert, caKey, subject, dnsNames, ips); err != nil {
+		return "", "", err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", "", fmt.Errorf("pki: create %s: %w", dir, err)
+	return certFile, keyFile, nil
+}
+
+// IssueServingCert makes sure dir/name.crt and dir/name.key hold a serving certificate
+// for dnsNames, signed by the cluster CA, and returns their paths (kept as
+// IssueKubeletServingCert keeps its own).
+func (p PKI) IssueServingCert(dir, name string, dnsNames []string) (certFile, keyFile string, err error) {
+	if len(dnsNames) == 0 {
+		return "", "", errors.New("pki: a serving certificate needs a name")
+	}
+	caCert, caKey, err := p.loadCA()
+	if err != nil {
+		return "", "", fmt.Errorf("pki: load CA: %w", err)
+	}
+	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	if err := issueServing(certFile, keyFile, caCert, caKey, pkix.Name{CommonName: dnsNames[0]}, dnsNames, nil); err != nil {
+		return "", "", err
+	}
+	return certFile, keyFile, nil
+}
+
+// issueServing writes a serving certificate for dnsNames and ips to certFile and keyFile
+// unless a current one is there.
+func issueServing(certFile, keyFile string, caCert *x509.Certificate, caKey *ecdsa.PrivateKey, subject pkix.Name, dnsNames []string, ips []net.IP) error {
+	if servingCertCurrent(certFile, keyFile, caCert, dnsNames, ips) {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(certFile), 0o755); err != nil {
+		return fmt.Errorf("pki: create %s: %w", filepath.Dir(certFile), err)
 	}
 	tmpl := &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "system:node:" + nodeName, Organization: []string{"system:nodes"}},
+		Subject:     subject,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames:    dnsNames,
 		IPAddresses: ips,
 	}
-	if err := issue(tmpl, caCert, caKey, certFile, keyFile); err != nil {
-		return "", "", err
-	}
-	return certFile, keyFile, nil
+	return issue(tmpl, caCert, caKey, certFile, keyFile)
 }
 
 // servingNames are the DNS names and addresses the API server's certificate names.

@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubelab/kubelab/internal/containerd"
@@ -35,7 +37,13 @@ rules, and the instance metadata service at 169.254.169.254), the working direct
 kubelet root (plugins_registry/, plugins/<driver>/csi.sock,
 plugins/kubernetes.io/csi/pv/<pv>/globalmount, pods/<uid>/volumes/...), and the environment
 naming its containerd: CONTAINER_RUNTIME_ENDPOINT and IMAGE_SERVICE_ENDPOINT (as crictl reads
-them) and CONTAINERD_ADDRESS with CONTAINERD_NAMESPACE=k8s.io (as ctr reads them).`,
+them) and CONTAINERD_ADDRESS with CONTAINERD_NAMESPACE=k8s.io (as ctr reads them). As on an
+EC2 instance, the aws CLI works there without an endpoint: the node's /etc/hosts (in a
+mount namespace of the shell's own) names ec2.<region>.amazonaws.com at the EC2 API's VPC
+endpoint, and AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE and AWS_CA_BUNDLE name the
+cloud's client files and the cluster CA, so that
+  aws ec2 describe-volumes --volume-ids vol-…
+asks the cluster's cloud.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, err := openNode(dataDir, args[0])
@@ -57,11 +65,21 @@ them) and CONTAINERD_ADDRESS with CONTAINERD_NAMESPACE=k8s.io (as ctr reads them
 					n.name, netns, n.kubeletRoot, n.endpoint, n.name, n.kubeletRoot)
 			}
 			c := exec.CommandContext(cmd.Context(), argv[0], argv[1:]...)
+			if n.hosts != "" {
+				// A mount namespace of its own, where the node's hosts file is /etc/hosts.
+				self, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				c = exec.CommandContext(cmd.Context(), self, append([]string{"node", "exec-with-hosts", n.hosts, "--"}, argv...)...)
+				c.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS}
+			}
 			c.Dir = n.kubeletRoot
 			sock := strings.TrimPrefix(n.endpoint, "unix://")
 			c.Env = append(os.Environ(), "KUBELAB_NODE="+n.name, "KUBELET_ROOT_DIR="+n.kubeletRoot,
 				"CONTAINER_RUNTIME_ENDPOINT="+n.endpoint, "IMAGE_SERVICE_ENDPOINT="+n.endpoint,
 				"CONTAINERD_ADDRESS="+sock, "CONTAINERD_NAMESPACE=k8s.io", "PS1=["+n.name+"] \\w# ")
+			c.Env = append(c.Env, n.awsEnv...)
 			c.Stdin, c.Stdout, c.Stderr = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 			// Started from a thread inside the node's namespace, the command is in it too.
 			if err := vpc.Do(n.netns, c.Start); err != nil {
@@ -82,14 +100,44 @@ them) and CONTAINERD_ADDRESS with CONTAINERD_NAMESPACE=k8s.io (as ctr reads them
 			return listNode(cmd.Context(), cmd, n)
 		},
 	}
-	cmd.AddCommand(shell, ps)
+	execWithHosts := &cobra.Command{
+		Use:    "exec-with-hosts HOSTS -- COMMAND [ARG...]",
+		Short:  "Run COMMAND with HOSTS as /etc/hosts (in a mount namespace kubelab node shell made)",
+		Hidden: true,
+		Args:   cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return execWithHostsFile(args[0], args[1:])
+		},
+	}
+	cmd.AddCommand(shell, ps, execWithHosts)
 	return cmd
+}
+
+// execWithHostsFile puts hosts over /etc/hosts and becomes argv. It runs as the first
+// process of a mount namespace of its own: the mount is made private to it first, so that
+// nothing of it reaches the machine's.
+func execWithHostsFile(hosts string, argv []string) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("node shell: make mounts private: %w", err)
+	}
+	if err := unix.Mount(hosts, "/etc/hosts", "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("node shell: %s as /etc/hosts: %w", hosts, err)
+	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return fmt.Errorf("node shell: %w", err)
+	}
+	return unix.Exec(path, argv, os.Environ())
 }
 
 // nodeDirs are where a real node's parts are on this machine.
 type nodeDirs struct {
 	name, kubeletRoot, endpoint string
 	netns                       string // "" while the node has none (kubelab up not running)
+	// hosts is the node's hosts file ("" when there is none); awsEnv the environment that
+	// points the aws CLI at the cluster's cloud.
+	hosts  string
+	awsEnv []string
 }
 
 // openNode finds node name of the cluster on dataDir.
@@ -121,6 +169,12 @@ func openNode(dataDir, name string) (nodeDirs, error) {
 	}
 	if _, err := os.Stat(v.NodePath(name)); err == nil {
 		out.netns = v.NodePath(name)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "hosts")); err == nil && out.netns != "" {
+		out.hosts = filepath.Join(dir, "hosts")
+		out.awsEnv = []string{"AWS_CONFIG_FILE=" + filepath.Join(dataDir, "cloud", "aws-config"),
+			"AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(dataDir, "cloud", "aws-credentials"),
+			"AWS_CA_BUNDLE=" + filepath.Join(dataDir, "pki", "ca.crt")}
 	}
 	return out, nil
 }

@@ -65,9 +65,17 @@ claim are deleted, what became of the volume.`,
 func newWhyCommand() *cobra.Command {
 	o := &traceOptions{why: true, output: "text"}
 	cmd := &cobra.Command{
-		Use:   "why pod/NAME | pvc/NAME",
+		Use:   "why pod/NAME | pvc/NAME | deployment/NAME | replicaset/NAME | statefulset/NAME | daemonset/NAME | job/NAME",
 		Short: "Name the stage where a pod is stuck, the reason, and the command that shows the evidence",
-		Args:  cobra.ExactArgs(1),
+		Long: `Name the stage of the flow where a pod that is not Running and Ready is stuck, why, the
+status or Event message that shows it, and the command that prints that evidence: admission
+refused (for a workload whose pods are refused), Pending (which scheduler filter, which
+claim, a volume in a zone without nodes), provisioning failed (with the cloud's error
+code), waiting for the provisioner, attach failed or stuck (the cloud's error,
+multi-attach), mount failed, no pod IP (a full podCIDR), ErrImagePull/ImagePullBackOff,
+CreateContainerError, probes failing, CrashLoopBackOff, OOMKilled, terminating held by a
+finalizer. For a workload, the pod diagnosed is its newest pod that is not Ready.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd.Context(), cmd.OutOrStdout(), args[0])
 		},

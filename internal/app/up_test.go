@@ -1,8 +1,10 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -98,6 +100,27 @@ func TestUpHollow(t *testing.T) {
 	run("wait", "--for=condition=Ready", "pod/my-app-pod", "--timeout=120s")
 	run("wait", "--for=jsonpath={.status.phase}=Bound", "pvc/my-app-pvc", "--timeout=60s")
 	run("rollout", "status", "deployment/web", "--timeout=120s")
+	// kubelab trace and why on the running pod, found through the data dir.
+	var traced bytes.Buffer
+	if err := Run(context.Background(), []string{"trace", "pod/my-app-pod", "--data-dir", dir}, &traced, io.Discard); err != nil {
+		t.Fatalf("kubelab trace: %v", err)
+	}
+	for _, want := range []string{"POST PersistentVolumeClaim my-app-pvc", "CreateVolume", "ControllerPublishVolume", "AttachVolume", "State transitions"} {
+		if !strings.Contains(traced.String(), want) {
+			t.Errorf("kubelab trace pod/my-app-pod lacks %q:\n%s", want, traced.String())
+		}
+	}
+	var why bytes.Buffer
+	if err := Run(context.Background(), []string{"why", "pvc/my-app-pvc", "--data-dir", dir}, &why, io.Discard); err != nil {
+		t.Fatalf("kubelab why: %v", err)
+	}
+	if !strings.Contains(why.String(), "not stuck") {
+		t.Errorf("kubelab why pvc/my-app-pvc = %q, want not stuck", why.String())
+	}
+	if err := Run(context.Background(), []string{"trace", "pod/my-app-pod", "--data-dir", dir, "-o", "png"}, io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), `output "png": must be text, svg or html`) {
+		t.Errorf("kubelab trace -o png: %v, want an error naming the output", err)
+	}
 	stop()
 
 	// The same data dir again: same nodes, renewed by the new kubelets, the pod and its

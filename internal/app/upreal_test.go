@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -120,6 +121,7 @@ func TestUpRealKill9(t *testing.T) {
 	run("apply", "-f", filepath.Join(seed, "10-pvc.yaml"), "-f", filepath.Join(seed, "20-pod.yaml"))
 	run("wait", "--for=condition=Ready", "pod/my-app-pod", "--timeout=120s")
 	ipBefore := run("get", "pod", "my-app-pod", "-o", "jsonpath={.status.podIP}")
+	assertSeedDebugCommands(t, bin, dir, kubectl, run("get", "pod", "my-app-pod", "-o", "jsonpath={.spec.nodeName}"))
 	before := mountCounts(t, dir)
 	if len(before) < 2 {
 		t.Fatalf("mounts under %s with the pod running: %v, want its global mount and its pod mount", dir, before)
@@ -284,5 +286,54 @@ func releaseDataDir(t *testing.T, dir string) {
 			_ = syscall.Rmdir(tree[i])
 		}
 		_ = syscall.Rmdir(filepath.Dir(root))
+	}
+}
+
+// assertSeedDebugCommands runs the EBS CSI add-on's debugging commands for the seed's pod,
+// verbatim: the real kubectl's (the attacher's and the controller plugin's logs, the node
+// plugin's on the pod's node) from this machine, and the aws CLI's from a shell on the
+// node, as on an EC2 instance; each shows the pod's volume, attached to the node.
+func assertSeedDebugCommands(t *testing.T, bin, dir, kubectl, node string) {
+	t.Helper()
+	sh := func(line string, env ...string) string {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", line)
+		cmd.Env = append(append(os.Environ(), "KUBECONFIG="+filepath.Join(dir, "kubeconfig"), "PATH="+filepath.Dir(kubectl)+":"+os.Getenv("PATH")), env...)
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, b)
+		}
+		return string(b)
+	}
+	pv := strings.TrimSpace(sh(`kubectl get pvc my-app-pvc -o jsonpath='{.spec.volumeName}'`))
+	handle := strings.TrimSpace(sh(`kubectl get pv ` + pv + ` -o jsonpath='{.spec.csi.volumeHandle}'`))
+	instance := strings.TrimSpace(sh(`kubectl get node ` + node + ` -o jsonpath='{.spec.providerID}'`))
+	instance = instance[strings.LastIndex(instance, "/")+1:]
+	for _, c := range []struct{ line, want string }{
+		{`kubectl logs -n kube-system -l app=ebs-csi-controller -c csi-attacher --tail=50`, "msg=attached"},
+		{`kubectl logs -n kube-system -l app=ebs-csi-controller -c ebs-plugin --tail=100`, "ControllerPublishVolume: done"},
+		{`kubectl logs -n kube-system $(kubectl get pod -n kube-system -l app=ebs-csi-node \
+    --field-selector spec.nodeName=$NODE -o jsonpath='{.items[0].metadata.name}') -c ebs-plugin`, "NodeStageVolume: done"},
+	} {
+		if out := sh(c.line, "NODE="+node); !strings.Contains(out, c.want) || !strings.Contains(out, handle) {
+			t.Errorf("%s\nprints no %q line for %s:\n%s", c.line, c.want, handle, out)
+		}
+	}
+	out, err := exec.Command(bin, "node", "shell", node, "--data-dir", dir, "--", "sh", "-c", "PV_HANDLE="+handle+`
+aws ec2 describe-volumes --volume-ids $PV_HANDLE \
+  --query 'Volumes[0].{State:State,Attachments:Attachments}'`).CombinedOutput()
+	if err != nil {
+		t.Fatalf("aws ec2 describe-volumes on node %s: %v\n%s", node, err, out)
+	}
+	var got struct {
+		State       string
+		Attachments []struct{ InstanceId, VolumeId, State string }
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("aws ec2 describe-volumes on node %s: %v\n%s", node, err, out)
+	}
+	if got.State != "in-use" || len(got.Attachments) != 1 || got.Attachments[0].InstanceId != instance ||
+		got.Attachments[0].VolumeId != handle || got.Attachments[0].State != "attached" {
+		t.Errorf("aws ec2 describe-volumes on node %s: %+v, want %s in-use, attached to %s", node, got, handle, instance)
 	}
 }

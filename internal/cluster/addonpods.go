@@ -71,6 +71,7 @@ func addonPodsOf(nodes []Node, hollow bool) []*addonPod {
 		{name: "csi-attacher", unit: "csi-attacher", log: "csi-attacher"},
 		{name: "csi-resizer", unit: "csi-resizer", log: "csi-resizer"},
 		{name: "csi-snapshotter", unit: "csi-snapshotter", log: "csi-snapshotter"},
+		{name: "liveness-probe", unit: "liveness-probe", log: "liveness-probe"},
 	}}
 	pods := []*addonPod{ctrl}
 	if hollow {
@@ -81,6 +82,7 @@ func addonPodsOf(nodes []Node, hollow bool) []*addonPod {
 		pods = append(pods, &addonPod{app: appCSINode, node: n, containers: []addonContainer{
 			{name: "ebs-plugin", unit: unit, log: unit},
 			{name: "node-driver-registrar", unit: unit, log: "node-driver-registrar/" + n.Name},
+			{name: "liveness-probe", unit: unit, log: "liveness-probe/" + n.Name},
 		}})
 	}
 	return pods

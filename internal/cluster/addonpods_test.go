@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -98,4 +99,32 @@ func containsLine(out string, words ...string) bool {
 		}
 	}
 	return false
+}
+
+// assertAddonCommands runs the EBS CSI add-on's debugging commands for the running pod
+// and its volume pv verbatim with the real kubectl: the attacher's and the controller
+// plugin's logs show the volume attached, the node plugin's on the pod's node show it
+// staged.
+func (tc *testCluster) assertAddonCommands(pod *corev1.Pod, pv string) {
+	t := tc.t
+	t.Helper()
+	p, err := tc.client.CoreV1().PersistentVolumes().Get(context.Background(), pv, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handle := p.Spec.CSI.VolumeHandle
+	if out := tc.kubectlSh(`kubectl logs -n kube-system -l app=ebs-csi-controller -c csi-attacher --tail=50`); !containsLine(out, "attached", handle) {
+		t.Errorf("csi-attacher log has no line about attaching %s:\n%s", handle, out)
+	}
+	if out := tc.kubectlSh(`kubectl logs -n kube-system -l app=ebs-csi-controller -c ebs-plugin --tail=100`); !containsLine(out, "ControllerPublishVolume: done", handle) {
+		t.Errorf("controller ebs-plugin log has no ControllerPublishVolume line for %s:\n%s", handle, out)
+	}
+	out := tc.kubectlSh(`NODE=` + pod.Spec.NodeName + `
+kubectl logs -n kube-system $(kubectl get pod -n kube-system -l app=ebs-csi-node \
+    --field-selector spec.nodeName=$NODE -o jsonpath='{.items[0].metadata.name}') -c ebs-plugin`)
+	for _, line := range []string{"NodeStageVolume: called", "NodeStageVolume: done", "NodePublishVolume: done"} {
+		if !containsLine(out, line, handle) {
+			t.Errorf("node ebs-plugin log on %s has no %q line for %s:\n%s", pod.Spec.NodeName, line, handle, out)
+		}
+	}
 }

@@ -226,6 +226,7 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 	start("csi-attacher", c.runAttacher)
 	start("csi-resizer", c.runResizer)
 	start("csi-snapshotter", c.runSnapshotter)
+	start("liveness-probe", c.runLivenessProbe)
 	start("controller-manager", c.runControllerManager)
 	start("scheduler", c.runScheduler)
 	if c.vpc != nil {

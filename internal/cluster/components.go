@@ -22,6 +22,7 @@ import (
 	"github.com/kubelab/kubelab/internal/csi/driver"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/attacher"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
+	"github.com/kubelab/kubelab/internal/csi/sidecar/livenessprobe"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/provisioner"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/resizer"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/snapshotter"
@@ -68,6 +69,7 @@ func (c *Cluster) runControllerManager(ctx context.Context) error {
 		Logger: c.cfg.Logger.With("component", "controller-manager")}, leClient, func(ctx context.Context) error {
 		cm, err := controllermanager.New(controllermanager.Config{Logger: c.cfg.Logger.With("component", "controller-manager"), RootCA: rootCA,
 			ClusterSigningCertFile: c.cp.APIServer.PKI().CACert(), ClusterSigningKeyFile: c.cp.APIServer.PKI().CAKey(),
+			NodeCIDRMaskSize: c.cfg.NodeCIDRMaskSize,
 			// Each controller is its service account in kube-system.
 			ControllerConfig: func(sa string) (*rest.Config, error) {
 				return c.restConfig("kube-controller-manager/"+sa, serviceAccountIdentity(metav1.NamespaceSystem, sa))
@@ -185,6 +187,17 @@ func (c *Cluster) runSnapshotter(ctx context.Context) error {
 		}
 		return runWith{s, func(ctx context.Context) { snapFactory.Start(ctx.Done()) }, snapFactory.Shutdown}, nil
 	})
+}
+
+// runLivenessProbe is the controller plugin's livenessprobe sidecar on loopback.
+func (c *Cluster) runLivenessProbe(ctx context.Context) error {
+	conn, err := csiclient.Dial(c.csiSocket())
+	if err != nil {
+		return fmt.Errorf("liveness-probe: %w", err)
+	}
+	defer conn.Close()
+	return livenessprobe.New(livenessprobe.Config{Addr: "127.0.0.1:0",
+		Logger: c.componentLogger("liveness-probe", "component", "liveness-probe")}, conn).Run(ctx)
 }
 
 // runner is a component: it blocks in Run until ctx ends.

@@ -45,6 +45,9 @@ type Config struct {
 	PodStartDelay time.Duration
 	// NodeStatusInterval is how often the kubelets compute their node status (10s).
 	NodeStatusInterval time.Duration
+	// NodeCIDRMaskSize is the size of each node's podCIDR out of 10.244.0.0/16 (24 when
+	// zero): a larger one gives each node fewer pod addresses.
+	NodeCIDRMaskSize int
 	// Logger receives the components' logs (slog.Default()).
 	Logger *slog.Logger
 }

@@ -2,11 +2,16 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -28,14 +33,50 @@ import (
 // cluster DNS), each node's metadata service, and the per-node agents that give pods their
 // network: the overlay, the service proxy and the NetworkPolicy rules.
 
-// runEC2Endpoint serves the cloud's EC2 API on the VPC at ControlPlaneIP:80, as a VPC
-// endpoint does: pods and nodes reach it there.
+// runEC2Endpoint serves the cloud's EC2 API on the VPC, as a VPC endpoint does: at
+// ControlPlaneIP:80, and with TLS at EC2EndpointIP:443 under the region's EC2 name
+// (ec2.<region>.amazonaws.com, with a certificate of the cluster CA), where the nodes'
+// hosts file (EC2Hosts) points that name, so that an AWS client on a node reaches it
+// without an endpoint of its own.
 func (c *Cluster) runEC2Endpoint(ctx context.Context) error {
 	l, err := vpc.Listen(c.vpc.Path(), "tcp", net.JoinHostPort(vpc.ControlPlaneIP, "80"))
 	if err != nil {
 		return fmt.Errorf("ec2 vpc endpoint: %w", err)
 	}
-	return serveHTTP(ctx, l, c.cloud.APIHandler())
+	cert, key, err := c.cp.APIServer.PKI().IssueServingCert(filepath.Join(c.cfg.DataDir, "pki", "ec2-endpoint"), "ec2", c.ec2Names())
+	if err != nil {
+		return fmt.Errorf("ec2 vpc endpoint: %w", err)
+	}
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return fmt.Errorf("ec2 vpc endpoint: %w", err)
+	}
+	tl, err := vpc.Listen(c.vpc.Path(), "tcp", net.JoinHostPort(vpc.EC2EndpointIP, "443"))
+	if err != nil {
+		l.Close()
+		return fmt.Errorf("ec2 vpc endpoint: %w", err)
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return serveHTTP(ctx, l, c.cloud.APIHandler()) })
+	g.Go(func() error {
+		return serveHTTP(ctx, tls.NewListener(tl, &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}), c.cloud.APIHandler())
+	})
+	return g.Wait()
+}
+
+// ec2Names are the EC2 API's names in the cluster's region.
+func (c *Cluster) ec2Names() []string {
+	return []string{"ec2." + c.cfg.Region + ".amazonaws.com"}
+}
+
+// writeNodeHosts writes node n's hosts file, <node dir>/hosts, which `kubelab node shell`
+// puts in place of /etc/hosts: the EC2 API's names at its VPC endpoint.
+func (c *Cluster) writeNodeHosts(n Node) error {
+	hosts := "127.0.0.1\tlocalhost\n::1\tlocalhost\n"
+	for _, name := range c.ec2Names() {
+		hosts += vpc.EC2EndpointIP + "\t" + name + "\n"
+	}
+	return os.WriteFile(filepath.Join(c.nodeDir(n), "hosts"), []byte(hosts), 0o644)
 }
 
 // runIMDS serves node n's instance metadata at 169.254.169.254:80 inside the node's

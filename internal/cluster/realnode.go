@@ -27,6 +27,7 @@ import (
 	"github.com/kubelab/kubelab/internal/containerd"
 	"github.com/kubelab/kubelab/internal/csi/driver"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
+	"github.com/kubelab/kubelab/internal/csi/sidecar/livenessprobe"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/registrar"
 	"github.com/kubelab/kubelab/internal/kubelet"
 	"github.com/kubelab/kubelab/internal/kubelet/kuberuntime"
@@ -84,6 +85,9 @@ func (c *Cluster) startRealNode(ctx context.Context, g *errgroup.Group, start fu
 		return fmt.Errorf("cluster: %w", err)
 	}
 	if err := cni.InstallPlugins(c.cniBinDir(n), c.cfg.CNIBinary, containerd.DefaultCNIBinDir); err != nil {
+		return fmt.Errorf("cluster: node %s: %w", n.Name, err)
+	}
+	if err := c.writeNodeHosts(n); err != nil {
 		return fmt.Errorf("cluster: node %s: %w", n.Name, err)
 	}
 	ctrd, err := c.nodeContainerd(n)
@@ -145,9 +149,15 @@ func (c *Cluster) runCSINode(n Node, netns string) func(ctx context.Context) err
 		if err != nil {
 			return err
 		}
+		// The livenessprobe sidecar on the node's loopback, as the node plugin's pod has it
+		// on the host network.
+		probe := livenessprobe.New(livenessprobe.Config{Addr: "127.0.0.1:9808",
+			Listen: func(network, addr string) (net.Listener, error) { return vpc.Listen(netns, network, addr) },
+			Logger: c.componentLogger("liveness-probe/"+n.Name, "component", "liveness-probe", "node", n.Name)}, conn)
 		g, ctx := errgroup.WithContext(ctx)
 		g.Go(func() error { return d.Run(ctx) })
 		g.Go(func() error { return reg.Run(ctx) })
+		g.Go(func() error { return probe.Run(ctx) })
 		return g.Wait()
 	}
 }

@@ -193,6 +193,7 @@ func TestRealSeedFlow(t *testing.T) {
 	if staging.FSType != "ext4" || !strings.HasPrefix(staging.Source, "/dev/loop") || target.Source != staging.Source {
 		t.Fatalf("staging %s on %s, target %s on %s: want ext4 on the same loop device", staging.FSType, staging.Source, target.FSType, target.Source)
 	}
+	tc.assertAddonCommands(pod, pv)
 	pid := tc.containerPID(pod, "my-container")
 	inCtr := mountAt(t, pid, "/usr/share/nginx/html")
 	if inCtr.FSType != "ext4" || inCtr.Source != staging.Source {
@@ -241,6 +242,8 @@ func TestRealSeedFlow(t *testing.T) {
 	if ms, _ := mountinfo.GetMounts(mountinfo.PrefixFilter(tc.cfg.DataDir)); len(ms) != 0 {
 		t.Fatalf("mounts left after the claim went: %s", ms[0].Mountpoint)
 	}
+
+	tc.assertRealTrace()
 }
 
 // nodeReady is the node's Ready condition.

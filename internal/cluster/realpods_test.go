@@ -110,7 +110,7 @@ func TestRealPods(t *testing.T) {
 		t.Errorf("crash: phase %s, want Running while it is restarted", p.Status.Phase)
 	}
 	waitFor(t, "BackOff event of pod crash", func() (bool, error) { return tc.hasEvent(ns, "crash", "BackOff"), nil })
-	tc.expectWhy(ns, "crash", trace.StageCrash, "exit code 3")
+	tc.expectWhy(ns, "crash", trace.StageCrash, "exits with code 3")
 	tc.expectWhy(ns, "oom", trace.StageOOM, "OOMKilled")
 
 	waitFor(t, "pod done Succeeded", func() (bool, error) {

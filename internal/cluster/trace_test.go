@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	"github.com/kubelab/kubelab/internal/cloud"
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
 	"github.com/kubelab/kubelab/internal/trace"
+	"github.com/kubelab/kubelab/internal/trace/tracetest"
 )
 
 // keyStateTransitions are the rows of the storage flow's key state transitions, in the
@@ -31,8 +35,9 @@ var keyStateTransitions = [][4]string{
 
 // traceSeedFlow runs the seed's claim and pod (class class) in ns under a trace --watch
 // started before them, through the pod's and the claim's deletion, and returns the trace
-// it ends with, and the trace of the running pod taken by a plain trace.
-func (tc *testCluster) traceSeedFlow(ns, class string) (watched, running trace.Trace) {
+// it ends with, the one it made once the pod ran (live), and the trace of the running pod
+// taken by a plain trace.
+func (tc *testCluster) traceSeedFlow(ns, class string) (watched, live, running trace.Trace) {
 	t := tc.t
 	t.Helper()
 	src := trace.Sources{Client: tc.client, EC2: tc.ec2}
@@ -45,6 +50,10 @@ func (tc *testCluster) traceSeedFlow(ns, class string) (watched, running trace.T
 	}
 	done := make(chan result, 1)
 	started := make(chan struct{})
+	var (
+		mu     sync.Mutex
+		latest trace.Trace
+	)
 	go func() {
 		printed := map[string]bool{}
 		var once bool
@@ -53,6 +62,9 @@ func (tc *testCluster) traceSeedFlow(ns, class string) (watched, running trace.T
 				once = true
 				close(started)
 			}
+			mu.Lock()
+			defer mu.Unlock()
+			latest = tr
 			trace.WriteNewSteps(&streamed, tr, printed)
 		})
 		done <- result{s, err}
@@ -70,6 +82,17 @@ func (tc *testCluster) traceSeedFlow(ns, class string) (watched, running trace.T
 		t.Fatal(err)
 	}
 	running = trace.Build(s)
+	waitFor(t, "trace --watch sees the pod running", func() (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		live = latest
+		for _, st := range live.Steps {
+			if strings.HasPrefix(st.What, "PATCH pod status: Running") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 	pvc, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), "my-app-pvc", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +107,8 @@ func (tc *testCluster) traceSeedFlow(ns, class string) (watched, running trace.T
 	})
 	// The watch has seen the Released phase once its trace shows it.
 	waitFor(t, "trace --watch sees the volume Released", func() (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
 		return strings.Contains(streamed.String(), "DELETE PersistentVolumeClaim"), nil
 	})
 	stop()
@@ -92,12 +117,12 @@ func (tc *testCluster) traceSeedFlow(ns, class string) (watched, running trace.T
 		t.Fatal(r.err)
 	}
 	t.Logf("streamed:\n%s", streamed.String())
-	return trace.Build(r.s), running
+	return trace.Build(r.s), live, running
 }
 
 // assertKeyTransitions checks that tr lists every key state transition, in order, each
 // with a duration.
-func assertKeyTransitions(t *testing.T, tr trace.Trace) {
+func assertKeyTransitions(t testing.TB, tr trace.Trace) {
 	t.Helper()
 	i := 0
 	for _, row := range tr.Transitions {
@@ -118,7 +143,7 @@ func assertKeyTransitions(t *testing.T, tr trace.Trace) {
 
 // assertStepsInOrder checks that tr's steps hold each of whats (a substring of
 // From→To: What), in that order.
-func assertStepsInOrder(t *testing.T, tr trace.Trace, whats ...string) {
+func assertStepsInOrder(t testing.TB, tr trace.Trace, whats ...string) {
 	t.Helper()
 	i := 0
 	for _, s := range tr.Steps {
@@ -147,7 +172,7 @@ func TestTrace(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	watched, running := tc.traceSeedFlow(ns, "gp2-retain-trace")
+	watched, live, running := tc.traceSeedFlow(ns, "gp2-retain-trace")
 	if running.Diagnosis.Stage != trace.StageNone {
 		t.Errorf("running pod diagnosed stuck: %+v", running.Diagnosis)
 	}
@@ -166,6 +191,7 @@ func TestTrace(t *testing.T) {
 		"kubelet→API server: PATCH pod status: Running",
 	}
 	assertStepsInOrder(t, running, flow...)
+	assertStepsInOrder(t, live, flow...)
 	assertStepsInOrder(t, watched, append(flow, "kubectl→API server: DELETE Pod", "kubectl→API server: DELETE PersistentVolumeClaim")...)
 	assertKeyTransitions(t, watched)
 	var b bytes.Buffer
@@ -197,9 +223,10 @@ func (tc *testCluster) expectWhy(ns, pod, stage, text string) trace.Diagnosis {
 
 // TestWhy: failures made on purpose on a hollow cluster are named by `kubelab why` at
 // their stage: the cloud refusing CreateVolume (with its error code), a claim bound to
-// a volume in a zone without nodes, and a Deployment whose pods admission refuses.
+// a volume in a zone without nodes, a Deployment whose pods admission refuses, and a pod
+// on a node whose podCIDR (a /29: five pod addresses) is full.
 func TestWhy(t *testing.T) {
-	tc := startCluster(t, nil)
+	tc := startCluster(t, func(c *Config) { c.NodeCIDRMaskSize = 29 })
 	ctx := context.Background()
 	ns := tc.namespace("why")
 
@@ -213,6 +240,8 @@ func TestWhy(t *testing.T) {
 	if !strings.Contains(d.Command, "kubectl describe pvc no-capacity -n "+ns) {
 		t.Errorf("provisioning diagnosis command %q does not describe the claim", d.Command)
 	}
+	// Gone before the fault is: it takes no pod address later.
+	tc.deletePodAndWait(ns, "no-capacity")
 	tc.cloud.ClearFaults(fault)
 
 	// A volume in us-east-1d, where no node is.
@@ -257,6 +286,20 @@ func TestWhy(t *testing.T) {
 	if _, err := tc.client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Six pods on a node with five pod addresses.
+	node := tc.Nodes()[0].Name
+	for i := range 6 {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cidr-%d", i), Namespace: ns},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
+		if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if i < 5 {
+			tc.waitPodRunning(ns, p.Name)
+		}
+	}
+	tc.expectWhy(ns, "cidr-5", trace.StageNetwork, "podCIDR")
+
 	var got trace.Diagnosis
 	waitFor(t, "why deployment/refused: admission", func() (bool, error) {
 		s, err := trace.Collect(ctx, trace.Sources{Client: tc.client}, trace.Target{Kind: "Deployment", Namespace: ns, Name: "refused"})
@@ -266,4 +309,65 @@ func TestWhy(t *testing.T) {
 		got = trace.Diagnose(s)
 		return got.Stage == trace.StageAdmission && strings.Contains(got.Reason, "no-such-class"), fmt.Errorf("diagnosis %+v", got)
 	})
+}
+
+// assertRealTrace runs the seed's flow again on the real nodes under `kubelab trace
+// --watch`, with a Retain class: the trace of the running pod shows every step in causal
+// order, the node plugin's NodeStageVolume and NodePublishVolume with their durations;
+// the watched trace lists every key state transition with its duration; the running
+// pod's trace drawn as SVG renders in a real browser. With KUBELAB_WRITE_DOCS=1 that
+// picture becomes docs/trace-seed004.svg.
+func (tc *testCluster) assertRealTrace() {
+	t := tc.t
+	t.Helper()
+	ns := tc.namespace("real-trace")
+	retain, wffc := corev1.PersistentVolumeReclaimRetain, storagev1.VolumeBindingWaitForFirstConsumer
+	if _, err := tc.client.StorageV1().StorageClasses().Create(context.Background(), &storagev1.StorageClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "gp2-retain-real-trace"}, Provisioner: DriverName,
+		ReclaimPolicy: &retain, VolumeBindingMode: &wffc,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	watched, live, running := tc.traceSeedFlow(ns, "gp2-retain-real-trace")
+	realFlow := []string{
+		"kubectl→API server: POST PersistentVolumeClaim my-app-pvc",
+		"scheduler→scheduler: select node",
+		"csi-provisioner→ebs-plugin (controller): CreateVolume",
+		"ebs-plugin (controller)→EC2: CreateVolume",
+		"attach/detach→API server: CREATE VolumeAttachment",
+		"csi-attacher→ebs-plugin (controller): ControllerPublishVolume",
+		"ebs-plugin (controller)→EC2: AttachVolume",
+		"kubelet→ebs-plugin (node): NodeStageVolume",
+		"kubelet→ebs-plugin (node): NodePublishVolume",
+		"kubelet→API server: PATCH pod status: Running"}
+	assertStepsInOrder(t, running, realFlow...)
+	assertStepsInOrder(t, live, realFlow...)
+	for _, s := range running.Steps {
+		if strings.HasPrefix(s.What, "Node") && s.Took <= 0 {
+			t.Errorf("step %s has no duration", s.What)
+		}
+	}
+	assertKeyTransitions(t, watched)
+	if running.Diagnosis.Stage != trace.StageNone {
+		t.Errorf("running pod diagnosed stuck: %+v", running.Diagnosis)
+	}
+	svg := filepath.Join(t.TempDir(), "trace.svg")
+	var b bytes.Buffer
+	if err := trace.WriteSVG(&b, live); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(svg, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tracetest.AssertRendersInBrowser(t, svg)
+	if os.Getenv("KUBELAB_WRITE_DOCS") == "1" {
+		if err := os.WriteFile(filepath.Join("..", "..", "docs", "trace-seed004.svg"), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var txt bytes.Buffer
+		_ = trace.WriteText(&txt, watched)
+		if err := os.WriteFile(filepath.Join("..", "..", "docs", "trace-seed004.txt"), txt.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -66,6 +66,9 @@ type Config struct {
 	// (--cluster-signing-duration, a year when zero).
 	ClusterSigningCertFile, ClusterSigningKeyFile string
 	ClusterSigningDuration                        time.Duration
+	// NodeCIDRMaskSize is the size of each node's podCIDR (kube-controller-manager's
+	// --node-cidr-mask-size; 24 when zero).
+	NodeCIDRMaskSize int
 }
 
 // runner is a controller: it blocks in Run until ctx ends.
@@ -320,7 +323,7 @@ func New(cfg Config, restConfig *rest.Config) (*ControllerManager, error) {
 			if err != nil {
 				return add("node-controller", nil, err)
 			}
-			c, err := nodeipam.New(nodeipam.Config{}, cl, factory)
+			c, err := nodeipam.New(nodeipam.Config{NodeCIDRMaskSize: cfg.NodeCIDRMaskSize}, cl, factory)
 			return add("nodeipam", c, err)
 		},
 		func() error {

@@ -71,6 +71,8 @@ func (k *Kubelet) runPod(ctx context.Context, key string, pod *corev1.Pod, st *p
 		case k.ipam.hasCIDR():
 			ip, err := k.ipam.allocate(pod.UID)
 			if err != nil {
+				// As a real node's CNI plugin fails the sandbox.
+				k.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 				return fmt.Errorf("pod %s: %w", key, err)
 			}
 			st.ip = ip

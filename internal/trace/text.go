@@ -136,8 +136,9 @@ func stepTime(s Step, origin time.Time) string {
 	return out
 }
 
-// sinceStart formats at-origin as seconds with millisecond precision ("+1.234s"); "?" when
-// at is unknown.
+// sinceStart formats at-origin as seconds with millisecond precision ("+1.234s"), or in
+// whole seconds ("+1s") when both are whole seconds: the API keeps its timestamps to the
+// second, and a time read from one is no more precise than that. "?" when at is unknown.
 func sinceStart(at, origin time.Time) string {
 	if at.IsZero() || origin.IsZero() {
 		return "?"
@@ -146,6 +147,9 @@ func sinceStart(at, origin time.Time) string {
 	sign := "+"
 	if d < 0 {
 		sign, d = "-", -d
+	}
+	if at.Nanosecond() == 0 && origin.Nanosecond() == 0 {
+		return fmt.Sprintf("%s%ds", sign, int64(d/time.Second))
 	}
 	ms := d.Round(time.Millisecond).Milliseconds()
 	return fmt.Sprintf("%s%d.%03ds", sign, ms/1000, ms%1000)
@@ -156,8 +160,11 @@ func compactDuration(d time.Duration) string {
 	if d < 0 {
 		return "-" + compactDuration(-d)
 	}
+	if d == 0 {
+		return "0s"
+	}
 	if d < time.Millisecond {
-		return d.String()
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 2, 64) + "ms"
 	}
 	if ms := d.Round(time.Millisecond); ms < time.Second {
 		return strconv.FormatInt(ms.Milliseconds(), 10) + "ms"

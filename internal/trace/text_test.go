@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// fixtureStart is when the fixture's flow begins.
-var fixtureStart = time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+// fixtureStart is when the fixture's flow begins (not on a whole second: its times are
+// shown to the millisecond).
+var fixtureStart = time.Date(2024, 5, 6, 7, 8, 9, 100_000_000, time.UTC)
 
 // fixtureAt is a moment of the fixture, ms milliseconds after fixtureStart.
 func fixtureAt(ms int) time.Time {
@@ -340,7 +341,7 @@ func TestCompactDuration(t *testing.T) {
 		want string
 	}{
 		{0, "0s"},
-		{500 * time.Microsecond, "500µs"},
+		{500 * time.Microsecond, "0.50ms"},
 		{850 * time.Millisecond, "850ms"},
 		{999*time.Millisecond + 600*time.Microsecond, "1s"},
 		{1200 * time.Millisecond, "1.2s"},
@@ -373,5 +374,10 @@ func TestSinceStart(t *testing.T) {
 		if got := sinceStart(tt.at, fixtureStart); got != tt.want {
 			t.Errorf("sinceStart(%v) = %q, want %q", tt.at, got, tt.want)
 		}
+	}
+	// Two times kept to the second (as the API keeps them) are shown to the second.
+	whole := fixtureStart.Truncate(time.Second)
+	if got := sinceStart(whole.Add(2*time.Second), whole); got != "+2s" {
+		t.Errorf("sinceStart of whole seconds = %q, want +2s", got)
 	}
 }

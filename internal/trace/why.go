@@ -61,7 +61,7 @@ var (
 	diagImageReasons  = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
 	diagCreateReasons = []string{"CreateContainerError", "CreateContainerConfigError", "RunContainerError", "PreStartHookError"}
 	// Messages of a CNI plugin whose IPAM has no address left in the node's podCIDR.
-	diagCIDRFull = []string{"no IP addresses available", "range is full", "range set is full", "exhausted"}
+	diagCIDRFull = []string{"no IP addresses available", "range is full", "range set is full", "exhausted", "no free address in"}
 )
 
 var (

@@ -21,6 +21,9 @@ const (
 	// ControlPlaneIP is the control plane's address on the VPC (one the cloud never gives an
 	// instance: the first four of a subnet are reserved).
 	ControlPlaneIP = "172.31.0.2"
+	// EC2EndpointIP is the EC2 API's interface endpoint on the VPC (reserved like
+	// ControlPlaneIP), where ec2.<region>.amazonaws.com resolves on the nodes.
+	EC2EndpointIP = "172.31.0.3"
 	// RouterIP is the VPC router's address, the nodes' default gateway. The router has no
 	// uplink: what is sent to it for another network is dropped there.
 	RouterIP = "172.31.0.1"
@@ -106,7 +109,7 @@ func (v *VPC) Ensure() error {
 				return fmt.Errorf("bridge %s: %w", Bridge, err)
 			}
 		}
-		for _, a := range []string{RouterIP, ControlPlaneIP} {
+		for _, a := range []string{RouterIP, ControlPlaneIP, EC2EndpointIP} {
 			if err := ensureAddr(h, br, a+"/16"); err != nil {
 				return err
 			}

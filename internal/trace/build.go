@@ -248,7 +248,7 @@ func transitions(s *Snapshot, b *builder) []Transition {
 		if c.Status.Phase != corev1.ClaimBound && b.observed("pvc", c.Name, string(corev1.ClaimBound)) == nil {
 			pvcBound = time.Time{}
 		}
-		row("PVC "+c.Name, "Pending", "PV provisioned", "Bound", c.CreationTimestamp.Time, pvcBound)
+		row("PVC "+c.Name, "Pending", "PV provisioned", "Bound", b.created("pvc", &c.ObjectMeta), pvcBound)
 		if pv == nil {
 			continue
 		}
@@ -256,12 +256,12 @@ func transitions(s *Snapshot, b *builder) []Transition {
 		if o := b.observed("pv", pv.Name, string(corev1.VolumeBound)); o != nil {
 			pvBound = o.At
 		}
-		row("PV "+pv.Name, "Available", "PVC bound", "Bound", pv.CreationTimestamp.Time, pvBound)
+		row("PV "+pv.Name, "Available", "PVC bound", "Bound", b.created("pv", &pv.ObjectMeta), pvBound)
 	}
 	for _, va := range s.Attachments {
 		if va.Status.Attached || b.observed("va", va.Name, "attached=true") != nil {
 			at, _ := statusTime(&va.ObjectMeta, s.Observed, "va", va.Name, "attached=true")
-			row("VolumeAttachment "+va.Name, "(created)", "ControllerPublishVolume", "status.attached: true", va.CreationTimestamp.Time, at)
+			row("VolumeAttachment "+va.Name, "(created)", "ControllerPublishVolume", "status.attached: true", b.created("va", &va.ObjectMeta), at)
 		}
 	}
 	// After the pod: the claim stays Bound when the pod goes; the volume is Released
@@ -302,6 +302,20 @@ func claimBound(s *Snapshot, name string) bool {
 		}
 	}
 	return false
+}
+
+// created is when the object was made: when a Watcher first saw it (to the
+// millisecond), else its creationTimestamp (to the second).
+func (b *builder) created(kind string, obj *metav1.ObjectMeta) time.Time {
+	for _, o := range b.s.Observed {
+		if o.Kind == kind && o.Name == obj.Name && !strings.HasPrefix(o.State, "claim=") {
+			if o.At.Before(obj.CreationTimestamp.Time) {
+				break // seen before this object was made: an earlier one of that name
+			}
+			return o.At
+		}
+	}
+	return obj.CreationTimestamp.Time
 }
 
 // observed is the first observation of kind/name in state (nil: none).

@@ -43,7 +43,7 @@ const (
 // name its log goes by.
 type addonContainer struct {
 	name string
-	unit string // the unit that runs it (restarted when the pod is deleted)
+	unit string // the unit that runs it (restarted when the pod is deleted; "": none)
 	log  string // the key of its log (addonLogs)
 }
 
@@ -59,8 +59,9 @@ type addonPod struct {
 }
 
 // addonPodsOf are the add-on's pods of a cluster of nodes: the controller on the first
-// node and, on real nodes, the node plugin on every node (hollow nodes have none: their
-// kubelet mounts nothing).
+// node and the node plugin on every node. On a hollow node the node plugin is the hollow
+// kubelet's mounter, which stands in for it: its pod has the one container ebs-plugin,
+// whose log is the mounter's, and no component of its own to restart.
 func addonPodsOf(nodes []Node, hollow bool) []*addonPod {
 	if len(nodes) == 0 {
 		return nil
@@ -74,10 +75,13 @@ func addonPodsOf(nodes []Node, hollow bool) []*addonPod {
 		{name: "liveness-probe", unit: "liveness-probe", log: "liveness-probe"},
 	}}
 	pods := []*addonPod{ctrl}
-	if hollow {
-		return pods
-	}
 	for _, n := range nodes {
+		if hollow {
+			pods = append(pods, &addonPod{app: appCSINode, node: n, containers: []addonContainer{
+				{name: "ebs-plugin", log: "ebs-csi-node/" + n.Name},
+			}})
+			continue
+		}
 		unit := "ebs-csi-node/" + n.Name
 		pods = append(pods, &addonPod{app: appCSINode, node: n, containers: []addonContainer{
 			{name: "ebs-plugin", unit: unit, log: unit},
@@ -103,7 +107,7 @@ func (p *addonPod) units() []string {
 	var us []string
 	seen := map[string]bool{}
 	for _, c := range p.containers {
-		if !seen[c.unit] {
+		if c.unit != "" && !seen[c.unit] {
 			seen[c.unit] = true
 			us = append(us, c.unit)
 		}
@@ -261,6 +265,12 @@ func (a *addonLogs) get(key string) *containerLog {
 func (c *Cluster) componentLogger(unit string, attrs ...any) *slog.Logger {
 	text := slog.NewTextHandler(c.addonLogs.get(unit), &slog.HandlerOptions{Level: slog.LevelInfo})
 	return slog.New(teeHandler{c.cfg.Logger.Handler(), text}).With(attrs...)
+}
+
+// addonOnlyLogger is the logger of an add-on container that logs only to its pod's log,
+// not to the cluster's (the hollow nodes' stand-in node plugin, one line per mount).
+func (c *Cluster) addonOnlyLogger(key string, attrs ...any) *slog.Logger {
+	return slog.New(slog.NewTextHandler(c.addonLogs.get(key), &slog.HandlerOptions{Level: slog.LevelInfo})).With(attrs...)
 }
 
 // teeHandler hands each record to both handlers.

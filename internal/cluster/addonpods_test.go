@@ -60,6 +60,17 @@ func TestAddonPods(t *testing.T) {
 		}
 	}
 
+	// On a hollow node the node plugin is the kubelet's stand-in mounter.
+	node := tc.kubectlSh(`kubectl get pod my-app-pod -n ` + ns + ` -o jsonpath='{.spec.nodeName}'`)
+	staged := tc.kubectlSh(`NODE=` + node + `
+kubectl logs -n kube-system $(kubectl get pod -n kube-system -l app=ebs-csi-node \
+    --field-selector spec.nodeName=$NODE -o jsonpath='{.items[0].metadata.name}') -c ebs-plugin`)
+	for _, line := range []string{"NodeStageVolume: done", "NodePublishVolume: done"} {
+		if !containsLine(staged, line, handle) {
+			t.Errorf("node ebs-plugin log on %s has no %q line for %s:\n%s", node, line, handle, staged)
+		}
+	}
+
 	// Kill the controller pod while two claims are being provisioned.
 	before := tc.kubectlSh(`kubectl get pod -n kube-system -l app=ebs-csi-controller -o jsonpath='{.items[0].metadata.name}'`)
 	for i := range 2 {

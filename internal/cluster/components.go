@@ -218,9 +218,9 @@ func (w runWith) Run(ctx context.Context) error {
 	return w.r.Run(ctx)
 }
 
-// runKubelet runs the node's kubelet (hollow: a fake runtime and mounter). The node that
-// hosts the add-on's controller pod also runs a kubelet server, which serves that pod's
-// logs.
+// runKubelet runs the node's kubelet (hollow: a fake runtime and mounter, the mounter
+// logging as the node's CSI plugin to the add-on's node pod), with a kubelet server that
+// serves the add-on pods' logs.
 func (c *Cluster) runKubelet(n Node) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		client, err := c.clientset("kubelet/"+n.Name, nodeIdentity(n.Name))
@@ -236,15 +236,14 @@ func (c *Cluster) runKubelet(n Node) func(ctx context.Context) error {
 		}
 		var running atomic.Pointer[kubelet.Kubelet]
 		g, ctx := errgroup.WithContext(ctx)
-		if len(c.nodes) > 0 && n.Name == c.nodes[0].Name {
-			if cfg.ServerPort, err = c.startKubeletServer(ctx, g, n, fakecri.New(), &running); err != nil {
-				_ = g.Wait()
-				return err
-			}
-			cfg.Addresses = kubeletServerAddresses
+		if cfg.ServerPort, err = c.startKubeletServer(ctx, g, n, fakecri.New(), &running); err != nil {
+			_ = g.Wait()
+			return err
 		}
+		cfg.Addresses = kubeletServerAddresses
 		factory := informers.NewSharedInformerFactory(client, 0)
-		k, err := kubelet.New(cfg, client, factory, kubelet.Deps{Logger: c.cfg.Logger.With("component", "kubelet", "node", n.Name)})
+		k, err := kubelet.New(cfg, client, factory, kubelet.Deps{Logger: c.cfg.Logger.With("component", "kubelet", "node", n.Name),
+			NodePluginLogger: c.addonOnlyLogger("ebs-csi-node/"+n.Name, "component", "ebs-csi-node", "node", n.Name)})
 		if err != nil {
 			return errors.Join(err, g.Wait())
 		}

@@ -134,6 +134,7 @@ func TestRealPods(t *testing.T) {
 		w := cs.State.Waiting
 		return w != nil && (w.Reason == "RunContainerError" || w.Reason == "CrashLoopBackOff" && cs.RestartCount >= 1)
 	})
+	tc.expectWhy(ns, "bad-command", trace.StageCreate, "no-such-binary")
 	waitFor(t, "Failed event naming the missing binary", func() (bool, error) {
 		for _, w := range tc.warnings(ns, "bad-command") {
 			if strings.HasPrefix(w, "Failed: ") && strings.Contains(w, "/kubelab/no-such-binary") {

@@ -188,6 +188,8 @@ func TestTrace(t *testing.T) {
 		"csi-attacher→ebs-plugin (controller): ControllerPublishVolume",
 		"ebs-plugin (controller)→EC2: AttachVolume",
 		"csi-attacher→API server: PATCH VolumeAttachment status.attached=true",
+		"kubelet→ebs-plugin (node): NodeStageVolume",
+		"kubelet→ebs-plugin (node): NodePublishVolume",
 		"kubelet→API server: PATCH pod status: Running",
 	}
 	assertStepsInOrder(t, running, flow...)
@@ -221,12 +223,13 @@ func (tc *testCluster) expectWhy(ns, pod, stage, text string) trace.Diagnosis {
 	return d
 }
 
-// TestWhy: failures made on purpose on a hollow cluster are named by `kubelab why` at
-// their stage: the cloud refusing CreateVolume (with its error code), a claim bound to
-// a volume in a zone without nodes, a Deployment whose pods admission refuses, and a pod
-// on a node whose podCIDR (a /29: five pod addresses) is full.
+// TestWhy: failures made on purpose on a hollow cluster of two nodes in one zone are named
+// by `kubelab why` at their stage: the cloud refusing CreateVolume (with its error code), a
+// claim bound to a volume in a zone without nodes, a Deployment whose pods admission
+// refuses, a volume attached to the other node (multi-attach), a pod on a node whose
+// podCIDR (a /29: five pod addresses) is full, and a deleted pod held by a finalizer.
 func TestWhy(t *testing.T) {
-	tc := startCluster(t, func(c *Config) { c.NodeCIDRMaskSize = 29 })
+	tc := startCluster(t, func(c *Config) { c.NodeCIDRMaskSize, c.Nodes, c.Zones = 29, 2, []string{"us-east-1a"} })
 	ctx := context.Background()
 	ns := tc.namespace("why")
 
@@ -286,8 +289,42 @@ func TestWhy(t *testing.T) {
 	if _, err := tc.client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// A claim's volume attached to one node, wanted by a pod on the other.
+	nodes := tc.Nodes()
+	shared := seedObject[*corev1.PersistentVolumeClaim](t, "10-pvc.yaml")
+	shared.Name, shared.Namespace = "shared", ns
+	if _, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, shared, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, node := range []string{nodes[1].Name, nodes[0].Name} {
+		p := seedObject[*corev1.Pod](t, "20-pod.yaml")
+		p.Name, p.Namespace = fmt.Sprintf("ma-%d", i), ns
+		p.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "shared"
+		p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+		if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			tc.waitPodRunning(ns, p.Name)
+		}
+	}
+	tc.expectWhy(ns, "ma-1", trace.StageAttach, "Multi-Attach")
+	tc.deletePodAndWait(ns, "ma-1") // its address on the first node goes with it
+
+	// A deleted pod held by a finalizer.
+	held := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns, Finalizers: []string{"kubelab.dev/test-hold"}},
+		Spec: corev1.PodSpec{NodeName: nodes[1].Name, Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
+	if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, held, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tc.waitPodRunning(ns, "held")
+	if err := tc.client.CoreV1().Pods(ns).Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tc.expectWhy(ns, "held", trace.StageTerminating, "kubelab.dev/test-hold")
+
 	// Six pods on a node with five pod addresses.
-	node := tc.Nodes()[0].Name
+	node := nodes[0].Name
 	for i := range 6 {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cidr-%d", i), Namespace: ns},
 			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}

@@ -42,6 +42,10 @@ type Deps struct {
 	Objects *Objects
 	// Logger defaults to slog.Default() with the node's name.
 	Logger *slog.Logger
+	// NodePluginLogger, in hollow mode, is where the hollow mounter, which stands in for
+	// the node's CSI plugin, logs each call as the plugin would ("NodeStageVolume: called",
+	// "NodeStageVolume: done" with the volume and the duration). Nil: it logs nothing.
+	NodePluginLogger *slog.Logger
 }
 
 // Kubelet runs one node.
@@ -103,7 +107,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		deps.Runtime = newHollowRuntime(cfg.PodStartDelay)
 	}
 	if deps.Mounter == nil {
-		deps.Mounter = newHollowMounter()
+		deps.Mounter = newHollowMounter(deps.NodePluginLogger)
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()

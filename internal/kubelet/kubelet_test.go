@@ -37,7 +37,7 @@ func startKubelet(t *testing.T, client kubernetes.Interface, cfg Config) *hollow
 	if cfg.StatusUpdateInterval == 0 {
 		cfg.StatusUpdateInterval = time.Second
 	}
-	m := newHollowMounter()
+	m := newHollowMounter(nil)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	k, err := New(cfg, client, factory, Deps{Mounter: m})
 	if err != nil {

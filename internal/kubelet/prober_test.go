@@ -489,7 +489,7 @@ func TestKubeletProbesDriveStatus(t *testing.T) {
 	factory := informers.NewSharedInformerFactory(c, 0)
 	k, err := New(Config{NodeName: "probed-a", Zone: "us-east-1a", InstanceID: "i-0p", RootDir: t.TempDir(), PodEvents: true,
 		StatusUpdateInterval: time.Second, LeaseDuration: 4 * time.Second, LeaseRenewInterval: time.Second},
-		c, factory, Deps{Runtime: rt, Mounter: newHollowMounter()})
+		c, factory, Deps{Runtime: rt, Mounter: newHollowMounter(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -215,60 +216,88 @@ func hollowExits(pod *corev1.Pod, states []ContainerState, now time.Time) ([]Con
 
 // hollowMounter records stage, publish and expand calls; nothing touches the filesystem.
 type hollowMounter struct {
+	log       *slog.Logger
 	mu        sync.Mutex
 	staged    map[string]string            // staging path → unique name
 	published map[string]string            // target path → unique name
 	sizes     map[string]resource.Quantity // unique name → size it was expanded to
 }
 
-func newHollowMounter() *hollowMounter {
-	return &hollowMounter{staged: map[string]string{}, published: map[string]string{}, sizes: map[string]resource.Quantity{}}
+func newHollowMounter(log *slog.Logger) *hollowMounter {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &hollowMounter{log: log, staged: map[string]string{}, published: map[string]string{}, sizes: map[string]resource.Quantity{}}
+}
+
+// call runs f as the CSI method of the node plugin the hollow mounter stands in for, and
+// logs it as the plugin logs its calls.
+func (m *hollowMounter) call(method string, v *Volume, f func() error) error {
+	start := time.Now()
+	m.log.Info(method+": called", "method", method, "volume", v.Handle)
+	err := f()
+	if err != nil {
+		m.log.Info(method+": failed", "method", method, "volume", v.Handle, "error", err, "duration", time.Since(start))
+		return err
+	}
+	m.log.Info(method+": done", "method", method, "volume", v.Handle, "duration", time.Since(start))
+	return nil
 }
 
 func (m *hollowMounter) Expand(_ context.Context, v *Volume, _, target string, size resource.Quantity) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.published[target] != v.UniqueName {
-		return fmt.Errorf("expand %s: %s is not published", v.UniqueName, target)
-	}
-	m.sizes[v.UniqueName] = size
-	return nil
+	return m.call("NodeExpandVolume", v, func() error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.published[target] != v.UniqueName {
+			return fmt.Errorf("expand %s: %s is not published", v.UniqueName, target)
+		}
+		m.sizes[v.UniqueName] = size
+		return nil
+	})
 }
 
 func (m *hollowMounter) Stage(_ context.Context, v *Volume, staging string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.staged[staging] = v.UniqueName
-	return nil
+	return m.call("NodeStageVolume", v, func() error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.staged[staging] = v.UniqueName
+		return nil
+	})
 }
 
 func (m *hollowMounter) Publish(_ context.Context, v *Volume, staging, target string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.staged[staging]; !ok {
-		return fmt.Errorf("publish %s: staging path %s is not staged", v.UniqueName, staging)
-	}
-	m.published[target] = v.UniqueName
-	return nil
+	return m.call("NodePublishVolume", v, func() error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if _, ok := m.staged[staging]; !ok {
+			return fmt.Errorf("publish %s: staging path %s is not staged", v.UniqueName, staging)
+		}
+		m.published[target] = v.UniqueName
+		return nil
+	})
 }
 
-func (m *hollowMounter) Unpublish(_ context.Context, _ *Volume, target string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.published, target)
-	return nil
+func (m *hollowMounter) Unpublish(_ context.Context, v *Volume, target string) error {
+	return m.call("NodeUnpublishVolume", v, func() error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		delete(m.published, target)
+		return nil
+	})
 }
 
 func (m *hollowMounter) Unstage(_ context.Context, v *Volume, staging string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for t, name := range m.published {
-		if name == v.UniqueName {
-			return fmt.Errorf("unstage %s: still published at %s", v.UniqueName, t)
+	return m.call("NodeUnstageVolume", v, func() error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for t, name := range m.published {
+			if name == v.UniqueName {
+				return fmt.Errorf("unstage %s: still published at %s", v.UniqueName, t)
+			}
 		}
-	}
-	delete(m.staged, staging)
-	return nil
+		delete(m.staged, staging)
+		return nil
+	})
 }
 
 // Mounts lists the published target paths (for tests and status).

@@ -60,6 +60,9 @@ var (
 var (
 	diagImageReasons  = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
 	diagCreateReasons = []string{"CreateContainerError", "CreateContainerConfigError", "RunContainerError", "PreStartHookError"}
+	// diagStartErrors are the termination reasons of a container the runtime could not
+	// start (containerd's, and dockershim's of old).
+	diagStartErrors = []string{"StartError", "ContainerCannotRun"}
 	// Messages of a CNI plugin whose IPAM has no address left in the node's podCIDR.
 	diagCIDRFull = []string{"no IP addresses available", "range is full", "range set is full", "exhausted", "no free address in"}
 )
@@ -662,6 +665,15 @@ func (d *diagnoser) container(cs corev1.ContainerStatus) (Diagnosis, bool) {
 			last := cs.LastTerminationState.Terminated
 			if last != nil && last.Reason == diagReasonOOMKilled {
 				return d.oomKilled(cs, last), true
+			}
+			if last != nil && slices.Contains(diagStartErrors, last.Reason) {
+				// The runtime could not start the process (a missing binary, say): it never ran.
+				return Diagnosis{
+					Stage:    StageCreate,
+					Reason:   fmt.Sprintf("container %s cannot be started (%s): %s", cs.Name, last.Reason, diagLine(last.Message)),
+					Evidence: diagTerminated(last),
+					Command:  describe,
+				}, true
 			}
 			why := "exits"
 			if last != nil {

@@ -421,6 +421,13 @@ func TestDiagnose(t *testing.T) {
 			command: "kubectl logs web-0 -n shop -c app --previous",
 		},
 		{
+			name: "crash loop of a container that never started",
+			snap: whySnap(whyPod(corev1.PodRunning, "node-a",
+				whyStatus(whyWaiting("CrashLoopBackOff", whyMsgCrashLoop, 2, whyTerminated("StartError", 128, 500))))),
+			stage: StageCreate, reason: "container app cannot be started (StartError)",
+			evidence: "Terminated: StartError, exit code 128", command: describePod,
+		},
+		{
 			name: "OOMKilled, restarting",
 			snap: whySnap(whyPod(corev1.PodRunning, "node-a",
 				whyStatus(whyWaiting("CrashLoopBackOff", whyMsgCrashLoop, 2, whyTerminated("OOMKilled", 137, 500))))),

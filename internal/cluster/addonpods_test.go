@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubelab/kubelab/internal/cloud"
 )
 
 // kubectlSh runs a shell command line that calls the real kubectl (with the cluster's
@@ -71,12 +73,21 @@ kubectl logs -n kube-system $(kubectl get pod -n kube-system -l app=ebs-csi-node
 		}
 	}
 
-	// Kill the controller pod while two claims are being provisioned.
+	// Kill the controller pod while two claims are being provisioned: their volumes are
+	// made in the cloud but stay creating until the fault is cleared.
 	before := tc.kubectlSh(`kubectl get pod -n kube-system -l app=ebs-csi-controller -o jsonpath='{.items[0].metadata.name}'`)
+	fault, err := tc.cloud.InjectFault(cloud.Fault{Action: "CreateVolume", Mode: "hang"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 2 {
-		tc.seedPair(ns, fmt.Sprintf("claim-%d", i), fmt.Sprintf("pod-%d", i), "gp2")
+		c, _ := tc.seedPair(ns, fmt.Sprintf("claim-%d", i), fmt.Sprintf("pod-%d", i), "gp2")
+		waitFor(t, "the volume of "+c.Name+" creating in the cloud", func() (bool, error) {
+			return len(tc.cloudVolumes("pvc-"+string(c.UID))) == 1, nil
+		})
 	}
 	tc.kubectlSh(`kubectl delete pod -n kube-system -l app=ebs-csi-controller --wait=false`)
+	tc.cloud.ClearFaults(fault)
 	for i := range 2 {
 		tc.waitPodRunning(ns, fmt.Sprintf("pod-%d", i))
 		c, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, fmt.Sprintf("claim-%d", i), metav1.GetOptions{})

@@ -33,13 +33,21 @@ var keyStateTransitions = [][4]string{
 	{"PV", "Bound", "PVC deleted (Retain)", "Released"},
 }
 
-// traceSeedFlow runs the seed's claim and pod (class class) in ns under a trace --watch
-// started before them, through the pod's and the claim's deletion, and returns the trace
-// it ends with, the one it made once the pod ran (live), and the trace of the running pod
-// taken by a plain trace.
-func (tc *testCluster) traceSeedFlow(ns, class string) (watched, live, running trace.Trace) {
+// traceSeedFlow runs the seed's claim (of a WaitForFirstConsumer class that retains its
+// volumes, gp2-retain-<ns>) and pod in ns under a trace --watch started before them,
+// through the pod's and the claim's deletion, and returns the trace it ends with, the one
+// it made once the pod ran (live), and the trace of the running pod taken by a plain trace.
+func (tc *testCluster) traceSeedFlow(ns string) (watched, live, running trace.Trace) {
 	t := tc.t
 	t.Helper()
+	class := "gp2-retain-" + ns
+	retain, wffc := corev1.PersistentVolumeReclaimRetain, storagev1.VolumeBindingWaitForFirstConsumer
+	if _, err := tc.client.StorageV1().StorageClasses().Create(context.Background(), &storagev1.StorageClass{
+		ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: DriverName,
+		ReclaimPolicy: &retain, VolumeBindingMode: &wffc,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	src := trace.Sources{Client: tc.client, EC2: tc.ec2}
 	target := trace.Target{Kind: "pod", Namespace: ns, Name: "my-app-pod"}
 	ctx, stop := context.WithCancel(context.Background())
@@ -165,14 +173,7 @@ func assertStepsInOrder(t testing.TB, tr trace.Trace, whats ...string) {
 func TestTrace(t *testing.T) {
 	tc := startCluster(t, nil)
 	ns := tc.namespace("trace")
-	retain, wffc := corev1.PersistentVolumeReclaimRetain, storagev1.VolumeBindingWaitForFirstConsumer
-	if _, err := tc.client.StorageV1().StorageClasses().Create(context.Background(), &storagev1.StorageClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "gp2-retain-trace"}, Provisioner: DriverName,
-		ReclaimPolicy: &retain, VolumeBindingMode: &wffc,
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	watched, live, running := tc.traceSeedFlow(ns, "gp2-retain-trace")
+	watched, live, running := tc.traceSeedFlow(ns)
 	if running.Diagnosis.Stage != trace.StageNone {
 		t.Errorf("running pod diagnosed stuck: %+v", running.Diagnosis)
 	}
@@ -358,14 +359,7 @@ func (tc *testCluster) assertRealTrace() {
 	t := tc.t
 	t.Helper()
 	ns := tc.namespace("real-trace")
-	retain, wffc := corev1.PersistentVolumeReclaimRetain, storagev1.VolumeBindingWaitForFirstConsumer
-	if _, err := tc.client.StorageV1().StorageClasses().Create(context.Background(), &storagev1.StorageClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "gp2-retain-real-trace"}, Provisioner: DriverName,
-		ReclaimPolicy: &retain, VolumeBindingMode: &wffc,
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	watched, live, running := tc.traceSeedFlow(ns, "gp2-retain-real-trace")
+	watched, live, running := tc.traceSeedFlow(ns)
 	realFlow := []string{
 		"kubectl→API server: POST PersistentVolumeClaim my-app-pvc",
 		"scheduler→scheduler: select node",

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -357,13 +358,17 @@ func TestBuildStepsInCausalOrder(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		times bldTimes
+		edit  func(*Snapshot)
 		start int
 	}{
-		{"clocks agree", bldInOrder(), 0},
-		{"timestamps shuffled", bldShuffled(), 100},
+		{"clocks agree", bldInOrder(), func(*Snapshot) {}, 0},
+		{"timestamps shuffled", bldShuffled(), func(*Snapshot) {}, 100},
+		{"Events listed newest first", bldInOrder(), func(s *Snapshot) { slices.Reverse(s.Events) }, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := Build(bldSnapshot(tc.times))
+			s := bldSnapshot(tc.times)
+			tc.edit(s)
+			tr := Build(s)
 			bldSameSteps(t, tr.Steps, bldFlow)
 			if got, want := tr.Start, bldAt(tc.start); !got.Equal(want) {
 				t.Errorf("Start = %s, want the earliest step's time %s", got, want)

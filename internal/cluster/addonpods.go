@@ -324,6 +324,7 @@ func (c *Cluster) runAddonPods(ctx context.Context) error {
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("addon pods: delete %s of an earlier run: %w", p.Name, err)
 		}
+		c.removeAddonLogs(p.Spec.NodeName, p.Name, p.UID)
 	}
 	deleted := make(chan types.UID, 16)
 	factory := informers.NewSharedInformerFactoryWithOptions(admin, 0, informers.WithNamespace(metav1.NamespaceSystem),
@@ -372,9 +373,6 @@ func (c *Cluster) runAddonPods(ctx context.Context) error {
 				if err := c.removeAddonPod(ctx, p); err != nil {
 					return err
 				}
-				for _, ctr := range p.containers {
-					c.addonLogs.get(ctr.log).close()
-				}
 				for _, u := range p.units() {
 					if err := c.Stop(ctx, u); err != nil {
 						return fmt.Errorf("addon pods: restart %s: %w", u, err)
@@ -407,7 +405,7 @@ func (c *Cluster) publishAddonPod(ctx context.Context, p *addonPod) error {
 		return fmt.Errorf("addon pods: create %s pod: %w", p.app, err)
 	}
 	p.name, p.uid = pod.Name, pod.UID
-	dir := filepath.Join(c.podLogsDir(p.node), fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID))
+	dir := c.addonLogDir(p.node.Name, pod.Name, pod.UID)
 	for _, ctr := range p.containers {
 		if err := c.addonLogs.get(ctr.log).openAt(filepath.Join(dir, ctr.name, "0.log")); err != nil {
 			return fmt.Errorf("addon pods: log of %s/%s: %w", pod.Name, ctr.name, err)
@@ -432,8 +430,25 @@ func (c *Cluster) removeAddonPod(ctx context.Context, p *addonPod) error {
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("addon pods: delete %s: %w", p.name, err)
 	}
+	for _, ctr := range p.containers {
+		c.addonLogs.get(ctr.log).close()
+	}
+	c.removeAddonLogs(p.node.Name, p.name, p.uid)
 	p.name, p.uid = "", ""
 	return nil
+}
+
+// addonLogDir is the log directory of the add-on pod name (uid) on node.
+func (c *Cluster) addonLogDir(node, name string, uid types.UID) string {
+	return filepath.Join(c.podLogsDir(Node{Name: node}), fmt.Sprintf("%s_%s_%s", metav1.NamespaceSystem, name, uid))
+}
+
+// removeAddonLogs removes the logs of an add-on pod that is gone, as a kubelet removes a
+// deleted pod's.
+func (c *Cluster) removeAddonLogs(node, name string, uid types.UID) {
+	if err := os.RemoveAll(c.addonLogDir(node, name, uid)); err != nil {
+		c.cfg.Logger.Warn("removing the logs of a deleted add-on pod", "pod", name, "err", err)
+	}
 }
 
 // podLogsDir is node n's directory of pod logs, which its kubelet serves.

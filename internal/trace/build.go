@@ -29,7 +29,7 @@ func Build(s *Snapshot) Trace {
 		}
 		t.Node = s.Pod.Spec.NodeName
 	}
-	if b.observed("pod", s.Name, "deleted") != nil {
+	if b.podGone() != nil {
 		t.Phase = "deleted"
 	}
 	if s.Node != nil {
@@ -77,13 +77,14 @@ func (b *builder) start() time.Time {
 // claims: kubectl creates each claim (stored in etcd as Pending).
 func (b *builder) claims() {
 	for _, c := range b.s.Claims {
-		detail := ""
-		if c.Spec.StorageClassName != nil {
-			detail = "class " + *c.Spec.StorageClassName
+		var details []string
+		if c.Spec.StorageClassName != nil && *c.Spec.StorageClassName != "" {
+			details = append(details, "class "+*c.Spec.StorageClassName)
 		}
 		if q, ok := c.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
-			detail += ", " + q.String()
+			details = append(details, q.String())
 		}
+		detail := strings.Join(details, ", ")
 		at := c.CreationTimestamp.Time
 		b.add(Step{From: Kubectl, To: APIServer, What: "POST PersistentVolumeClaim " + c.Name, Detail: detail, At: at, Source: "creationTimestamp"})
 		b.add(Step{From: APIServer, To: Etcd, What: "WRITE claim (Pending)", At: at, Source: "creationTimestamp"})
@@ -204,7 +205,7 @@ func (b *builder) containers() {
 
 // end: the pod deleted and the claim deleted, as seen by a Watcher.
 func (b *builder) end() {
-	if o := b.observed("pod", b.s.Name, "deleted"); o != nil {
+	if o := b.podGone(); o != nil {
 		b.add(Step{From: Kubectl, To: APIServer, What: "DELETE Pod " + b.s.Name, At: o.At, Source: "watched"})
 	}
 	for _, c := range b.claimNames() {
@@ -266,7 +267,7 @@ func transitions(s *Snapshot, b *builder) []Transition {
 	}
 	// After the pod: the claim stays Bound when the pod goes; the volume is Released
 	// (Retain) or deleted (Delete) when the claim goes.
-	podGone := b.observed("pod", s.Name, "deleted")
+	podGone := b.podGone()
 	for _, name := range b.claimNames() {
 		bound := b.observed("pvc", name, string(corev1.ClaimBound))
 		if podGone != nil && (bound != nil || claimBound(s, name)) {
@@ -284,15 +285,27 @@ func transitions(s *Snapshot, b *builder) []Transition {
 			if o.Kind != "pv" || !strings.HasPrefix(o.State, "claim="+name) {
 				continue
 			}
-			if released := b.observed("pv", o.Name, string(corev1.VolumeReleased)); released != nil {
-				row("PV "+o.Name, "Bound", "PVC deleted (Retain)", "Released", gone.At, released.At)
-			} else if deleted := b.observed("pv", o.Name, "deleted"); deleted != nil {
+			// Under Delete the volume passes through Released on its way out: what it
+			// ends as is what counts.
+			if deleted := b.observed("pv", o.Name, "deleted"); deleted != nil && b.reclaim(o.Name) != corev1.PersistentVolumeReclaimRetain {
 				row("PV "+o.Name, "Bound", "PVC deleted (Delete)", "deleted", gone.At, deleted.At)
+			} else if released := b.observed("pv", o.Name, string(corev1.VolumeReleased)); released != nil {
+				row("PV "+o.Name, "Bound", "PVC deleted (Retain)", "Released", gone.At, released.At)
 			}
 			break
 		}
 	}
 	return rows
+}
+
+// reclaim is the reclaim policy of the volume named pv ("" when the snapshot does not have it).
+func (b *builder) reclaim(pv string) corev1.PersistentVolumeReclaimPolicy {
+	for _, v := range b.s.Volumes {
+		if v.Name == pv {
+			return v.Spec.PersistentVolumeReclaimPolicy
+		}
+	}
+	return ""
 }
 
 func claimBound(s *Snapshot, name string) bool {
@@ -304,18 +317,46 @@ func claimBound(s *Snapshot, name string) bool {
 	return false
 }
 
-// created is when the object was made: when a Watcher first saw it (to the
-// millisecond), else its creationTimestamp (to the second).
+// created is when the object was made: when a Watcher saw it made (in the state objects
+// of its kind are made in, within the second of its creationTimestamp), to the
+// millisecond; else its creationTimestamp, to the second.
 func (b *builder) created(kind string, obj *metav1.ObjectMeta) time.Time {
+	made := obj.CreationTimestamp.Time
 	for _, o := range b.s.Observed {
-		if o.Kind == kind && o.Name == obj.Name && !strings.HasPrefix(o.State, "claim=") {
-			if o.At.Before(obj.CreationTimestamp.Time) {
-				break // seen before this object was made: an earlier one of that name
-			}
+		if o.Kind != kind || o.Name != obj.Name || strings.HasPrefix(o.State, "claim=") {
+			continue
+		}
+		if d := o.At.Sub(made); d >= 0 && d < 2*time.Second && slices.Contains(creationStates[kind], o.State) {
 			return o.At
 		}
+		break // the first state seen is a later one: the Watcher started after it was made
 	}
-	return obj.CreationTimestamp.Time
+	return made
+}
+
+// creationStates are the states objects of a kind are made in.
+var creationStates = map[string][]string{
+	"pvc": {string(corev1.ClaimPending)},
+	"pv":  {"", string(corev1.VolumePending), string(corev1.VolumeAvailable)},
+	"va":  {"attached=false"},
+}
+
+// podGone is the traced pod's deletion as a Watcher saw it: its last observation, when
+// that is its deletion and no newer pod of its name is in the snapshot (nil otherwise).
+func (b *builder) podGone() *Observation {
+	var last *Observation
+	for i, o := range b.s.Observed {
+		if o.Kind == "pod" && o.Name == b.s.Name {
+			last = &b.s.Observed[i]
+		}
+	}
+	if last == nil || last.State != "deleted" {
+		return nil
+	}
+	if p := b.s.Pod; p != nil && p.DeletionTimestamp == nil && p.CreationTimestamp.After(last.At) {
+		return nil // a pod of the same name made since
+	}
+	return last
 }
 
 // observed is the first observation of kind/name in state (nil: none).
@@ -400,7 +441,7 @@ func cloudAttachment(v *CloudVolume, instance string) *CloudAttachment {
 func (b *builder) events(kind, name string) []corev1.Event {
 	var out []corev1.Event
 	for _, ev := range b.s.Events {
-		if ev.InvolvedObject.Kind == kind && ev.InvolvedObject.Name == name {
+		if ev.InvolvedObject.Kind == kind && ev.InvolvedObject.Name == name && inNamespace(ev, b.s.Namespace) {
 			out = append(out, ev)
 		}
 	}

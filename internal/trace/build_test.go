@@ -618,7 +618,6 @@ func TestBuildWatchedFlow(t *testing.T) {
 // may be a later state, not its creation. The time from creation to Bound must still be
 // counted from its creationTimestamp.
 func TestBuildTransitionsOfObjectsMadeBeforeTheWatch(t *testing.T) {
-	t.Skip("bug: builder.created takes the first observation in any state as the creation time (build.go, created)")
 	s := bldSnapshot(bldInOrder())
 	s.Observed = []Observation{
 		{Kind: "pv", Name: bldPVName, State: "claim=" + bldClaimNm, At: bldAt(3520)},
@@ -644,7 +643,6 @@ func TestBuildTransitionsOfObjectsMadeBeforeTheWatch(t *testing.T) {
 // marks the volume Released before the provisioner deletes it, so a Watcher sees Bound,
 // Released, deleted. That is the Delete policy, not Retain.
 func TestBuildTransitionsDeleteSeenReleased(t *testing.T) {
-	t.Skip("bug: transitions reads a Released observation as Retain even when the volume is deleted after it (build.go, transitions)")
 	s := bldSnapshot(bldInOrder())
 	s.Observed = bldObserved("Released", "deleted")
 	rows := bldRows(Build(s).Transitions)
@@ -767,7 +765,6 @@ func TestBuildPodGone(t *testing.T) {
 // TestBuildPodRecreated: a pod deleted and made again under the same name (a
 // StatefulSet's) is traced as the new pod, not as deleted.
 func TestBuildPodRecreated(t *testing.T) {
-	t.Skip("bug: Build reports Phase deleted and no diagnosis once any deletion of the name was seen (build.go, Build)")
 	tm := bldInOrder()
 	s := bldStuckSnapshot(tm)
 	s.Pod.CreationTimestamp = bldMeta(70_000)

@@ -108,7 +108,7 @@ func (c *collector) collect(ctx context.Context, target Target) error {
 		if pod != nil {
 			c.s.Pod, c.s.Name = pod, pod.Name
 		}
-	} else {
+	} else if target.Kind == "pod" {
 		pod, err := core.Pods(ns).Get(ctx, target.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
@@ -329,12 +329,24 @@ func (c *collector) events(ctx context.Context) error {
 			return err
 		}
 		for _, ev := range list.Items {
-			if about[ev.InvolvedObject.Kind+"/"+ev.InvolvedObject.Name] {
+			if about[ev.InvolvedObject.Kind+"/"+ev.InvolvedObject.Name] && inNamespace(ev, c.s.Namespace) {
 				c.s.Events = append(c.s.Events, ev)
 			}
 		}
 	}
 	return nil
+}
+
+// clusterScoped are the kinds a trace reads Events of that have no namespace.
+var clusterScoped = map[string]bool{"PersistentVolume": true, "VolumeAttachment": true, "Node": true, "StorageClass": true}
+
+// inNamespace tells whether ev is about an object of namespace ns (or a cluster-scoped
+// one): an Event about another namespace's object of the same name does not count.
+func inNamespace(ev corev1.Event, ns string) bool {
+	if clusterScoped[ev.InvolvedObject.Kind] {
+		return ev.InvolvedObject.Namespace == ""
+	}
+	return ev.InvolvedObject.Namespace == ns
 }
 
 func uniq(ss ...string) []string {

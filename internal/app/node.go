@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubelab/kubelab/internal/containerd"
@@ -66,17 +65,19 @@ asks the cluster's cloud.`,
 			}
 			c := exec.CommandContext(cmd.Context(), argv[0], argv[1:]...)
 			if n.hosts != "" {
-				// A mount namespace of its own, where the node's hosts file is /etc/hosts.
-				self, err := os.Executable()
-				if err != nil {
-					return err
-				}
-				c = exec.CommandContext(cmd.Context(), self, append([]string{"node", "exec-with-hosts", n.hosts, "--"}, argv...)...)
-				c.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS}
+				// A mount namespace of its own (Go makes its mounts private before the
+				// command runs, so nothing reaches the machine's), where the node's hosts
+				// file is /etc/hosts.
+				c = exec.CommandContext(cmd.Context(), "sh", append([]string{"-c", `mount --bind "$0" /etc/hosts && exec "$@"`, n.hosts}, argv...)...)
+				c.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
 			}
 			c.Dir = n.kubeletRoot
 			sock := strings.TrimPrefix(n.endpoint, "unix://")
-			c.Env = append(os.Environ(), "KUBELAB_NODE="+n.name, "KUBELET_ROOT_DIR="+n.kubeletRoot,
+			env := os.Environ()
+			if len(n.awsEnv) > 0 {
+				env = environWithout("AWS_")
+			}
+			c.Env = append(env, "KUBELAB_NODE="+n.name, "KUBELET_ROOT_DIR="+n.kubeletRoot,
 				"CONTAINER_RUNTIME_ENDPOINT="+n.endpoint, "IMAGE_SERVICE_ENDPOINT="+n.endpoint,
 				"CONTAINERD_ADDRESS="+sock, "CONTAINERD_NAMESPACE=k8s.io", "PS1=["+n.name+"] \\w# ")
 			c.Env = append(c.Env, n.awsEnv...)
@@ -100,34 +101,20 @@ asks the cluster's cloud.`,
 			return listNode(cmd.Context(), cmd, n)
 		},
 	}
-	execWithHosts := &cobra.Command{
-		Use:    "exec-with-hosts HOSTS -- COMMAND [ARG...]",
-		Short:  "Run COMMAND with HOSTS as /etc/hosts (in a mount namespace kubelab node shell made)",
-		Hidden: true,
-		Args:   cobra.MinimumNArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return execWithHostsFile(args[0], args[1:])
-		},
-	}
-	cmd.AddCommand(shell, ps, execWithHosts)
+	cmd.AddCommand(shell, ps)
 	return cmd
 }
 
-// execWithHostsFile puts hosts over /etc/hosts and becomes argv. It runs as the first
-// process of a mount namespace of its own: the mount is made private to it first, so that
-// nothing of it reaches the machine's.
-func execWithHostsFile(hosts string, argv []string) error {
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("node shell: make mounts private: %w", err)
+// environWithout is this process's environment without the variables that start with
+// prefix (the user's own AWS settings would win over the node's).
+func environWithout(prefix string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, prefix) {
+			env = append(env, kv)
+		}
 	}
-	if err := unix.Mount(hosts, "/etc/hosts", "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("node shell: %s as /etc/hosts: %w", hosts, err)
-	}
-	path, err := exec.LookPath(argv[0])
-	if err != nil {
-		return fmt.Errorf("node shell: %w", err)
-	}
-	return unix.Exec(path, argv, os.Environ())
+	return env
 }
 
 // nodeDirs are where a real node's parts are on this machine.

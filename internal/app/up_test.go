@@ -102,7 +102,7 @@ func TestUpHollow(t *testing.T) {
 	run("rollout", "status", "deployment/web", "--timeout=120s")
 	// kubelab trace and why on the running pod, found through the data dir.
 	var traced bytes.Buffer
-	if err := Run(context.Background(), []string{"trace", "pod/my-app-pod", "--data-dir", dir}, &traced, io.Discard); err != nil {
+	if err := Run(context.Background(), []string{"trace", "pod/my-app-pod", "--data-dir", dir, "--kubeconfig", kc}, &traced, io.Discard); err != nil {
 		t.Fatalf("kubelab trace: %v", err)
 	}
 	for _, want := range []string{"POST PersistentVolumeClaim my-app-pvc", "CreateVolume", "ControllerPublishVolume", "AttachVolume", "State transitions"} {
@@ -111,7 +111,7 @@ func TestUpHollow(t *testing.T) {
 		}
 	}
 	var why bytes.Buffer
-	if err := Run(context.Background(), []string{"why", "pvc/my-app-pvc", "--data-dir", dir}, &why, io.Discard); err != nil {
+	if err := Run(context.Background(), []string{"why", "pvc/my-app-pvc", "--data-dir", dir, "--kubeconfig", kc}, &why, io.Discard); err != nil {
 		t.Fatalf("kubelab why: %v", err)
 	}
 	if !strings.Contains(why.String(), "not stuck") {

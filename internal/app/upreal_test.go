@@ -121,7 +121,7 @@ func TestUpRealKill9(t *testing.T) {
 	run("apply", "-f", filepath.Join(seed, "10-pvc.yaml"), "-f", filepath.Join(seed, "20-pod.yaml"))
 	run("wait", "--for=condition=Ready", "pod/my-app-pod", "--timeout=120s")
 	ipBefore := run("get", "pod", "my-app-pod", "-o", "jsonpath={.status.podIP}")
-	assertSeedDebugCommands(t, bin, dir, kubectl, run("get", "pod", "my-app-pod", "-o", "jsonpath={.spec.nodeName}"))
+	assertAddonDebugCommands(t, bin, dir, kubectl, run("get", "pod", "my-app-pod", "-o", "jsonpath={.spec.nodeName}"))
 	before := mountCounts(t, dir)
 	if len(before) < 2 {
 		t.Fatalf("mounts under %s with the pod running: %v, want its global mount and its pod mount", dir, before)
@@ -289,11 +289,11 @@ func releaseDataDir(t *testing.T, dir string) {
 	}
 }
 
-// assertSeedDebugCommands runs the EBS CSI add-on's debugging commands for the seed's pod,
+// assertAddonDebugCommands runs the EBS CSI add-on's debugging commands for the example's pod (examples/seed),
 // verbatim: the real kubectl's (the attacher's and the controller plugin's logs, the node
 // plugin's on the pod's node) from this machine, and the aws CLI's from a shell on the
 // node, as on an EC2 instance; each shows the pod's volume, attached to the node.
-func assertSeedDebugCommands(t *testing.T, bin, dir, kubectl, node string) {
+func assertAddonDebugCommands(t *testing.T, bin, dir, kubectl, node string) {
 	t.Helper()
 	sh := func(line string, env ...string) string {
 		t.Helper()

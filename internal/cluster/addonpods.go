@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -118,9 +120,9 @@ func (p *addonPod) units() []string {
 // object is the mirror pod of p named name on node (whose UID owns it).
 func (p *addonPod) object(name string, node *corev1.Node) *corev1.Pod {
 	image := "kubelab:" + version.Info().GitVersion
-	priority, account := "system-node-critical", csiNodeSA
+	priority := "system-node-critical"
 	if p.app == appCSIController {
-		priority, account = "system-cluster-critical", csiControllerSA
+		priority = "system-cluster-critical"
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -132,9 +134,11 @@ func (p *addonPod) object(name string, node *corev1.Node) *corev1.Pod {
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID, Controller: ptr.To(true)}},
 		},
 		Spec: corev1.PodSpec{
+			// A mirror pod names no service account: its containers' identities are the
+			// components' own (ebs-csi-controller-sa, ebs-csi-node-sa).
 			NodeName: p.node.Name, HostNetwork: true, PriorityClassName: priority,
-			ServiceAccountName: account, AutomountServiceAccountToken: ptr.To(false),
-			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			AutomountServiceAccountToken: ptr.To(false),
+			Tolerations:                  []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 		},
 	}
 	for _, c := range p.containers {
@@ -350,61 +354,83 @@ func (c *Cluster) runAddonPods(ctx context.Context) error {
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	for _, p := range c.addonPods {
-		if err := c.publishAddonPod(ctx, p); err != nil {
-			return err
+	defer func() {
+		for _, p := range c.addonPods {
+			for _, ctr := range p.containers {
+				c.addonLogs.get(ctr.log).close()
+			}
 		}
+	}()
+	for _, p := range c.addonPods {
+		c.untilDone(ctx, "publish add-on pod "+p.app+" on "+p.node.Name, func(ctx context.Context) error { return c.publishAddonPod(ctx, p) })
 	}
 	for {
 		select {
 		case <-ctx.Done():
-			for _, p := range c.addonPods {
-				for _, ctr := range p.containers {
-					c.addonLogs.get(ctr.log).close()
-				}
-			}
 			return nil
 		case uid := <-deleted:
 			for _, p := range c.addonPods {
-				if p.uid != uid {
-					continue
-				}
-				c.cfg.Logger.Info("add-on pod deleted: restarting its containers", "pod", p.name, "units", p.units())
-				if err := c.removeAddonPod(ctx, p); err != nil {
-					return err
-				}
-				for _, u := range p.units() {
-					if err := c.Stop(ctx, u); err != nil {
-						return fmt.Errorf("addon pods: restart %s: %w", u, err)
-					}
-					if err := c.Start(ctx, u); err != nil {
-						return fmt.Errorf("addon pods: restart %s: %w", u, err)
-					}
-				}
-				if err := c.publishAddonPod(ctx, p); err != nil {
-					return err
+				if p.uid == uid {
+					c.replaceAddonPod(ctx, p)
 				}
 			}
 		}
 	}
 }
 
-// publishAddonPod makes p's mirror pod under a new name, points its containers' logs at
-// the pod's log directory and reports it Running.
+// replaceAddonPod removes p's pod (deleted by a user), restarts its components and
+// publishes it again.
+func (c *Cluster) replaceAddonPod(ctx context.Context, p *addonPod) {
+	c.cfg.Logger.Info("add-on pod deleted: restarting its containers", "pod", p.name, "units", p.units())
+	what := "replace add-on pod " + p.name
+	c.untilDone(ctx, what, func(ctx context.Context) error { return c.removeAddonPod(ctx, p) })
+	for _, u := range p.units() {
+		c.untilDone(ctx, what, func(ctx context.Context) error { return c.Stop(ctx, u) })
+		c.untilDone(ctx, what, func(ctx context.Context) error { return c.Start(ctx, u) })
+	}
+	c.untilDone(ctx, what, func(ctx context.Context) error { return c.publishAddonPod(ctx, p) })
+}
+
+// untilDone runs f until it succeeds or ctx ends, backing off between tries and logging
+// why it tries again: the add-on pods are the API's view of components that run anyway,
+// and a failure to show them must not stop the cluster.
+func (c *Cluster) untilDone(ctx context.Context, what string, f func(context.Context) error) {
+	backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: math.MaxInt32, Cap: 10 * time.Second}
+	_ = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		err := f(ctx)
+		if err != nil && ctx.Err() == nil {
+			c.cfg.Logger.Warn(what+": trying again", "err", err)
+		}
+		return err == nil, nil
+	})
+}
+
+// publishAddonPod makes p's mirror pod under a new name (unless it made it already),
+// points its containers' logs at the pod's log directory and reports it Running. A pod
+// deleted in the meantime is forgotten, so that the next try makes a new one.
 func (c *Cluster) publishAddonPod(ctx context.Context, p *addonPod) error {
 	client, err := c.clientset("kubelet/"+p.node.Name+"/mirror-pods", nodeIdentity(p.node.Name))
 	if err != nil {
 		return err
 	}
-	node, err := client.CoreV1().Nodes().Get(ctx, p.node.Name, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("addon pods: %w", err)
+	pods := client.CoreV1().Pods(metav1.NamespaceSystem)
+	var pod *corev1.Pod
+	if p.uid == "" {
+		node, err := client.CoreV1().Nodes().Get(ctx, p.node.Name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("addon pods: %w", err)
+		}
+		if pod, err = pods.Create(ctx, p.object(p.newName(), node), metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("addon pods: create %s pod: %w", p.app, err)
+		}
+		p.name, p.uid = pod.Name, pod.UID
+	} else if pod, err = pods.Get(ctx, p.name, metav1.GetOptions{}); err != nil || pod.UID != p.uid {
+		if err == nil || apierrors.IsNotFound(err) {
+			c.forgetAddonPod(p)
+			err = fmt.Errorf("addon pods: %s was deleted", p.name)
+		}
+		return err
 	}
-	pod, err := client.CoreV1().Pods(metav1.NamespaceSystem).Create(ctx, p.object(p.newName(), node), metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("addon pods: create %s pod: %w", p.app, err)
-	}
-	p.name, p.uid = pod.Name, pod.UID
 	dir := c.addonLogDir(p.node.Name, pod.Name, pod.UID)
 	for _, ctr := range p.containers {
 		if err := c.addonLogs.get(ctr.log).openAt(filepath.Join(dir, ctr.name, "0.log")); err != nil {
@@ -412,7 +438,10 @@ func (c *Cluster) publishAddonPod(ctx context.Context, p *addonPod) error {
 		}
 	}
 	pod.Status = p.runningStatus(pod, metav1.Now())
-	if _, err = client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+	if _, err = pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.forgetAddonPod(p)
+		}
 		return fmt.Errorf("addon pods: status of %s: %w", pod.Name, err)
 	}
 	return nil
@@ -430,12 +459,18 @@ func (c *Cluster) removeAddonPod(ctx context.Context, p *addonPod) error {
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("addon pods: delete %s: %w", p.name, err)
 	}
+	c.forgetAddonPod(p)
+	return nil
+}
+
+// forgetAddonPod closes p's logs (lines are held in memory again), removes its pod's log
+// directory and forgets the pod.
+func (c *Cluster) forgetAddonPod(p *addonPod) {
 	for _, ctr := range p.containers {
 		c.addonLogs.get(ctr.log).close()
 	}
 	c.removeAddonLogs(p.node.Name, p.name, p.uid)
 	p.name, p.uid = "", ""
-	return nil
 }
 
 // addonLogDir is the log directory of the add-on pod name (uid) on node.

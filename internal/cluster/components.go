@@ -235,17 +235,22 @@ func (c *Cluster) runKubelet(n Node) func(ctx context.Context) error {
 			StatusUpdateInterval: c.cfg.NodeStatusInterval, PodEvents: true,
 		}
 		var running atomic.Pointer[kubelet.Kubelet]
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
 		g, ctx := errgroup.WithContext(ctx)
+		fail := func(err error) error { // ends the server started so far
+			cancel()
+			return errors.Join(err, g.Wait())
+		}
 		if cfg.ServerPort, err = c.startKubeletServer(ctx, g, n, fakecri.New(), &running); err != nil {
-			_ = g.Wait()
-			return err
+			return fail(err)
 		}
 		cfg.Addresses = kubeletServerAddresses
 		factory := informers.NewSharedInformerFactory(client, 0)
 		k, err := kubelet.New(cfg, client, factory, kubelet.Deps{Logger: c.cfg.Logger.With("component", "kubelet", "node", n.Name),
 			NodePluginLogger: c.addonOnlyLogger("ebs-csi-node/"+n.Name, "component", "ebs-csi-node", "node", n.Name)})
 		if err != nil {
-			return errors.Join(err, g.Wait())
+			return fail(err)
 		}
 		running.Store(k)
 		factory.Start(ctx.Done())

@@ -7,7 +7,8 @@
 //   - the cloud: the EC2/EBS-compatible API (real loop devices, or hollow);
 //   - the CSI driver ebs.csi.aws.com's controller plugin on DATA-DIR/csi/controller.sock,
 //     reaching the cloud only through the EC2 API, and its sidecars (external-provisioner,
-//     external-attacher, external-resizer, external-snapshotter) on that socket;
+//     external-attacher, external-resizer, external-snapshotter, livenessprobe) on that
+//     socket;
 //   - the add-ons an EKS cluster with the EBS CSI add-on has: the CSIDriver object
 //     (attachRequired), the default StorageClass gp2 (WaitForFirstConsumer), and the
 //     service accounts and RBAC of the driver, the cluster DNS and the network agents;
@@ -33,6 +34,11 @@
 // kubelab up's own client, for the add-ons, is the admin (system:masters). Each runs under a supervisor: Stop and Start end and restart one (e.g.
 // "scheduler", "controller-manager", "csi-provisioner", "kubelet/<node>") from scratch,
 // as a restarted process would, which is how the tests kill components mid-flow.
+//
+// Once the nodes are Ready, the addon-pods unit shows the CSI driver and its sidecars as
+// the kube-system pods an EKS cluster has (ebs-csi-controller, ebs-csi-node): mirror pods
+// whose containers' logs are the components' own, served by the nodes' kubelets
+// (addonpods.go); deleting one restarts its components.
 //
 // Ready is closed once every node is Ready. Run returns when its context ends, after
 // every component has stopped; the API server stops before etcd.

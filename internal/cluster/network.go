@@ -39,15 +39,15 @@ import (
 // hosts file (EC2Hosts) points that name, so that an AWS client on a node reaches it
 // without an endpoint of its own.
 func (c *Cluster) runEC2Endpoint(ctx context.Context) error {
-	l, err := vpc.Listen(c.vpc.Path(), "tcp", net.JoinHostPort(vpc.ControlPlaneIP, "80"))
-	if err != nil {
-		return fmt.Errorf("ec2 vpc endpoint: %w", err)
-	}
 	cert, key, err := c.cp.APIServer.PKI().IssueServingCert(filepath.Join(c.cfg.DataDir, "pki", "ec2-endpoint"), "ec2", c.ec2Names())
 	if err != nil {
 		return fmt.Errorf("ec2 vpc endpoint: %w", err)
 	}
 	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return fmt.Errorf("ec2 vpc endpoint: %w", err)
+	}
+	l, err := vpc.Listen(c.vpc.Path(), "tcp", net.JoinHostPort(vpc.ControlPlaneIP, "80"))
 	if err != nil {
 		return fmt.Errorf("ec2 vpc endpoint: %w", err)
 	}
@@ -70,9 +70,10 @@ func (c *Cluster) ec2Names() []string {
 }
 
 // writeNodeHosts writes node n's hosts file, <node dir>/hosts, which `kubelab node shell`
-// puts in place of /etc/hosts: the EC2 API's names at its VPC endpoint.
+// puts in place of /etc/hosts: the node's own name and the EC2 API's names at its VPC
+// endpoint, as an instance resolves them.
 func (c *Cluster) writeNodeHosts(n Node) error {
-	hosts := "127.0.0.1\tlocalhost\n::1\tlocalhost\n"
+	hosts := "127.0.0.1\tlocalhost\n::1\tlocalhost\n" + n.IP + "\t" + n.Name + "\n"
 	for _, name := range c.ec2Names() {
 		hosts += vpc.EC2EndpointIP + "\t" + name + "\n"
 	}

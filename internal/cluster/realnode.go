@@ -209,11 +209,16 @@ func (c *Cluster) runRealKubelet(n Node, criEndpoint, netns string) func(ctx con
 			return err
 		}
 		var running atomic.Pointer[kubelet.Kubelet]
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
 		g, ctx := errgroup.WithContext(ctx)
+		fail := func(err error) error { // ends the server started so far
+			cancel()
+			return errors.Join(err, g.Wait())
+		}
 		serverPort, err := c.startKubeletServer(ctx, g, n, cri.Runtime, &running)
 		if err != nil {
-			_ = g.Wait()
-			return err
+			return fail(err)
 		}
 		factory := informers.NewSharedInformerFactory(client, 0)
 		k, err := kubelet.New(kubelet.Config{
@@ -223,7 +228,7 @@ func (c *Cluster) runRealKubelet(n Node, criEndpoint, netns string) func(ctx con
 			Addresses: kubeletServerAddresses,
 		}, client, factory, kubelet.Deps{Runtime: rt, Mounter: pluginmanager.NewCSIMounter(pm), Objects: objects, Logger: log})
 		if err != nil {
-			return err
+			return fail(err)
 		}
 		running.Store(k)
 		factory.Start(ctx.Done())

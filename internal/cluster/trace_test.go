@@ -33,11 +33,11 @@ var keyStateTransitions = [][4]string{
 	{"PV", "Bound", "PVC deleted (Retain)", "Released"},
 }
 
-// traceSeedFlow runs the seed's claim (of a WaitForFirstConsumer class that retains its
+// traceExampleFlow runs the claim of examples/seed (of a WaitForFirstConsumer class that retains its
 // volumes, gp2-retain-<ns>) and pod in ns under a trace --watch started before them,
 // through the pod's and the claim's deletion, and returns the trace it ends with, the one
 // it made once the pod ran (live), and the trace of the running pod taken by a plain trace.
-func (tc *testCluster) traceSeedFlow(ns string) (watched, live, running trace.Trace) {
+func (tc *testCluster) traceExampleFlow(ns string) (watched, live, running trace.Trace) {
 	t := tc.t
 	t.Helper()
 	class := "gp2-retain-" + ns
@@ -57,12 +57,14 @@ func (tc *testCluster) traceSeedFlow(ns string) (watched, live, running trace.Tr
 		err error
 	}
 	done := make(chan result, 1)
+	ended := make(chan struct{}) // closed when the watch has returned
 	started := make(chan struct{})
 	var (
 		mu     sync.Mutex
 		latest trace.Trace
 	)
 	go func() {
+		defer close(ended)
 		printed := map[string]bool{}
 		var once bool
 		s, err := trace.Watch(ctx, src, target, func(tr trace.Trace) {
@@ -77,7 +79,14 @@ func (tc *testCluster) traceSeedFlow(ns string) (watched, live, running trace.Tr
 		})
 		done <- result{s, err}
 	}()
-	t.Cleanup(stop)
+	t.Cleanup(func() {
+		stop()
+		select {
+		case <-ended: // its final trace is taken
+		case <-time.After(time.Minute):
+			t.Error("trace --watch did not end a minute after it was stopped")
+		}
+	})
 	select {
 	case <-started:
 	case <-time.After(time.Minute):
@@ -113,11 +122,15 @@ func (tc *testCluster) traceSeedFlow(ns string) (watched, live, running trace.Tr
 		pv, err := tc.client.CoreV1().PersistentVolumes().Get(context.Background(), pvc.Spec.VolumeName, metav1.GetOptions{})
 		return err == nil && pv.Status.Phase == corev1.VolumeReleased, nil
 	})
-	// The watch has seen the Released phase once its trace shows it.
 	waitFor(t, "trace --watch sees the volume Released", func() (bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		return strings.Contains(streamed.String(), "DELETE PersistentVolumeClaim"), nil
+		for _, r := range latest.Transitions {
+			if r.After == "Released" {
+				return true, nil
+			}
+		}
+		return false, nil
 	})
 	stop()
 	r := <-done
@@ -166,14 +179,14 @@ func assertStepsInOrder(t testing.TB, tr trace.Trace, whats ...string) {
 	}
 }
 
-// TestTrace: `kubelab trace --watch` of the seed's pod on a hollow cluster, from before
+// TestTrace: `kubelab trace --watch` of examples/seed's pod on a hollow cluster, from before
 // `kubectl apply` until the claim is deleted, lists the flow's steps in causal order and
 // every key state transition with its duration; a trace of the running pod names no
 // stuck stage.
 func TestTrace(t *testing.T) {
 	tc := startCluster(t, nil)
 	ns := tc.namespace("trace")
-	watched, live, running := tc.traceSeedFlow(ns)
+	watched, live, running := tc.traceExampleFlow(ns)
 	if running.Diagnosis.Stage != trace.StageNone {
 		t.Errorf("running pod diagnosed stuck: %+v", running.Diagnosis)
 	}
@@ -349,17 +362,17 @@ func TestWhy(t *testing.T) {
 	})
 }
 
-// assertRealTrace runs the seed's flow again on the real nodes under `kubelab trace
+// assertRealTrace runs examples/seed's flow again on the real nodes under `kubelab trace
 // --watch`, with a Retain class: the trace of the running pod shows every step in causal
 // order, the node plugin's NodeStageVolume and NodePublishVolume with their durations;
 // the watched trace lists every key state transition with its duration; the running
 // pod's trace drawn as SVG renders in a real browser. With KUBELAB_WRITE_DOCS=1 that
-// picture becomes docs/trace-seed004.svg.
+// picture becomes docs/trace-example.svg.
 func (tc *testCluster) assertRealTrace() {
 	t := tc.t
 	t.Helper()
 	ns := tc.namespace("real-trace")
-	watched, live, running := tc.traceSeedFlow(ns)
+	watched, live, running := tc.traceExampleFlow(ns)
 	realFlow := []string{
 		"kubectl→API server: POST PersistentVolumeClaim my-app-pvc",
 		"scheduler→scheduler: select node",
@@ -392,12 +405,12 @@ func (tc *testCluster) assertRealTrace() {
 	}
 	tracetest.AssertRendersInBrowser(t, svg)
 	if os.Getenv("KUBELAB_WRITE_DOCS") == "1" {
-		if err := os.WriteFile(filepath.Join("..", "..", "docs", "trace-seed004.svg"), b.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join("..", "..", "docs", "trace-example.svg"), b.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		var txt bytes.Buffer
 		_ = trace.WriteText(&txt, watched)
-		if err := os.WriteFile(filepath.Join("..", "..", "docs", "trace-seed004.txt"), txt.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join("..", "..", "docs", "trace-example.txt"), txt.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

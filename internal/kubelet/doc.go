@@ -57,6 +57,13 @@
 //     restartPolicy says. Failures are Unhealthy events ("Liveness probe failed: …").
 //     Hollow nodes run no probes: their running containers are ready.
 //
+//   - leaves mirror pods (annotation kubernetes.io/config.mirror) alone: they are the API's
+//     view of pods something else runs on the node;
+//   - in hollow mode, gives pods IPs from the node's podCIDR (a FailedCreatePodSandBox
+//     event when it is full, as a real node's CNI plugin fails), and its fake mounter, which
+//     stands in for the node's CSI plugin, logs each call as the plugin would
+//     (Deps.NodePluginLogger).
+//
 // The Runtime (CRI) and Mounter (CSI node calls) are injected interfaces; hollow mode uses
 // fakes that touch nothing on the machine. It talks to the API server only through
 // client-go.

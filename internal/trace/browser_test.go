@@ -11,7 +11,7 @@ import (
 // TestDocsTraceRendersInBrowser: the trace picture in the docs, drawn by a real run of
 // the flow, renders in a real browser.
 func TestDocsTraceRendersInBrowser(t *testing.T) {
-	svg, err := filepath.Abs(filepath.Join("..", "..", "docs", "trace-seed004.svg"))
+	svg, err := filepath.Abs(filepath.Join("..", "..", "docs", "trace-example.svg"))
 	if err != nil {
 		t.Fatal(err)
 	}

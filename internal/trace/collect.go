@@ -99,7 +99,7 @@ func (c *collector) collect(ctx context.Context, target Target) error {
 		}
 	}
 	if target.Kind == "pvc" {
-		claimNames = append(claimNames, target.Name)
+		claimNames = []string{target.Name}
 		pod, err := c.podUsing(ctx, ns, target.Name)
 		if err != nil {
 			return err

@@ -32,7 +32,7 @@ func Watch(ctx context.Context, src Sources, target Target, emit func(Trace)) (*
 	}{
 		{nsFactory.Core().V1().Pods().Informer(), func(obj any) (string, string, string) {
 			p := obj.(*corev1.Pod)
-			if p.Name == target.Name {
+			if target.Kind == "pod" && p.Name == target.Name {
 				w.claimsOf(p)
 			}
 			return "pod", p.Name, podState(p)
@@ -85,7 +85,10 @@ func Watch(ctx context.Context, src Sources, target Target, emit func(Trace)) (*
 		prev = s
 		return s, nil
 	}
-	w.changed <- struct{}{} // a first trace at once
+	select { // a first trace at once
+	case w.changed <- struct{}{}:
+	default:
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -125,7 +128,7 @@ func (w *watcher) claimsOf(p *corev1.Pod) {
 func (w *watcher) knownClaims() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.claims
+	return slices.Clone(w.claims)
 }
 
 // seen records obj's state (state nil: only a change to report). The states of the

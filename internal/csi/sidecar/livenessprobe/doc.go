@@ -3,6 +3,6 @@
 // (with the driver's error) when it does not, so that a kubelet's liveness probe of the
 // driver's container can restart a driver that no longer serves.
 //
-// Contract: Config{Addr, ProbeTimeout, Logger}, New(cfg, conn), Run(ctx) serves until ctx
+// Contract: Config{Addr, Listen, ProbeTimeout, Logger}, New(cfg, conn), Run(ctx) serves until ctx
 // ends; Addr() is where it listens once Ready() is closed.
 package livenessprobe

@@ -48,11 +48,19 @@ func serve(t *testing.T, probe func() (*csi.ProbeResponse, error)) string {
 	go func() { done <- p.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Error(err)
+			}
+		default: // ended already, reported above
 		}
 	})
-	<-p.Ready()
+	select {
+	case <-p.Ready():
+	case err := <-done:
+		t.Fatalf("livenessprobe ended before it listened: %v", err)
+	}
 	return "http://" + p.Addr() + "/healthz"
 }
 

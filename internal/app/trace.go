@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/spf13/cobra"
@@ -163,10 +164,22 @@ func (o *traceOptions) sources(ctx context.Context) (trace.Sources, error) {
 	if err != nil {
 		return src, fmt.Errorf("trace: %w", err)
 	}
+	// The cloud's own profile and keys, whatever AWS_* variables the user's shell has.
+	files := func(o *awsconfig.LoadSharedConfigOptions) {
+		o.ConfigFiles = []string{filepath.Join(cloudDir, "aws-config")}
+		o.CredentialsFiles = []string{filepath.Join(cloudDir, "aws-credentials")}
+	}
+	profile, err := awsconfig.LoadSharedConfigProfile(ctx, "default", files)
+	if err != nil {
+		return src, fmt.Errorf("trace: cloud client: %w", err)
+	}
 	awsCfg, err := awsconfig.LoadDefaultConfig(ctx,
 		awsconfig.WithEC2IMDSClientEnableState(imds.ClientDisabled),
+		awsconfig.WithSharedConfigProfile("default"),
 		awsconfig.WithSharedConfigFiles([]string{filepath.Join(cloudDir, "aws-config")}),
-		awsconfig.WithSharedCredentialsFiles([]string{filepath.Join(cloudDir, "aws-credentials")}))
+		awsconfig.WithSharedCredentialsFiles([]string{filepath.Join(cloudDir, "aws-credentials")}),
+		awsconfig.WithRegion(profile.Region),
+		awsconfig.WithCredentialsProvider(credentials.StaticCredentialsProvider{Value: profile.Credentials}))
 	if err != nil {
 		return src, fmt.Errorf("trace: cloud client: %w", err)
 	}

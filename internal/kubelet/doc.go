@@ -56,7 +56,6 @@
 //     the pod's grace period) before the runtime syncs the pod, which restarts it as the
 //     restartPolicy says. Failures are Unhealthy events ("Liveness probe failed: …").
 //     Hollow nodes run no probes: their running containers are ready.
-//
 //   - leaves mirror pods (annotation kubernetes.io/config.mirror) alone: they are the API's
 //     view of pods something else runs on the node;
 //   - in hollow mode, gives pods IPs from the node's podCIDR (a FailedCreatePodSandBox

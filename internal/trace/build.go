@@ -199,7 +199,11 @@ func (b *builder) containers() {
 		}
 	}
 	if at := condTime(p.Status.Conditions, corev1.PodReady); !at.IsZero() && podReady(p) {
-		b.add(Step{From: Kubelet, To: APIServer, What: "PATCH pod status: Running, Ready", Detail: "podIP " + p.Status.PodIP, At: at, Source: "condition Ready"})
+		source := "condition Ready"
+		if o := b.observed("pod", p.Name, string(corev1.PodRunning)+"+ready"); o != nil && !o.At.Before(p.CreationTimestamp.Time) {
+			at, source = o.At, "watched"
+		}
+		b.add(Step{From: Kubelet, To: APIServer, What: "PATCH pod status: Running, Ready", Detail: "podIP " + p.Status.PodIP, At: at, Source: source})
 	}
 }
 

@@ -401,6 +401,12 @@ func (c *collector) logs(ctx context.Context) {
 		return
 	}
 	pods := c.src.Client.CoreV1().Pods(metav1.NamespaceSystem)
+	// Only what was logged since the flow began: its first object's creation (kept to
+	// the second, so a second earlier).
+	var since *metav1.Time
+	if first := c.firstCreated(); !first.IsZero() {
+		since = &metav1.Time{Time: first.Add(-time.Second)}
+	}
 	read := func(opts metav1.ListOptions, containers ...string) {
 		list, err := pods.List(ctx, opts)
 		if err != nil {
@@ -408,7 +414,7 @@ func (c *collector) logs(ctx context.Context) {
 		}
 		for _, p := range list.Items {
 			for _, ctr := range containers {
-				raw, err := pods.GetLogs(p.Name, &corev1.PodLogOptions{Container: ctr, Timestamps: true}).DoRaw(ctx)
+				raw, err := pods.GetLogs(p.Name, &corev1.PodLogOptions{Container: ctr, Timestamps: true, SinceTime: since}).DoRaw(ctx)
 				if err != nil {
 					continue
 				}
@@ -421,6 +427,24 @@ func (c *collector) logs(ctx context.Context) {
 		read(metav1.ListOptions{LabelSelector: "app=ebs-csi-node",
 			FieldSelector: fields.OneTermEqualSelector("spec.nodeName", c.s.Pod.Spec.NodeName).String()}, "ebs-plugin")
 	}
+}
+
+// firstCreated is the creation time of the flow's first object: the pod or one of its
+// claims (zero when there is none).
+func (c *collector) firstCreated() time.Time {
+	var first time.Time
+	consider := func(t metav1.Time) {
+		if !t.IsZero() && (first.IsZero() || t.Before(&metav1.Time{Time: first})) {
+			first = t.Time
+		}
+	}
+	if c.s.Pod != nil {
+		consider(c.s.Pod.CreationTimestamp)
+	}
+	for _, pvc := range c.s.Claims {
+		consider(pvc.CreationTimestamp)
+	}
+	return first
 }
 
 // logLines are the lines of a container's log (as `kubectl logs --timestamps` prints

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,7 +35,7 @@ import (
 // runEC2Endpoint serves the cloud's EC2 API on the VPC, as a VPC endpoint does: at
 // ControlPlaneIP:80, and with TLS at EC2EndpointIP:443 under the region's EC2 name
 // (ec2.<region>.amazonaws.com, with a certificate of the cluster CA), where the nodes'
-// hosts file (EC2Hosts) points that name, so that an AWS client on a node reaches it
+// hosts file (writeNodeHosts) points that name, so that an AWS client on a node reaches it
 // without an endpoint of its own.
 func (c *Cluster) runEC2Endpoint(ctx context.Context) error {
 	cert, key, err := c.cp.APIServer.PKI().IssueServingCert(filepath.Join(c.cfg.DataDir, "pki", "ec2-endpoint"), "ec2", c.ec2Names())

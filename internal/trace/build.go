@@ -12,10 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// annSelectedNode is set on a claim by the scheduler when it picks the pod's node for a
-// WaitForFirstConsumer claim.
-const annSelectedNode = "volume.kubernetes.io/selected-node"
-
 // Build reconstructs the pod's flow from s: the arrows of the sequence in causal order
 // (the order the flow's steps depend on each other, not the order of their timestamps,
 // which the API keeps to the second), the objects' state transitions and the diagnosis.
@@ -322,7 +318,7 @@ func claimBound(s *Snapshot, name string) bool {
 }
 
 // created is when the object was made: when a Watcher saw it made (in the state objects
-// of its kind are made in, within the second of its creationTimestamp), to the
+// of its kind are made in, within two seconds of its creationTimestamp), to the
 // millisecond; else its creationTimestamp, to the second.
 func (b *builder) created(kind string, obj *metav1.ObjectMeta) time.Time {
 	made := obj.CreationTimestamp.Time

@@ -92,7 +92,7 @@ func bldClaim(t bldTimes, bound bool) *corev1.PersistentVolumeClaim {
 		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
 	}
 	if bound {
-		c.Annotations = map[string]string{annSelectedNode: bldNodeName}
+		c.Annotations = map[string]string{diagAnnSelectedNode: bldNodeName}
 		c.Spec.VolumeName = bldPVName
 		c.Status.Phase = corev1.ClaimBound
 		c.ManagedFields = []metav1.ManagedFieldsEntry{
@@ -712,7 +712,7 @@ func TestBuildUnfinishedFlow(t *testing.T) {
 				p := bldPod(tm, bldNodeName)
 				bldStuckAtAttach(p)
 				c := bldClaim(tm, false)
-				c.Annotations = map[string]string{annSelectedNode: bldNodeName}
+				c.Annotations = map[string]string{diagAnnSelectedNode: bldNodeName}
 				return &Snapshot{
 					Now: bldAt(30_000), Namespace: bldNS, Name: bldPodName,
 					Pod:     p,

@@ -16,6 +16,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/cloud"
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
@@ -277,13 +278,15 @@ func TestWhy(t *testing.T) {
 	if _, err := tc.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tc.seedPair(ns, "zone-d", "zone-d", "")
-	claim, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "zone-d", metav1.GetOptions{})
-	if err != nil {
+	claim := seedObject[*corev1.PersistentVolumeClaim](t, "10-pvc.yaml")
+	claim.Name, claim.Namespace, claim.Spec.StorageClassName, claim.Spec.VolumeName = "zone-d", ns, ptr.To(""), pv.Name
+	if _, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	claim.Spec.VolumeName = pv.Name
-	if _, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Update(ctx, claim, metav1.UpdateOptions{}); err != nil {
+	zoned := seedObject[*corev1.Pod](t, "20-pod.yaml")
+	zoned.Name, zoned.Namespace = "zone-d", ns
+	zoned.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "zone-d"
+	if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, zoned, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	tc.expectWhy(ns, "zone-d", trace.StageScheduling, "us-east-1d")

@@ -2,14 +2,11 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
-	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -234,28 +231,16 @@ func (c *Cluster) runKubelet(n Node) func(ctx context.Context) error {
 			CSIDriverName: DriverName, PodStartDelay: c.cfg.PodStartDelay,
 			StatusUpdateInterval: c.cfg.NodeStatusInterval, PodEvents: true,
 		}
-		var running atomic.Pointer[kubelet.Kubelet]
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		g, ctx := errgroup.WithContext(ctx)
-		fail := func(err error) error { // ends the server started so far
-			cancel()
-			return errors.Join(err, g.Wait())
-		}
-		if cfg.ServerPort, err = c.startKubeletServer(ctx, g, n, fakecri.New(), &running); err != nil {
-			return fail(err)
-		}
-		cfg.Addresses = kubeletServerAddresses
 		factory := informers.NewSharedInformerFactory(client, 0)
-		k, err := kubelet.New(cfg, client, factory, kubelet.Deps{Logger: c.cfg.Logger.With("component", "kubelet", "node", n.Name),
-			NodePluginLogger: c.addonOnlyLogger("ebs-csi-node/"+n.Name, "component", "ebs-csi-node", "node", n.Name)})
-		if err != nil {
-			return fail(err)
-		}
-		running.Store(k)
-		factory.Start(ctx.Done())
 		defer factory.Shutdown()
-		g.Go(func() error { return k.Run(ctx) })
-		return g.Wait()
+		return c.serveKubelet(ctx, n, fakecri.New(), func(ctx context.Context, port int32) (*kubelet.Kubelet, error) {
+			cfg.ServerPort, cfg.Addresses = port, kubeletServerAddresses
+			k, err := kubelet.New(cfg, client, factory, kubelet.Deps{Logger: c.cfg.Logger.With("component", "kubelet", "node", n.Name),
+				NodePluginLogger: c.addonOnlyLogger("ebs-csi-node/"+n.Name, "component", "ebs-csi-node", "node", n.Name)})
+			if err == nil {
+				factory.Start(ctx.Done())
+			}
+			return k, err
+		})
 	}
 }

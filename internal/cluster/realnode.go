@@ -208,35 +208,20 @@ func (c *Cluster) runRealKubelet(n Node, criEndpoint, netns string) func(ctx con
 		if err != nil {
 			return err
 		}
-		var running atomic.Pointer[kubelet.Kubelet]
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		g, ctx := errgroup.WithContext(ctx)
-		fail := func(err error) error { // ends the server started so far
-			cancel()
-			return errors.Join(err, g.Wait())
-		}
-		serverPort, err := c.startKubeletServer(ctx, g, n, cri.Runtime, &running)
-		if err != nil {
-			return fail(err)
-		}
 		factory := informers.NewSharedInformerFactory(client, 0)
-		k, err := kubelet.New(kubelet.Config{
-			NodeName: n.Name, Zone: n.Zone, InstanceID: n.InstanceID, InstanceType: c.cfg.InstanceType,
-			Capacity: c.cfg.NodeCapacity, NodeIP: n.IP, RootDir: root, CSIDriverName: DriverName,
-			StatusUpdateInterval: c.cfg.NodeStatusInterval, PodEvents: true, ServerPort: serverPort,
-			Addresses: kubeletServerAddresses,
-		}, client, factory, kubelet.Deps{Runtime: rt, Mounter: pluginmanager.NewCSIMounter(pm), Objects: objects, Logger: log})
-		if err != nil {
-			return fail(err)
-		}
-		running.Store(k)
-		factory.Start(ctx.Done())
 		defer factory.Shutdown()
-		g.Go(func() error { return pm.Run(ctx) })
-		g.Go(func() error { return netconf.Run(ctx) })
-		g.Go(func() error { return k.Run(ctx) })
-		return g.Wait()
+		return c.serveKubelet(ctx, n, cri.Runtime, func(ctx context.Context, port int32) (*kubelet.Kubelet, error) {
+			k, err := kubelet.New(kubelet.Config{
+				NodeName: n.Name, Zone: n.Zone, InstanceID: n.InstanceID, InstanceType: c.cfg.InstanceType,
+				Capacity: c.cfg.NodeCapacity, NodeIP: n.IP, RootDir: root, CSIDriverName: DriverName,
+				StatusUpdateInterval: c.cfg.NodeStatusInterval, PodEvents: true, ServerPort: port,
+				Addresses: kubeletServerAddresses,
+			}, client, factory, kubelet.Deps{Runtime: rt, Mounter: pluginmanager.NewCSIMounter(pm), Objects: objects, Logger: log})
+			if err == nil {
+				factory.Start(ctx.Done())
+			}
+			return k, err
+		}, pm.Run, netconf.Run)
 	}
 }
 
@@ -311,6 +296,32 @@ func isDir(p string) bool {
 // kubeletServerAddresses are the addresses a node with a kubelet server names: the server
 // is on loopback, where the API server reaches it.
 var kubeletServerAddresses = []corev1.NodeAddress{{Type: corev1.NodeInternalDNS, Address: "localhost"}}
+
+// serveKubelet runs node n's kubelet server over runtime, the kubelet that build makes
+// for the server's port (build starts what the kubelet reads from with ctx), and the
+// node's other loops, until ctx ends. When build fails, the server already started is
+// ended before serveKubelet returns.
+func (c *Cluster) serveKubelet(ctx context.Context, n Node, runtime runtimeapi.RuntimeServiceClient,
+	build func(ctx context.Context, port int32) (*kubelet.Kubelet, error), loops ...func(context.Context) error) error {
+	var running atomic.Pointer[kubelet.Kubelet]
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g, ctx := errgroup.WithContext(ctx)
+	port, err := c.startKubeletServer(ctx, g, n, runtime, &running)
+	var k *kubelet.Kubelet
+	if err == nil {
+		k, err = build(ctx, port)
+	}
+	if err != nil {
+		cancel()
+		return errors.Join(err, g.Wait())
+	}
+	running.Store(k)
+	for _, loop := range append(loops, k.Run) {
+		g.Go(func() error { return loop(ctx) })
+	}
+	return g.Wait()
+}
 
 // startKubeletServer starts node n's kubelet server (logs, exec, attach, port-forward) on
 // loopback, in g, over the node's runtime and pod log directory; running is the kubelet

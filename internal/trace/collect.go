@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -352,7 +353,7 @@ func inNamespace(ev corev1.Event, ns string) bool {
 func uniq(ss ...string) []string {
 	var out []string
 	for _, s := range ss {
-		if s != "" && !strings.Contains(strings.Join(out, "\x00")+"\x00", s+"\x00") {
+		if s != "" && !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}

@@ -52,3 +52,12 @@ func writeCatalog(ctx context.Context, client kubernetes.Interface, dyn dynamic.
 		return ensureAPIServices(ctx, dyn, gvs) == nil, nil
 	})
 }
+
+// waitReadyz waits until the server answers /readyz with ok: every post-start hook has
+// finished and storage answers. It returns ctx's error if ctx ends first.
+func waitReadyz(ctx context.Context, client kubernetes.Interface) error {
+	return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil && string(body) == "ok", nil
+	})
+}

@@ -371,9 +371,16 @@ func (s *Server) Run(ctx context.Context) error {
 		if err := s.pki.WriteAdminKubeconfig(s.cfg.KubeconfigPath, s.url); err != nil {
 			return fmt.Errorf("write kubeconfig: %w", err)
 		}
-		s.log.InfoContext(ctx, "API server is ready", "url", s.url, "kubeconfig", s.cfg.KubeconfigPath,
-			"advertiseAddress", s.cfg.AdvertiseAddress)
-		close(s.ready)
+		// Ready once every post-start hook has finished (this one included): a stop while
+		// one still runs makes it fail, and a failed post-start hook exits the process.
+		background.Go(func() {
+			if err := waitReadyz(ctx, loopback); err != nil {
+				return
+			}
+			s.log.InfoContext(ctx, "API server is ready", "url", s.url, "kubeconfig", s.cfg.KubeconfigPath,
+				"advertiseAddress", s.cfg.AdvertiseAddress)
+			close(s.ready)
+		})
 		return nil
 	})
 	return server.PrepareRun().RunWithContext(ctx)

@@ -166,6 +166,16 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 		if err := c.cp.APIServer.AddListener(l); err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}
+		// The image registry on the VPC, where the nodes' containerd pull from.
+		if c.registry != nil {
+			l, err := vpc.Listen(c.vpc.Path(), "tcp", net.JoinHostPort(vpc.ControlPlaneIP, vpcRegistryPort))
+			if err != nil {
+				return fmt.Errorf("cluster: image registry on the vpc: %w", err)
+			}
+			if err := c.registry.AddListener(l); err != nil {
+				return fmt.Errorf("cluster: %w", err)
+			}
+		}
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	c.cp.Start(ctx, g)

@@ -102,6 +102,10 @@ func serveHTTP(ctx context.Context, l net.Listener, h http.Handler) error {
 	return nil
 }
 
+// vpcRegistryPort is the image registry's port at vpc.ControlPlaneIP, where the nodes'
+// containerd pull from.
+const vpcRegistryPort = "5000"
+
 // The cluster DNS: kube-dns in kube-system at ClusterDNSIP, answered on the VPC.
 const (
 	ClusterDNSIP  = "10.96.0.10"

@@ -188,6 +188,20 @@ func TestRealNetwork(t *testing.T) {
 	if out, err := kexec("client", "timeout", "5", "wget", "-qO-", "http://169.254.169.254/latest/meta-data/instance-id"); err != nil || out != n0.InstanceID {
 		t.Errorf("IMDS from a pod on %s: %v %q, want %s", n0.Name, err, out, n0.InstanceID)
 	}
+	// A host-network pod is on its node's network, not the machine's: the node's eth0 and
+	// address, the node's IMDS.
+	hostnet := busyboxPod(ns, "hostnet", corev1.RestartPolicyAlways, "sleep 3600")
+	hostnet.Spec.NodeName, hostnet.Spec.HostNetwork = n1.Name, true
+	create(hostnet)
+	if p := tc.waitPodRunning(ns, "hostnet"); p.Status.PodIP != n1.IP {
+		t.Errorf("host-network pod on %s has IP %q, want the node's %s", n1.Name, p.Status.PodIP, n1.IP)
+	}
+	if out, err := kexec("hostnet", "ip", "-4", "addr", "show", "eth0"); err != nil || !strings.Contains(out, "inet "+n1.IP+"/") {
+		t.Errorf("eth0 of a host-network pod on %s: %v\n%s\nwant the node's %s", n1.Name, err, out, n1.IP)
+	}
+	if out, err := kexec("hostnet", "timeout", "5", "wget", "-qO-", "http://169.254.169.254/latest/meta-data/instance-id"); err != nil || out != n1.InstanceID {
+		t.Errorf("IMDS from a host-network pod on %s: %v %q, want %s", n1.Name, err, out, n1.InstanceID)
+	}
 	// The API server through the kubernetes Service, and the EC2 endpoint on the VPC.
 	if out, err := kexec("client", "sh", "-c", `printf 'GET /version HTTP/1.0\r\n\r\n' | nc -w 5 172.31.0.2 80`); err != nil || !strings.HasPrefix(out, "HTTP/1.") {
 		t.Errorf("EC2 endpoint from a pod: %v %q", err, out)

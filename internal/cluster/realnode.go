@@ -67,12 +67,18 @@ func CgroupRoot(dataDir string) string {
 // cniBinDir is node n's CNI bin dir.
 func (c *Cluster) cniBinDir(n Node) string { return filepath.Join(c.nodeDir(n), "cni", "bin") }
 
-// nodeContainerd is node n's containerd (not started).
+// nodeContainerd is node n's containerd (not started). It runs in the node's network
+// namespace, where host-network pods are on the node's network, and pulls from the
+// registry's address on the VPC.
 func (c *Cluster) nodeContainerd(n Node) (*containerd.Containerd, error) {
 	return containerd.New(containerd.Config{
-		Name: n.Name, Dir: filepath.Join(c.nodeDir(n), "containerd"), RegistryAddr: c.registry.Addr(),
-		CNIConfDir: filepath.Join(c.nodeDir(n), "cni", "net.d"), CNIBinDir: c.cniBinDir(n),
-		Logger: c.cfg.Logger.With("component", "containerd", "node", n.Name),
+		Name:         n.Name,
+		Dir:          filepath.Join(c.nodeDir(n), "containerd"),
+		NetNS:        c.vpc.NodePath(n.Name),
+		RegistryAddr: net.JoinHostPort(vpc.ControlPlaneIP, vpcRegistryPort),
+		CNIConfDir:   filepath.Join(c.nodeDir(n), "cni", "net.d"),
+		CNIBinDir:    c.cniBinDir(n),
+		Logger:       c.cfg.Logger.With("component", "containerd", "node", n.Name),
 	})
 }
 
@@ -332,7 +338,12 @@ func (c *Cluster) startKubeletServer(ctx context.Context, g *errgroup.Group, n N
 	if err != nil {
 		return 0, fmt.Errorf("kubelet %s: %w", n.Name, err)
 	}
+	var dialStream func(ctx context.Context, network, addr string) (net.Conn, error)
+	if !c.cfg.Hollow { // the node's containerd streams from inside the node's namespace
+		dialStream = vpc.DialContext(c.vpc.NodePath(n.Name))
+	}
 	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", CertFile: cert, KeyFile: key, ClientCAFile: pki.CACert(),
+		DialStream: dialStream,
 		PodLogsDir: c.podLogsDir(n), Runtime: runtime, Logger: c.cfg.Logger.With("component", "kubelet", "node", n.Name),
 		PodLookup: func(ns, name string) (*corev1.Pod, error) {
 			if k := running.Load(); k != nil {

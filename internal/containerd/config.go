@@ -37,6 +37,10 @@ type Config struct {
 	// CNIConfDir is where the node's CNI network config is dropped; <Dir>/cni/net.d when
 	// empty. Until a config is there, CRI Status reports NetworkReady false.
 	CNIConfDir string
+	// NetNS is the network namespace (a path) containerd runs in: host-network pods share
+	// it, and its streaming server (exec, attach, port-forward) listens in it. Empty: the
+	// caller's own.
+	NetNS string
 	// Binary is the containerd executable; "containerd" from PATH when empty.
 	Binary string
 	// Logger receives this package's logs (containerd's own go to <Dir>/containerd.log);
@@ -77,6 +81,9 @@ func (c *Config) validate() error {
 		if err != nil || host == "" || port == "" {
 			return fmt.Errorf("containerd: registry address %q is not host:port", c.RegistryAddr)
 		}
+	}
+	if c.NetNS != "" && !filepath.IsAbs(c.NetNS) {
+		return fmt.Errorf("containerd: network namespace %q is not an absolute path", c.NetNS)
 	}
 	if !filepath.IsAbs(c.CNIBinDir) || !filepath.IsAbs(c.CNIConfDir) {
 		return fmt.Errorf("containerd: CNI dirs %q and %q must be absolute", c.CNIBinDir, c.CNIConfDir)

@@ -168,9 +168,9 @@ func (p *process) exited() bool {
 }
 
 // start starts containerd with this instance's config, in its own process group (a Ctrl-C
-// sent to the terminal's group reaches kubelab, which tears down, but not containerd), and
-// with SIGKILL as its parent-death signal, so that it does not outlive a killed kubelab.
-// It records the pid in the pid file.
+// sent to the terminal's group reaches kubelab, which tears down, but not containerd), with
+// SIGKILL as its parent-death signal, so that it does not outlive a killed kubelab, and in
+// the configured network namespace. It records the pid in the pid file.
 func (c *Containerd) start() (*process, error) {
 	c.removeSockets()
 	logf, err := os.OpenFile(c.p.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -183,13 +183,28 @@ func (c *Containerd) start() (*process, error) {
 		// The parent-death signal fires when the thread that forked the child exits, not
 		// the process: fork from a thread of our own that lives until containerd exits.
 		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
 		defer logf.Close()
+		// A child is made in its forking thread's network namespace: this thread joins the
+		// configured one to fork and goes back. A thread that cannot go back is never given
+		// back to the Go scheduler (it ends with this goroutine).
+		leave := func() bool { return true }
+		if c.cfg.NetNS != "" {
+			var err error
+			if leave, err = enterNetNS(c.cfg.NetNS); err != nil {
+				runtime.UnlockOSThread()
+				started <- err
+				return
+			}
+		}
 		cmd := exec.Command(c.cfg.Binary, "--config", c.p.config)
 		cmd.Dir = c.p.dir
 		cmd.Stdout, cmd.Stderr = logf, logf
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
+		err := cmd.Start()
+		if leave() {
+			defer runtime.UnlockOSThread()
+		}
+		if err != nil {
 			started <- fmt.Errorf("start %s: %w", c.cfg.Binary, err)
 			return
 		}
@@ -322,4 +337,27 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// enterNetNS moves the calling thread (locked to its goroutine) into the network namespace
+// at path; leave moves it back and says whether it is in its own namespace again.
+func enterNetNS(path string) (leave func() bool, err error) {
+	own, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		return nil, fmt.Errorf("open own network namespace: %w", err)
+	}
+	target, err := os.Open(path)
+	if err != nil {
+		own.Close()
+		return nil, fmt.Errorf("open network namespace: %w", err)
+	}
+	defer target.Close()
+	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+		own.Close()
+		return nil, fmt.Errorf("enter network namespace %s: %w", path, err)
+	}
+	return func() bool {
+		defer own.Close()
+		return unix.Setns(int(own.Fd()), unix.CLONE_NEWNET) == nil
+	}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -612,4 +613,50 @@ func TestCleanupLeftoversByHand(t *testing.T) {
 			t.Errorf("shim socket %s is left (%v)", s, err)
 		}
 	}
+}
+
+// TestRunsInNetNS: with NetNS set, containerd runs in that network namespace; the caller's
+// own is left as it was.
+func TestRunsInNetNS(t *testing.T) {
+	needRoot(t)
+	name := "kubelab-ctrd-test-" + unique(t)
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %v %s", name, err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	path := filepath.Join("/run/netns", name)
+	in := startInstance(t, Config{Name: "n1", Dir: t.TempDir(), NetNS: path})
+	inode := func(p string) uint64 {
+		t.Helper()
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Ino
+	}
+	if got, want := inode(fmt.Sprintf("/proc/%d/ns/net", in.PID())), inode(path); got != want {
+		t.Errorf("containerd's network namespace is inode %d, want %s's %d", got, path, want)
+	}
+	for _, task := range tasks(t) { // every thread of this process stayed in its own
+		if inode(task+"/ns/net") == inode(path) {
+			t.Errorf("thread %s of the test process is in %s", task, path)
+		}
+	}
+}
+
+// TestNetNSMustBeAbsolute: a relative namespace path is refused by New.
+func TestNetNSMustBeAbsolute(t *testing.T) {
+	if _, err := New(Config{Dir: t.TempDir(), NetNS: "run/netns/x"}); err == nil || !strings.Contains(err.Error(), "run/netns/x") {
+		t.Errorf("New with a relative NetNS: %v, want an error naming it", err)
+	}
+}
+
+// tasks are the /proc paths of this process's threads.
+func tasks(t *testing.T) []string {
+	t.Helper()
+	out, err := filepath.Glob("/proc/self/task/*")
+	if err != nil || len(out) == 0 {
+		t.Fatalf("list threads: %v", err)
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,11 +60,11 @@ type runningRegistry struct {
 	stop func() error // cancels Run and returns its error
 }
 
-// startRegistry runs a Registry on dir and waits until it is ready. It is stopped when
-// the test ends.
-func startRegistry(t *testing.T, dir string) *runningRegistry {
+// startRegistry runs a Registry on dir, serving on the extra listeners too, and waits until
+// it is ready. It is stopped when the test ends.
+func startRegistry(t *testing.T, dir string, extra ...net.Listener) *runningRegistry {
 	t.Helper()
-	r, errc := startRegistryAsync(t, dir)
+	r, errc := startRegistryAsync(t, dir, extra...)
 	select {
 	case <-r.Ready():
 	case err := <-errc:
@@ -74,11 +75,16 @@ func startRegistry(t *testing.T, dir string) *runningRegistry {
 	return r
 }
 
-func startRegistryAsync(t *testing.T, dir string) (*runningRegistry, chan error) {
+func startRegistryAsync(t *testing.T, dir string, extra ...net.Listener) (*runningRegistry, chan error) {
 	t.Helper()
 	reg, err := New(Config{Dir: dir, PauseBinary: pauseBinary, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatalf("New: %v", err)
+	}
+	for _, l := range extra {
+		if err := reg.AddListener(l); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)

@@ -100,6 +100,19 @@ type Registry struct {
 	ready   chan struct{}
 	addr    atomic.Value // string, once listening
 	started atomic.Bool
+	extra   []net.Listener // AddListener's, served by Run
+}
+
+// AddListener has Run serve on l too, besides the configured address: a socket the caller
+// opened in another network namespace, say, where the nodes' containerd pull from. Call
+// it before Run; Run closes l when it returns.
+func (r *Registry) AddListener(l net.Listener) error {
+	if r.started.Load() {
+		l.Close()
+		return fmt.Errorf("image registry: add listener %s: the registry already runs", l.Addr())
+	}
+	r.extra = append(r.extra, l)
+	return nil
 }
 
 // New returns a Registry; Run serves it.
@@ -125,6 +138,11 @@ func (r *Registry) Run(ctx context.Context) error {
 	if !r.started.CompareAndSwap(false, true) {
 		return errors.New("image registry: Run called twice")
 	}
+	defer func() {
+		for _, l := range r.extra {
+			l.Close()
+		}
+	}()
 	layoutDir := LayoutDir(r.cfg.Dir)
 	blobDir := filepath.Join(layoutDir, "blobs")
 	cacheDir := filepath.Join(r.cfg.Dir, cacheDirName)
@@ -154,8 +172,10 @@ func (r *Registry) Run(ctx context.Context) error {
 		),
 		ReadHeaderTimeout: 30 * time.Second,
 	}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	serveErr := make(chan error, 1+len(r.extra))
+	for _, l := range append([]net.Listener{ln}, r.extra...) {
+		go func() { serveErr <- srv.Serve(l) }()
+	}
 	// Pulls under way when kubelab stops are cut; containerd retries them.
 	defer srv.Close()
 

@@ -180,6 +180,36 @@ func TestDefaultImages(t *testing.T) {
 	})
 }
 
+// TestAddListener: the registry serves on a listener handed to it before Run, and closes
+// it when Run returns; one handed over while it runs is refused and closed.
+func TestAddListener(t *testing.T) {
+	extra, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startRegistry(t, t.TempDir(), extra)
+	if extra.Addr().String() == r.Addr() {
+		t.Fatalf("the extra listener has the registry's own address %s", r.Addr())
+	}
+	pull(t, extra.Addr().String(), "library/busybox:latest")
+	late, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.AddListener(late); err == nil {
+		t.Error("AddListener while the registry runs succeeded, want an error")
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []net.Listener{extra, late} {
+		if c, err := net.Dial("tcp", l.Addr().String()); err == nil {
+			c.Close()
+			t.Errorf("listener %s still accepts after Run returned", l.Addr())
+		}
+	}
+}
+
 func TestPortKeptAcrossRestarts(t *testing.T) {
 	dir := t.TempDir()
 	r1 := startRegistry(t, dir)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +28,9 @@ type Config struct {
 	PodLogsDir string
 	// Runtime is the node's container runtime (CRI).
 	Runtime runtimeapi.RuntimeServiceClient
+	// DialStream connects to the runtime's streaming server (the URL of an exec, attach
+	// or port-forward answer); nil: from this process's network namespace.
+	DialStream func(ctx context.Context, network, addr string) (net.Conn, error)
 	// PodLookup finds a pod bound to the node; a missing pod is an error for which
 	// k8s.io/apimachinery/pkg/api/errors.IsNotFound holds (as listers return), or (nil, nil).
 	PodLookup func(namespace, name string) (*corev1.Pod, error)

@@ -143,6 +143,10 @@ func (s *Server) proxyStream(w http.ResponseWriter, r *http.Request, rawURL stri
 		writeStatus(w, fmt.Errorf("the container runtime returned a bad streaming URL %q", rawURL))
 		return
 	}
-	h := proxy.NewUpgradeAwareHandler(u, nil, false, true, errorResponder{})
+	var transport http.RoundTripper
+	if s.cfg.DialStream != nil {
+		transport = &http.Transport{DialContext: s.cfg.DialStream}
+	}
+	h := proxy.NewUpgradeAwareHandler(u, transport, false, true, errorResponder{})
 	h.ServeHTTP(w, r)
 }

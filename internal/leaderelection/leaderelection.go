@@ -19,8 +19,10 @@ import (
 // Config names the Lease and sets its timing; the zero durations are upstream's
 // defaults (15 s lease, 10 s renew deadline, 2 s retry).
 type Config struct {
-	// Name is the Lease's name in kube-system (kube-scheduler, kube-controller-manager).
+	// Name is the Lease's name (kube-scheduler, kube-controller-manager).
 	Name string
+	// Namespace is the Lease's namespace; kube-system when empty.
+	Namespace string
 	// Identity is the holder's identity; "<hostname>_<uuid>" when empty, as upstream.
 	Identity      string
 	LeaseDuration time.Duration
@@ -30,6 +32,9 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
+	if c.Namespace == "" {
+		c.Namespace = metav1.NamespaceSystem
+	}
 	if c.Identity == "" {
 		host, _ := os.Hostname()
 		c.Identity = host + "_" + string(uuid.NewUUID())
@@ -58,7 +63,7 @@ func Run(ctx context.Context, cfg Config, client kubernetes.Interface, lead func
 	}
 	cfg.setDefaults()
 	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: cfg.Name},
+		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.Name},
 		Client:     client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
 	}

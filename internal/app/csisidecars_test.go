@@ -95,7 +95,7 @@ func TestCSIAttacherLeaderElection(t *testing.T) {
 
 	if _, err := api.Client.StorageV1().CSINodes().Create(ctx, &storagev1.CSINode{
 		ObjectMeta: metav1.ObjectMeta{Name: "n1"},
-		Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: "ebs.csi.aws.com", NodeID: "i-0123456789abcdef0"}}},
+		Spec:       storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: "ebs.csi.aws.com", NodeID: "i-0123456789abcdef0"}}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,11 @@ const (
 	// NginxImage is Debian's nginx with its libraries, serving /usr/share/nginx/html on
 	// port 80, with busybox as its shell.
 	NginxImage = "docker.io/library/nginx:latest"
+	// KubelabImage is kubelab's own binary as /usr/bin/kubelab (Entrypoint), with the
+	// tools the EBS CSI node plugin runs (util-linux's mount, umount, blkid and fsck,
+	// e2fsprogs, xfsprogs) and their libraries, and busybox as the shell: the image of the
+	// CSI add-on's containers. Built only when Config.KubelabBinary is set.
+	KubelabImage = "kubelab.dev/kubelab:latest"
 )
 
 // Host files the images are built from (Debian 12 packages busybox-static and nginx).
@@ -39,6 +44,15 @@ var (
 	// nssModules are the NSS libraries glibc loads at run time to resolve users, groups
 	// and hosts; nginx needs them to find its user www-data.
 	nssModules = []string{"libnss_files.so.2", "libnss_dns.so.2"}
+	// hostVolumeTools are the commands the CSI node plugin formats, checks, mounts and
+	// grows volumes with (Debian 12 packages util-linux, mount, e2fsprogs, xfsprogs).
+	hostVolumeTools = []string{"/usr/bin/mount", "/usr/bin/umount", "/usr/sbin/blkid", "/usr/sbin/fsck",
+		"/usr/sbin/mke2fs", "/usr/sbin/mkfs.ext4", "/usr/sbin/mkfs.ext3", "/usr/sbin/e2fsck", "/usr/sbin/fsck.ext4",
+		"/usr/sbin/fsck.ext3", "/usr/sbin/resize2fs", "/usr/sbin/mkfs.xfs", "/usr/sbin/xfs_repair", "/usr/sbin/xfs_growfs",
+		"/usr/sbin/xfs_io"}
+	// hostVolumeScripts are the shell scripts among them (run by busybox's sh).
+	hostVolumeScripts = []string{"/usr/sbin/fsck.xfs"}
+	hostMke2fsConf    = "/etc/mke2fs.conf"
 )
 
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -51,15 +65,21 @@ type builtImage struct {
 
 // builder makes the default images from host files, through the layer cache.
 type builder struct {
-	pauseBinary string
-	cache       *layerCache
-	log         *slog.Logger
+	pauseBinary   string
+	kubelabBinary string // "": no KubelabImage
+	cache         *layerCache
+	log           *slog.Logger
 }
 
-// build makes the three default images.
+// build makes the default images: pause, busybox, nginx and, with a kubelab binary,
+// kubelab.
 func (b *builder) build() ([]builtImage, error) {
 	var out []builtImage
-	for _, f := range []func() (builtImage, error){b.pause, b.busybox, b.nginx} {
+	builds := []func() (builtImage, error){b.pause, b.busybox, b.nginx}
+	if b.kubelabBinary != "" {
+		builds = append(builds, b.kubelab)
+	}
+	for _, f := range builds {
 		img, err := f()
 		if err != nil {
 			return nil, err
@@ -151,13 +171,7 @@ func (b *builder) busybox() (builtImage, error) {
 // busybox as /bin/sh with its applets.
 func (b *builder) nginx() (builtImage, error) {
 	spec := newLayerSpec()
-	// Debian 12 is merged-usr: /bin, /sbin, /lib and /lib64 are links into /usr, and
-	// the library paths the loader searches go through them.
-	for _, d := range []string{"/bin", "/sbin", "/lib", "/lib64"} {
-		if target, err := os.Readlink(d); err == nil {
-			spec.symlink(d, target)
-		}
-	}
+	mergedUsr(spec)
 	if _, err := spec.hostPath(hostNginx); err != nil {
 		return builtImage{}, fmt.Errorf("nginx image (package nginx): %w", err)
 	}
@@ -214,6 +228,65 @@ func (b *builder) nginx() (builtImage, error) {
 		return builtImage{}, err
 	}
 	return builtImage{refs: refs, img: img}, nil
+}
+
+// kubelab is KubelabImage.
+func (b *builder) kubelab() (builtImage, error) {
+	spec := newLayerSpec()
+	mergedUsr(spec)
+	if err := spec.hostFile("usr/bin/kubelab", b.kubelabBinary); err != nil {
+		return builtImage{}, fmt.Errorf("kubelab image: %w", err)
+	}
+	var tools []string
+	for _, t := range hostVolumeTools {
+		resolved, err := spec.hostPath(t)
+		if err != nil {
+			return builtImage{}, fmt.Errorf("kubelab image (packages util-linux, mount, e2fsprogs, xfsprogs): %w", err)
+		}
+		tools = append(tools, resolved)
+	}
+	libs, err := libraryClosure(append(tools, b.kubelabBinary), nil)
+	if err != nil {
+		return builtImage{}, fmt.Errorf("kubelab image: %w", err)
+	}
+	for _, l := range libs {
+		if _, err := spec.hostPath(l); err != nil {
+			return builtImage{}, fmt.Errorf("kubelab image: %w", err)
+		}
+	}
+	for _, f := range append([]string{hostMke2fsConf}, hostVolumeScripts...) {
+		if _, err := spec.hostPath(f); err != nil {
+			return builtImage{}, fmt.Errorf("kubelab image (packages e2fsprogs, xfsprogs): %w", err)
+		}
+	}
+	busybox := spec.resolve("bin/busybox")
+	if err := spec.hostFile(busybox, hostBusybox); err != nil {
+		return builtImage{}, fmt.Errorf("kubelab image (package busybox-static): %w", err)
+	}
+	if err := addApplets(spec, busybox); err != nil {
+		return builtImage{}, err
+	}
+	baseDirs(spec)
+	spec.file("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"))
+	spec.file("etc/group", 0o644, []byte("root:x:0:\nnobody:x:65534:\n"))
+	img, err := b.image(KubelabImage, spec, v1.Config{
+		Entrypoint: []string{"/usr/bin/kubelab"},
+		Env:        []string{"PATH=" + defaultPath},
+	})
+	if err != nil {
+		return builtImage{}, err
+	}
+	return builtImage{refs: []string{KubelabImage}, img: img}, nil
+}
+
+// mergedUsr adds the links of a merged-usr root (Debian 12): /bin, /sbin, /lib and
+// /lib64 into /usr, through which the loader's library paths go.
+func mergedUsr(spec *layerSpec) {
+	for _, d := range []string{"/bin", "/sbin", "/lib", "/lib64"} {
+		if target, err := os.Readlink(d); err == nil {
+			spec.symlink(d, target)
+		}
+	}
 }
 
 // baseDirs adds the directories every image has.

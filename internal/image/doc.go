@@ -26,6 +26,11 @@
 //	docker.io/library/nginx:latest    Debian's nginx with its shared libraries (from the
 //	                                  ELF files), NSS modules, /etc/nginx, busybox as the
 //	                                  shell; serves /usr/share/nginx/html on port 80
+//	kubelab.dev/kubelab:latest        with Config.KubelabBinary: that binary as
+//	                                  /usr/bin/kubelab (the entrypoint), the volume tools
+//	                                  of the CSI node plugin (mount, umount, blkid, fsck,
+//	                                  mke2fs, e2fsck, resize2fs, mkfs.xfs, xfs_repair,
+//	                                  xfs_growfs, xfs_io) with their libraries, busybox
 //
 // nginx is also tagged with Debian's nginx version (nginx:1.22.1 on Debian 12). Every
 // image is linux on this machine's architecture, one gzip layer, every time stamp the

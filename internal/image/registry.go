@@ -62,6 +62,9 @@ type Config struct {
 	// PauseBinary is the static kubelab-pause the pause image is built from. Default
 	// kubelab-pause beside the running executable.
 	PauseBinary string
+	// KubelabBinary is the kubelab executable KubelabImage is built from; empty: no
+	// kubelab image.
+	KubelabBinary string
 	// Logger receives structured logs. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -199,7 +202,7 @@ func (r *Registry) Run(ctx context.Context) error {
 // registry at addr.
 func (r *Registry) publish(ctx context.Context, addr, layoutDir, blobDir, cacheDir string) error {
 	start := time.Now()
-	b := &builder{pauseBinary: r.cfg.PauseBinary, cache: &layerCache{dir: cacheDir, blobDir: blobDir}, log: r.log}
+	b := &builder{pauseBinary: r.cfg.PauseBinary, kubelabBinary: r.cfg.KubelabBinary, cache: &layerCache{dir: cacheDir, blobDir: blobDir}, log: r.log}
 	images, err := b.build()
 	if err != nil {
 		return err

@@ -3,9 +3,12 @@ package image
 import (
 	"archive/tar"
 	"bytes"
+	"context"
+	"errors"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -339,5 +342,56 @@ func TestConfigValidation(t *testing.T) {
 	defer cancel()
 	if err := reg.Run(ctx); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Errorf("Run with a missing pause binary = %v, want an error naming %s", err, missing)
+	}
+}
+
+// TestKubelabImage: with a kubelab binary the registry serves kubelab.dev/kubelab:latest,
+// whose entrypoint is that binary, and in which the binary and the CSI node plugin's
+// volume tools run (their libraries are all there). /usr/bin/env stands in for kubelab.
+func TestKubelabImage(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("running the image's tools in a chroot needs root")
+	}
+	reg, err := New(Config{Dir: t.TempDir(), PauseBinary: pauseBinary, KubelabBinary: "/usr/bin/env", Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- reg.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-reg.Ready():
+	case err := <-done:
+		done <- err
+		t.Fatalf("Run: %v", err)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("registry not ready after 2m")
+	}
+	img := pull(t, reg.Addr(), "kubelab:latest")
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cf.Config.Entrypoint; len(got) != 1 || got[0] != "/usr/bin/kubelab" {
+		t.Errorf("entrypoint %q, want [/usr/bin/kubelab]", got)
+	}
+	root := t.TempDir()
+	extractImage(t, img, root)
+	for _, args := range [][]string{
+		{"/usr/bin/kubelab", "--version"}, {"mkfs.ext4", "-V"}, {"mkfs.xfs", "-V"}, {"blkid", "--version"},
+		{"mount", "--version"}, {"umount", "--version"}, {"fsck", "--version"}, {"e2fsck", "-V"}, {"resize2fs", "-P", "/dev/null"},
+		{"xfs_repair", "-V"}, {"xfs_growfs", "-V"}, {"xfs_io", "-V"}, {"sh", "-c", "true"}, {"fsck.xfs"},
+	} {
+		cmd := exec.Command("chroot", append([]string{root}, args...)...)
+		cmd.Env = []string{"PATH=" + defaultPath}
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		// chroot exits 127 for a command it does not find, 126 for one it cannot run;
+		// the loader names a missing library.
+		if (errors.As(err, &exit) && exit.ExitCode() >= 126) || (err != nil && exit == nil) ||
+			strings.Contains(string(out), "error while loading shared libraries") {
+			t.Errorf("%s in the image: %v\n%s", args[0], err, out)
+		}
 	}
 }

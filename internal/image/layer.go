@@ -27,7 +27,7 @@ var epoch = time.Unix(0, 0).UTC()
 
 // layerFormat versions the way a layer is made from its spec; changing the tar or
 // compression settings must change it so that cached layers are rebuilt.
-const layerFormat = "kubelab-layer-v2 tar+gzip(default) epoch-mtime hardlink-mode-of-target"
+const layerFormat = "kubelab-layer-v3 tar+gzip(fastest) epoch-mtime hardlink-mode-of-target"
 
 // fsEntry is one file of a layer.
 type fsEntry struct {
@@ -395,7 +395,7 @@ func (c *layerCache) build(spec *layerSpec) (cachedMeta, error) {
 	defer f.Close()
 	compressed := sha256.New()
 	counter := &countWriter{}
-	zw, err := gzip.NewWriterLevel(io.MultiWriter(f, compressed, counter), gzip.DefaultCompression)
+	zw, err := gzip.NewWriterLevel(io.MultiWriter(f, compressed, counter), gzip.BestSpeed)
 	if err != nil {
 		return cachedMeta{}, err
 	}

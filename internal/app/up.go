@@ -83,6 +83,7 @@ kubelet (a fake container runtime and mounter); no root is needed.`,
 	f.register(cmd)
 	fs := cmd.Flags()
 	fs.BoolVar(&cfg.Hollow, "hollow", false, "hollow cloud and nodes (no loop devices, fake runtime and mounter; no root needed)")
+	fs.BoolVar(&cfg.CSIInProcess, "csi-in-process", false, "run the EBS CSI add-on inside kubelab (shown as mirror pods, as on hollow nodes) instead of as the pods of kube-system/ebs-csi-controller and ebs-csi-node")
 	fs.IntVar(&cfg.Nodes, "nodes", 0, "number of nodes, spread over the zones (default: one per zone)")
 	fs.StringVar(&cfg.OverlayMode, "overlay", "vxlan", "how real nodes reach each other's pod subnets: vxlan (an overlay over the VPC) or direct (routes via the nodes' VPC addresses)")
 	fs.StringVar(&cfg.Region, "region", "us-east-1", "the cloud's region")

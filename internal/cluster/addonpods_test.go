@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -73,9 +74,18 @@ kubectl logs -n kube-system $(kubectl get pod -n kube-system -l app=ebs-csi-node
 		}
 	}
 
-	// Kill the controller pod while two claims are being provisioned: their volumes are
-	// made in the cloud but stay creating until the fault is cleared.
-	before := tc.kubectlSh(`kubectl get pod -n kube-system -l app=ebs-csi-controller -o jsonpath='{.items[0].metadata.name}'`)
+	tc.killControllerMidFlow(ns)
+}
+
+// killControllerMidFlow deletes the ebs-csi-controller pods (`kubectl delete pod`) while
+// two claims of namespace ns are being provisioned (their volumes made in the cloud, which
+// holds CreateVolume's answer): the claims' pods run, each claim with one cloud volume, and
+// new controller pods take the deleted ones' place.
+func (tc *testCluster) killControllerMidFlow(ns string) {
+	t := tc.t
+	t.Helper()
+	ctx := context.Background()
+	before := strings.Fields(tc.kubectlSh(`kubectl get pod -n kube-system -l app=ebs-csi-controller -o jsonpath='{.items[*].metadata.name}'`))
 	fault, err := tc.cloud.InjectFault(cloud.Fault{Action: "CreateVolume", Mode: "hang"})
 	if err != nil {
 		t.Fatal(err)
@@ -98,10 +108,14 @@ kubectl logs -n kube-system $(kubectl get pod -n kube-system -l app=ebs-csi-node
 			t.Errorf("claim-%d has %d cloud volumes, want 1", i, len(vols))
 		}
 	}
-	var after string
-	waitFor(t, "a new ebs-csi-controller pod", func() (bool, error) {
-		after = tc.kubectlSh(`kubectl get pod -n kube-system -l app=ebs-csi-controller -o jsonpath='{.items[*].metadata.name}'`)
-		return after != "" && after != before && !strings.Contains(after, " "), nil
+	waitFor(t, "new ebs-csi-controller pods in place of the deleted ones", func() (bool, error) {
+		after := strings.Fields(tc.kubectlSh(`kubectl get pod -n kube-system -l app=ebs-csi-controller -o jsonpath='{.items[*].metadata.name}'`))
+		for _, p := range after {
+			if slices.Contains(before, p) {
+				return false, nil
+			}
+		}
+		return len(after) == len(before), nil
 	})
 	waitFor(t, "the new pod's csi-provisioner log shows its start", func() (bool, error) {
 		got := tc.kubectlSh(`kubectl logs -n kube-system -l app=ebs-csi-controller -c csi-provisioner --tail=200`)

@@ -147,7 +147,8 @@ func startRealBenchCluster(b *testing.B) *testCluster {
 		}
 	})
 	tc := startCluster(b, func(c *Config) {
-		c.Hollow, c.PauseBinary, c.CNIBinary = false, pause, plugin
+		// The add-on in process, as the recorded figures were measured.
+		c.Hollow, c.PauseBinary, c.CNIBinary, c.CSIInProcess = false, pause, plugin, true
 		c.Logger = cloudtest.Logger(b, slog.LevelError)
 		dataDir = c.DataDir
 	})
@@ -179,7 +180,7 @@ func BenchmarkRealUp(b *testing.B) {
 			cfg := Config{
 				ControlPlaneConfig: ControlPlaneConfig{DataDir: dir, SecurePort: apiservertest.FreePort(b),
 					EtcdClientPort: apiservertest.FreePort(b), EtcdPeerPort: apiservertest.FreePort(b)},
-				PauseBinary: pause, CNIBinary: plugin, NodeStatusInterval: interval,
+				PauseBinary: pause, CNIBinary: plugin, NodeStatusInterval: interval, CSIInProcess: true,
 			}
 			var nodes []Node
 			b.Cleanup(func() { assertNothingLeft(b, dir, nodes) })

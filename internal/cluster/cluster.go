@@ -86,8 +86,12 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	cl := &Cluster{cfg: cfg, cp: cp, cloud: c, ready: make(chan struct{}), bootDone: make(chan struct{})}
 	if !cfg.Hollow {
-		cl.registry, err = image.New(image.Config{Dir: filepath.Join(cfg.DataDir, "images"), PauseBinary: cfg.PauseBinary,
-			Logger: cfg.Logger.With("component", "image-registry")})
+		ic := image.Config{Dir: filepath.Join(cfg.DataDir, "images"), PauseBinary: cfg.PauseBinary,
+			Logger: cfg.Logger.With("component", "image-registry")}
+		if cfg.csiInPods() {
+			ic.KubelabBinary = cfg.KubelabBinary
+		}
+		cl.registry, err = image.New(ic)
 		if err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
@@ -177,6 +181,20 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 			}
 		}
 	}
+	if c.cfg.csiInPods() {
+		// The add-on's node plugin mounts under the kubelets' dirs from its own mount
+		// namespace: the nodes' dir is a shared mount, so that those mounts reach the
+		// machine's (the plugin's Bidirectional hostPath).
+		nodes := filepath.Join(c.cfg.DataDir, "nodes")
+		if err := ensureSharedMount(nodes); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		defer func() { // after the nodes' teardown has unmounted what is under it
+			if uerr := unmountShared(nodes); uerr != nil {
+				err = errors.Join(err, fmt.Errorf("cluster: %w", uerr))
+			}
+		}()
+	}
 	g, ctx := errgroup.WithContext(ctx)
 	c.cp.Start(ctx, g)
 	cloudCtx, stopCloud := context.WithCancel(context.WithoutCancel(ctx))
@@ -231,12 +249,18 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 		g.Go(func() error { return u.supervise(ctx) })
 		return u
 	}
-	start("csi-controller", c.runCSIController)
-	start("csi-provisioner", c.runProvisioner)
-	start("csi-attacher", c.runAttacher)
-	start("csi-resizer", c.runResizer)
-	start("csi-snapshotter", c.runSnapshotter)
-	start("liveness-probe", c.runLivenessProbe)
+	if c.cfg.csiInPods() {
+		if err := ensureCSIAddon(ctx, admin, c.csiAddon()); err != nil {
+			return err
+		}
+	} else {
+		start("csi-controller", c.runCSIController)
+		start("csi-provisioner", c.runProvisioner)
+		start("csi-attacher", c.runAttacher)
+		start("csi-resizer", c.runResizer)
+		start("csi-snapshotter", c.runSnapshotter)
+		start("liveness-probe", c.runLivenessProbe)
+	}
 	start("controller-manager", c.runControllerManager)
 	start("scheduler", c.runScheduler)
 	if c.vpc != nil {
@@ -271,8 +295,14 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 	if err := waitNodesReady(ctx, admin, nodes, bootTime); err != nil {
 		return err
 	}
-	c.addonPods = addonPodsOf(nodes, c.cfg.Hollow)
-	start("addon-pods", c.runAddonPods)
+	if c.cfg.csiInPods() {
+		if err := waitCSIAddon(ctx, admin, len(nodes)); err != nil {
+			return err
+		}
+	} else {
+		c.addonPods = addonPodsOf(nodes, c.cfg.Hollow)
+		start("addon-pods", c.runAddonPods)
+	}
 	log.Info("cluster ready", "apiserver", c.URL(), "nodes", len(nodes), "hollow", c.cfg.Hollow)
 	close(c.ready)
 	return nil

@@ -30,6 +30,14 @@ type Config struct {
 	// CNIBinary is the nodes' CNI plugin, kubelab-cni (beside the running executable when
 	// empty).
 	CNIBinary string
+	// CSIInProcess runs the EBS CSI add-on (the driver's controller and node plugin, the
+	// sidecars) inside kubelab, shown as mirror pods, as hollow nodes always do. Without
+	// it, real nodes run the add-on as pods of kubelab's own image: the Deployment
+	// kube-system/ebs-csi-controller and the DaemonSet kube-system/ebs-csi-node.
+	CSIInProcess bool
+	// KubelabBinary is the kubelab executable the add-on's image is built from (the
+	// running executable when empty).
+	KubelabBinary string
 	// Nodes is the number of nodes, spread round-robin over Zones (default one per zone).
 	Nodes int
 	// Region and Zones of the cloud (us-east-1; us-east-1a, b, c).
@@ -62,6 +70,10 @@ const (
 // DriverName is the CSI driver every node runs.
 const DriverName = "ebs.csi.aws.com"
 
+// csiInPods says whether the EBS CSI add-on runs as pods (real nodes without
+// CSIInProcess).
+func (c *Config) csiInPods() bool { return !c.Hollow && !c.CSIInProcess }
+
 func (c *Config) setDefaults() {
 	if c.Region == "" {
 		c.Region = "us-east-1"
@@ -80,6 +92,11 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.KubelabBinary == "" {
+		if exe, err := os.Executable(); err == nil {
+			c.KubelabBinary = exe
+		}
 	}
 	if c.CNIBinary == "" {
 		if exe, err := os.Executable(); err == nil {

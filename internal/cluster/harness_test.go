@@ -26,6 +26,19 @@ import (
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
 )
 
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		dir, err := os.MkdirTemp("", "kubelab-cluster-test-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		builtDir = dir
+		return m.Run()
+	}())
+}
+
 // testCluster is a hollow cluster run by the test, with an admin client and an EC2
 // client of its cloud.
 type testCluster struct {

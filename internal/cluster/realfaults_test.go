@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moby/sys/mountinfo"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,8 +58,17 @@ func TestRealVolumeFaults(t *testing.T) {
 	tc.expectWhy(ns, "mount-pod", trace.StageMount, "inode size 100")
 	assertContainerCreating(t, tc, ns, "mount-pod")
 	tc.deletePodAndWait(ns, "mount-pod")
-	if ms, _ := mountinfo.GetMounts(mountinfo.PrefixFilter(tc.cfg.DataDir)); len(ms) != 0 {
-		t.Fatalf("mounts left after the pods went: %s", ms[0].Mountpoint)
+	for _, claim := range []string{"attach-claim", "mount-claim"} {
+		c, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Spec.VolumeName == "" {
+			t.Fatalf("claim %s is not bound", claim)
+		}
+		if ms := volumeMounts(t, tc.cfg.DataDir, c.Spec.VolumeName, ""); len(ms) != 0 {
+			t.Fatalf("mounts of %s's volume left after the pods went: %s", claim, ms[0].Mountpoint)
+		}
 	}
 }
 

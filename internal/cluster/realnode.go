@@ -100,6 +100,9 @@ func (c *Cluster) startRealNode(ctx context.Context, g *errgroup.Group, start fu
 	if err != nil {
 		return err
 	}
+	if err := c.linkDeviceDir(n); err != nil {
+		return err
+	}
 	units := []*unit{
 		start("imds/"+n.Name, c.runIMDS(n, netns)),
 		start("containerd/"+n.Name, func(ctx context.Context) error {
@@ -109,11 +112,13 @@ func (c *Cluster) startRealNode(ctx context.Context, g *errgroup.Group, start fu
 			}
 			return ctrd.Run(ctx)
 		}),
-		start("ebs-csi-node/"+n.Name, c.runCSINode(n, netns)),
 		start("kubelet/"+n.Name, c.runRealKubelet(n, ctrd.Endpoint(), netns)),
 		start("overlay/"+n.Name, c.runOverlay(n, netns)),
 		start("netpol/"+n.Name, c.runNetworkPolicy(n, netns)),
 		start("kube-proxy/"+n.Name, c.runProxy(n, netns)),
+	}
+	if !c.cfg.csiInPods() {
+		units = append(units, start("ebs-csi-node/"+n.Name, c.runCSINode(n, netns)))
 	}
 	c.nodesRunning.Add(1)
 	g.Go(func() error {
@@ -123,6 +128,66 @@ func (c *Cluster) startRealNode(ctx context.Context, g *errgroup.Group, start fu
 		}
 		return c.tearDownNode(context.WithoutCancel(ctx), n)
 	})
+	return nil
+}
+
+// ensureSharedMount makes dir a mount point of its own (a bind mount onto itself) whose
+// mounts propagate both ways (shared), unless it is one already.
+func ensureSharedMount(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	mounted, err := mountinfo.Mounted(dir)
+	if err != nil {
+		return fmt.Errorf("is %s a mount point: %w", dir, err)
+	}
+	if !mounted {
+		if err := unix.Mount(dir, dir, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind-mount %s onto itself: %w", dir, err)
+		}
+	}
+	if err := unix.Mount("", dir, "", unix.MS_SHARED|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("make %s a shared mount: %w", dir, err)
+	}
+	return nil
+}
+
+// unmountShared undoes ensureSharedMount: it unmounts dir (lazily if still busy) when it
+// is a mount point.
+func unmountShared(dir string) error {
+	mounted, err := mountinfo.Mounted(dir)
+	if err != nil || !mounted {
+		return err
+	}
+	err = unix.Unmount(dir, 0)
+	if errors.Is(err, unix.EBUSY) {
+		err = unix.Unmount(dir, unix.MNT_DETACH)
+	}
+	if err != nil {
+		return fmt.Errorf("unmount %s: %w", dir, err)
+	}
+	return nil
+}
+
+// linkDeviceDir makes <node dir>/dev a link to node n's instance's device dir, where
+// the node plugin of the add-on's pods finds it by the node's name.
+func (c *Cluster) linkDeviceDir(n Node) error {
+	link := filepath.Join(c.nodeDir(n), "dev")
+	if target, err := os.Readlink(link); err == nil && target == n.DeviceDir {
+		return nil
+	}
+	if err := os.MkdirAll(c.nodeDir(n), 0o755); err != nil {
+		return fmt.Errorf("cluster: node %s: %w", n.Name, err)
+	}
+	tmp := link + ".tmp"
+	_ = os.Remove(tmp)
+	if err := os.Symlink(n.DeviceDir, tmp); err != nil {
+		return fmt.Errorf("cluster: node %s: link the device dir: %w", n.Name, err)
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("cluster: node %s: link the device dir: %w", n.Name, err)
+	}
 	return nil
 }
 

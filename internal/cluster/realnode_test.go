@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/moby/sys/mountinfo"
@@ -45,7 +46,7 @@ func startRealClusterWith(t *testing.T, tweak func(*Config), nodes int, zones ..
 			t.Skipf("real nodes need %s (hack/setup.sh installs it): %v", bin, err)
 		}
 	}
-	pause, plugin := buildCommand(t, "kubelab-pause"), buildCommand(t, "kubelab-cni")
+	pause, plugin, kubelab := buildCommand(t, "kubelab-pause"), buildCommand(t, "kubelab-cni"), buildCommand(t, "kubelab")
 	var tc *testCluster
 	t.Cleanup(func() { // runs after the cluster has stopped
 		if tc != nil {
@@ -53,7 +54,7 @@ func startRealClusterWith(t *testing.T, tweak func(*Config), nodes int, zones ..
 		}
 	})
 	tc = startCluster(t, func(c *Config) {
-		c.Hollow, c.PauseBinary, c.CNIBinary = false, pause, plugin
+		c.Hollow, c.PauseBinary, c.CNIBinary, c.KubelabBinary = false, pause, plugin, kubelab
 		c.Zones, c.Nodes = zones, nodes
 		if tweak != nil {
 			tweak(c)
@@ -62,15 +63,29 @@ func startRealClusterWith(t *testing.T, tweak func(*Config), nodes int, zones ..
 	return tc
 }
 
-// buildCommand builds the static executable of cmd/<name> into the test's temp dir.
+// builtCommands are the executables buildCommand has built, by name, in builtDir (made
+// by TestMain and removed when the tests end).
+var (
+	builtMu       sync.Mutex
+	builtCommands = map[string]string{}
+	builtDir      string
+)
+
+// buildCommand builds the static executable of cmd/<name> once per test process.
 func buildCommand(t testing.TB, name string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), name)
+	builtMu.Lock()
+	defer builtMu.Unlock()
+	if out, ok := builtCommands[name]; ok {
+		return out
+	}
+	out := filepath.Join(builtDir, name)
 	build := exec.Command("go", "build", "-o", out, "github.com/kubelab/kubelab/cmd/"+name)
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build %s: %v\n%s", name, err, b)
 	}
+	builtCommands[name] = out
 	return out
 }
 
@@ -160,11 +175,13 @@ func hostMount(t *testing.T, path string) *mountinfo.Info {
 	return ms[len(ms)-1]
 }
 
-// TestRealSeedFlow runs the claim and nginx pod of examples/seed on real nodes, with an
-// ext4 filesystem on the cloud's loop device, staged at the global mount and bind-mounted
-// into the pod dir and the container's mountPath; nginx serves a file written there; the
-// pod runs again on another node of the zone and finds the file; deleting the claim
-// removes the mounts, the loop device and the cloud volume.
+// TestRealSeedFlow runs the claim and nginx pod of examples/seed on real nodes, the EBS
+// CSI add-on running as the pods of kube-system/ebs-csi-controller and ebs-csi-node, with
+// an ext4 filesystem on the cloud's loop device, staged at the global mount and
+// bind-mounted into the pod dir and the container's mountPath; nginx serves a file written
+// there; the pod runs again on another node of the zone and finds the file; deleting the
+// claim removes the mounts, the loop device and the cloud volume. The controller's pods
+// deleted while two claims are provisioning leave one volume per claim.
 func TestRealSeedFlow(t *testing.T) {
 	tc := startRealCluster(t, 2, "us-east-1a")
 	ctx := context.Background()
@@ -216,7 +233,7 @@ func TestRealSeedFlow(t *testing.T) {
 		other = nodes[1].Name
 	}
 	tc.deletePodAndWait(ns, pod.Name)
-	if ms, _ := mountinfo.GetMounts(mountinfo.PrefixFilter(root)); len(ms) != 0 {
+	if ms := volumeMounts(t, tc.cfg.DataDir, pv, staging.Source); len(ms) != 0 {
 		t.Fatalf("mounts left on %s after the pod went: %s", node.Name, ms[0].Mountpoint)
 	}
 	again := seedObject[*corev1.Pod](t, "20-pod.yaml")
@@ -239,11 +256,27 @@ func TestRealSeedFlow(t *testing.T) {
 	waitFor(t, "cloud volume of "+pv+" deleted", func() (bool, error) {
 		return len(tc.cloudVolumes(pv)) == 0, nil
 	})
-	if ms, _ := mountinfo.GetMounts(mountinfo.PrefixFilter(tc.cfg.DataDir)); len(ms) != 0 {
+	if ms := volumeMounts(t, tc.cfg.DataDir, pv, staging.Source); len(ms) != 0 {
 		t.Fatalf("mounts left after the claim went: %s", ms[0].Mountpoint)
 	}
 
+	tc.killControllerMidFlow(ns)
 	tc.assertRealTrace()
+}
+
+// volumeMounts are the mounts under dataDir of volume pv (its staging and publish
+// paths on every node) or of its loop device dev (if not "").
+func volumeMounts(t *testing.T, dataDir, pv, dev string) []*mountinfo.Info {
+	t.Helper()
+	ms, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) {
+		mine := strings.HasPrefix(m.Mountpoint, dataDir+"/") &&
+			((dev != "" && m.Source == dev) || strings.Contains(m.Mountpoint, "/"+pv+"/"))
+		return !mine, false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms
 }
 
 // nodeReady is the node's Ready condition.
@@ -448,7 +481,8 @@ func hasCapSysResource(t *testing.T) bool {
 
 // TestRealPodDeletedWhileKubeletDown deletes a pod with a mounted volume while its
 // node's kubelet is stopped: the restarted kubelet finds the volume it had published
-// (vol_data.json), unpublishes and unstages it, and the pod goes; nothing stays mounted.
+// (vol_data.json), unpublishes and unstages it, and the pod goes; nothing of the volume
+// stays mounted.
 func TestRealPodDeletedWhileKubeletDown(t *testing.T) {
 	tc := startRealCluster(t, 1, "us-east-1a")
 	ctx := context.Background()
@@ -456,9 +490,13 @@ func TestRealPodDeletedWhileKubeletDown(t *testing.T) {
 	node := tc.Nodes()[0]
 	_, pod := tc.seedPair(ns, "data", "app", "gp2")
 	tc.waitPodRunning(ns, pod.Name)
-	root := tc.kubeletRoot(node)
-	if ms, _ := mountinfo.GetMounts(mountinfo.PrefixFilter(root)); len(ms) < 2 {
-		t.Fatalf("mounts under %s with the pod running: %d, want the global mount and the pod's", root, len(ms))
+	claim, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv := claim.Spec.VolumeName
+	if ms := volumeMounts(t, tc.cfg.DataDir, pv, ""); len(ms) < 2 {
+		t.Fatalf("mounts of %s with the pod running: %d, want the global mount and the pod's", pv, len(ms))
 	}
 	if err := tc.Stop(ctx, "kubelet/"+node.Name); err != nil {
 		t.Fatal(err)
@@ -473,8 +511,7 @@ func TestRealPodDeletedWhileKubeletDown(t *testing.T) {
 		_, err := tc.client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	waitFor(t, "nothing mounted on the node", func() (bool, error) {
-		ms, err := mountinfo.GetMounts(mountinfo.PrefixFilter(root))
-		return err == nil && len(ms) == 0, err
+	waitFor(t, "nothing of the volume mounted on the node", func() (bool, error) {
+		return len(volumeMounts(t, tc.cfg.DataDir, pv, "")) == 0, nil
 	})
 }

@@ -1,0 +1,282 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubelab/kubelab/internal/image"
+	"github.com/kubelab/kubelab/internal/vpc"
+)
+
+// The EBS CSI add-on as the pods EKS runs, on real nodes: the Deployment
+// ebs-csi-controller (the plugin's controller service and its sidecars, two replicas
+// behind leader election) and the DaemonSet ebs-csi-node (the node plugin, its registrar
+// and liveness probe on every node, privileged, on the node's network), every container
+// kubelab's own binary from its registry (image.KubelabImage) running one subcommand.
+//
+// The node plugin sees the nodes' directories at the paths the kubelets use: the
+// hostPath <data-dir>/nodes is mounted at the same path, with Bidirectional propagation
+// (kubelab makes it a shared mount), so that what the plugin mounts under a kubelet's dir
+// is the kubelet's too. Each pod finds its own node's dirs through $(NODE_NAME): the
+// kubelet dir <data-dir>/nodes/$(NODE_NAME)/kubelet and the device dir
+// <data-dir>/nodes/$(NODE_NAME)/dev, a link to the node's instance's device dir; /dev is
+// the host's, where the attached volumes' loop devices are.
+
+const (
+	// awsSecret holds the controller's cloud credentials (keys key_id, access_key), as
+	// the add-on's chart reads them.
+	awsSecret = "aws-secret"
+	// leasesRole lets the controller's sidecars hold their Leases in kube-system.
+	leasesRole = "ebs-csi-leases-role"
+	// controllerSocket is the plugin's socket in the controller pod (an emptyDir).
+	controllerSocketDir = "/var/lib/csi/sockets/pluginproxy/"
+	// healthPort is the liveness probes' port (the node pods': on the node's network).
+	healthPort = 9808
+)
+
+// csiAddon is what the add-on's pods need to know of the cluster.
+type csiAddon struct {
+	nodesDir    string // <data-dir>/nodes
+	region      string
+	ec2Endpoint string // the EC2 API as pods reach it
+	accessKey   string
+	secretKey   string
+	labels      map[string]string // ebsLabels
+}
+
+func (c *Cluster) csiAddon() csiAddon {
+	id, key := c.cloud.Credentials()
+	return csiAddon{nodesDir: filepath.Join(c.cfg.DataDir, "nodes"), region: c.cfg.Region,
+		ec2Endpoint: "http://" + vpc.ControlPlaneIP, accessKey: id, secretKey: key, labels: ebsLabels}
+}
+
+// podLabels are a pod's labels: app plus the add-on's.
+func (a csiAddon) podLabels(app string) map[string]string {
+	l := map[string]string{"app": app}
+	for k, v := range a.labels {
+		l[k] = v
+	}
+	return l
+}
+
+// container is a container of kubelab's image running args.
+func container(name string, args ...string) corev1.Container {
+	return corev1.Container{Name: name, Image: image.KubelabImage, ImagePullPolicy: corev1.PullAlways, Args: args,
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("40Mi")}}}
+}
+
+func healthzProbe() *corev1.Probe {
+	return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("healthz")}},
+		InitialDelaySeconds: 10, TimeoutSeconds: 3, PeriodSeconds: 10, FailureThreshold: 5}
+}
+
+func (a csiAddon) secret() *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: awsSecret, Namespace: metav1.NamespaceSystem, Labels: a.labels},
+		StringData: map[string]string{"key_id": a.accessKey, "access_key": a.secretKey}}
+}
+
+func (a csiAddon) leases() (*rbacv1.Role, *rbacv1.RoleBinding) {
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: leasesRole, Namespace: metav1.NamespaceSystem, Labels: a.labels},
+		Rules: []rbacv1.PolicyRule{rule("coordination.k8s.io", res("leases"), "get", "watch", "list", "delete", "update", "create")}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ebs-csi-leases-rolebinding", Namespace: metav1.NamespaceSystem, Labels: a.labels},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: leasesRole},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: csiControllerSA, Namespace: metav1.NamespaceSystem}}}
+	return role, binding
+}
+
+func secretEnv(name, key string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: awsSecret}, Key: key, Optional: ptr.To(true)}}}
+}
+
+// controller is the Deployment ebs-csi-controller.
+func (a csiAddon) controller() *appsv1.Deployment {
+	labels := a.podLabels(appCSIController)
+	socket := corev1.VolumeMount{Name: "socket-dir", MountPath: controllerSocketDir}
+	address := "--csi-address=" + controllerSocketDir + "csi.sock"
+	plugin := container("ebs-plugin", "csi-driver", "--mode=controller", "--endpoint=unix://"+controllerSocketDir+"csi.sock",
+		"--ec2-endpoint="+a.ec2Endpoint, "--region="+a.region)
+	plugin.Env = []corev1.EnvVar{secretEnv("AWS_ACCESS_KEY_ID", "key_id"), secretEnv("AWS_SECRET_ACCESS_KEY", "access_key")}
+	plugin.Ports = []corev1.ContainerPort{{Name: "healthz", ContainerPort: healthPort, Protocol: corev1.ProtocolTCP}}
+	plugin.LivenessProbe = healthzProbe()
+	sidecar := func(name string, args ...string) corev1.Container {
+		c := container(name, append([]string{name, address, "--v=2"}, args...)...)
+		return c
+	}
+	containers := []corev1.Container{plugin,
+		sidecar("csi-provisioner", "--default-fstype=ext4", "--extra-create-metadata", "--leader-election"),
+		sidecar("csi-attacher", "--leader-election"),
+		sidecar("csi-resizer", "--leader-election"),
+		sidecar("csi-snapshotter", "--leader-election"),
+		container("liveness-probe", "liveness-probe", address, fmt.Sprintf("--health-port=%d", healthPort)),
+	}
+	for i := range containers {
+		containers[i].VolumeMounts = []corev1.VolumeMount{socket}
+	}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: appCSIController, Namespace: metav1.NamespaceSystem, Labels: a.labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": appCSIController}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: csiControllerSA,
+					PriorityClassName:  "system-cluster-critical",
+					Tolerations:        []corev1.Toleration{{Key: "CriticalAddonsOnly", Operator: corev1.TolerationOpExists}},
+					Containers:         containers,
+					Volumes:            []corev1.Volume{{Name: "socket-dir", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+				},
+			},
+		},
+	}
+}
+
+// node is the DaemonSet ebs-csi-node.
+func (a csiAddon) node() *appsv1.DaemonSet {
+	labels := a.podLabels(appCSINode)
+	kubeletDir := filepath.Join(a.nodesDir, "$(NODE_NAME)", "kubelet")
+	socket := filepath.Join(kubeletDir, "plugins", DriverName, "csi.sock")
+	nodes := corev1.VolumeMount{Name: "nodes-dir", MountPath: a.nodesDir}
+	bidirectional := nodes
+	bidirectional.MountPropagation = ptr.To(corev1.MountPropagationBidirectional)
+	nodeName := corev1.EnvVar{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}
+
+	plugin := container("ebs-plugin", "csi-driver", "--mode=node", "--endpoint=unix://"+socket,
+		"--device-dir="+filepath.Join(a.nodesDir, "$(NODE_NAME)", "dev"))
+	plugin.SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+	plugin.VolumeMounts = []corev1.VolumeMount{bidirectional, {Name: "device-dir", MountPath: "/dev"}}
+	plugin.Ports = []corev1.ContainerPort{{Name: "healthz", ContainerPort: healthPort, Protocol: corev1.ProtocolTCP}}
+	plugin.LivenessProbe = healthzProbe()
+	registrar := container("node-driver-registrar", "node-driver-registrar", "--csi-address="+socket,
+		"--kubelet-registration-path="+socket, "--plugin-registration-path="+filepath.Join(kubeletDir, "plugins_registry"), "--v=2")
+	registrar.VolumeMounts = []corev1.VolumeMount{nodes}
+	probe := container("liveness-probe", "liveness-probe", "--csi-address="+socket, fmt.Sprintf("--health-port=%d", healthPort))
+	probe.VolumeMounts = []corev1.VolumeMount{nodes}
+	containers := []corev1.Container{plugin, registrar, probe}
+	for i := range containers {
+		containers[i].Env = append([]corev1.EnvVar{nodeName}, containers[i].Env...)
+	}
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: appCSINode, Namespace: metav1.NamespaceSystem, Labels: a.labels},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": appCSINode}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: csiNodeSA,
+					PriorityClassName:  "system-node-critical",
+					HostNetwork:        true,
+					Tolerations:        []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+					Containers:         containers,
+					Volumes: []corev1.Volume{
+						{Name: "nodes-dir", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+							Path: a.nodesDir, Type: ptr.To(corev1.HostPathDirectory)}}},
+						{Name: "device-dir", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+							Path: "/dev", Type: ptr.To(corev1.HostPathDirectory)}}},
+					},
+				},
+			},
+		},
+	}
+}
+
+// ensureCSIAddon creates the add-on's Secret, Leases Role and binding, Deployment and
+// DaemonSet; the workloads are updated to this kubelab's spec when they exist, the
+// others left as they are.
+func ensureCSIAddon(ctx context.Context, client kubernetes.Interface, a csiAddon) error {
+	sec := a.secret()
+	role, binding := a.leases()
+	creates := []struct {
+		what string
+		f    func(ctx context.Context) error
+	}{
+		{"Secret kube-system/" + sec.Name, func(ctx context.Context) error {
+			_, err := client.CoreV1().Secrets(sec.Namespace).Create(ctx, sec, metav1.CreateOptions{})
+			return err
+		}},
+		{"Role kube-system/" + role.Name, func(ctx context.Context) error {
+			_, err := client.RbacV1().Roles(role.Namespace).Create(ctx, role, metav1.CreateOptions{})
+			return err
+		}},
+		{"RoleBinding kube-system/" + binding.Name, func(ctx context.Context) error {
+			_, err := client.RbacV1().RoleBindings(binding.Namespace).Create(ctx, binding, metav1.CreateOptions{})
+			return err
+		}},
+	}
+	for _, c := range creates {
+		if err := createAddon(ctx, c.what, c.f); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+	}
+	dep, ds := a.controller(), a.node()
+	deployments, daemonsets := client.AppsV1().Deployments(dep.Namespace), client.AppsV1().DaemonSets(ds.Namespace)
+	if err := createAddon(ctx, "Deployment kube-system/"+dep.Name, func(ctx context.Context) error {
+		_, err := deployments.Create(ctx, dep, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			var cur *appsv1.Deployment
+			if cur, err = deployments.Get(ctx, dep.Name, metav1.GetOptions{}); err == nil {
+				cur.Spec.Template = dep.Spec.Template
+				_, err = deployments.Update(ctx, cur, metav1.UpdateOptions{})
+			}
+		}
+		return err
+	}); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	if err := createAddon(ctx, "DaemonSet kube-system/"+ds.Name, func(ctx context.Context) error {
+		_, err := daemonsets.Create(ctx, ds, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			var cur *appsv1.DaemonSet
+			if cur, err = daemonsets.Get(ctx, ds.Name, metav1.GetOptions{}); err == nil {
+				cur.Spec.Template = ds.Spec.Template
+				_, err = daemonsets.Update(ctx, cur, metav1.UpdateOptions{})
+			}
+		}
+		return err
+	}); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	return nil
+}
+
+// waitCSIAddon waits until the add-on's pods are ready: every replica of the controller's
+// Deployment available and a ready node plugin on each of the nodes.
+func waitCSIAddon(ctx context.Context, client kubernetes.Interface, nodes int) error {
+	var state string
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		dep, err := client.AppsV1().Deployments(metav1.NamespaceSystem).Get(ctx, appCSIController, metav1.GetOptions{})
+		if err != nil {
+			state = err.Error()
+			return false, nil
+		}
+		ds, err := client.AppsV1().DaemonSets(metav1.NamespaceSystem).Get(ctx, appCSINode, metav1.GetOptions{})
+		if err != nil {
+			state = err.Error()
+			return false, nil
+		}
+		want := ptr.Deref(dep.Spec.Replicas, 1)
+		state = fmt.Sprintf("%s: %d of %d replicas available; %s: %d of %d nodes ready", appCSIController,
+			dep.Status.AvailableReplicas, want, appCSINode, ds.Status.NumberReady, nodes)
+		return dep.Status.ObservedGeneration >= dep.Generation && dep.Status.UpdatedReplicas == want && dep.Status.AvailableReplicas == want &&
+			ds.Status.ObservedGeneration >= ds.Generation && ds.Status.UpdatedNumberScheduled == int32(nodes) && ds.Status.NumberReady == int32(nodes), nil
+	})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("cluster: the EBS CSI add-on's pods are not ready (%s): %w", state, err)
+	}
+	return err
+}

@@ -38,3 +38,25 @@ if [ ! -x "$gobin/csi-sanity" ]; then
 	echo "setup: installing csi-sanity" >&2
 	go install github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity@v5.6.0 || echo "setup: csi-sanity not installed; its tests will skip" >&2
 fi
+
+# The upstream CSI sidecars, which a test runs in place of kubelab's with only the RBAC
+# kubelab gives the add-on. Their modules replace dependencies, so `go install mod@version`
+# refuses them: each is built in a copy of its module.
+upstream="$(go env GOPATH)/upstream/bin"
+build_upstream() { # module version command
+	[ -x "$upstream/$3" ] && return 0
+	echo "setup: building the upstream $3 $2" >&2
+	local src dir
+	src="$(go mod download -json "$1@$2" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+	[ -n "$src" ] || return 1
+	dir="$(mktemp -d)"
+	cp -r "$src/." "$dir" && chmod -R u+w "$dir" &&
+		(cd "$dir" && GOFLAGS=-mod=mod go build -o "$upstream/$3" "./cmd/$3")
+	local rc=$?
+	rm -rf "$dir"
+	return $rc
+}
+build_upstream github.com/kubernetes-csi/external-provisioner/v6 v6.4.0 csi-provisioner ||
+	echo "setup: the upstream csi-provisioner not built; its test will skip" >&2
+build_upstream github.com/kubernetes-csi/external-attacher/v4 v4.13.0 csi-attacher ||
+	echo "setup: the upstream csi-attacher not built; its test will skip" >&2

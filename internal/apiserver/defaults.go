@@ -44,7 +44,9 @@ func addDefaults(s *runtime.Scheme) {
 		if g := p.Spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
 			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
 		}
-		if p.Spec.ServiceAccountName == "" {
+		// A mirror pod names no service account (a kubelet may not create one that does);
+		// every other pod runs as "default" unless it names one.
+		if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; p.Spec.ServiceAccountName == "" && !mirror {
 			p.Spec.ServiceAccountName = "default"
 		}
 		p.Spec.DeprecatedServiceAccount = p.Spec.ServiceAccountName

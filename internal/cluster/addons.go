@@ -42,7 +42,7 @@ func addons() (*storagev1.CSIDriver, *storagev1.StorageClass) {
 	return drv, sc
 }
 
-// ensureAddons creates the add-on objects that are missing (addons, addonRBAC); existing
+// ensureAddons creates the add-on objects that are missing (addons, addonRBAC, leasesRBAC); existing
 // ones are left as the user changed them. It runs before any component starts, so that
 // each finds its role in place.
 func ensureAddons(ctx context.Context, client kubernetes.Interface) error {
@@ -84,6 +84,19 @@ func ensureAddons(ctx context.Context, client kubernetes.Interface) error {
 		}); err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}
+	}
+	role, binding := leasesRBAC()
+	if err := create("Role kube-system/"+role.Name, func(ctx context.Context) error {
+		_, err := client.RbacV1().Roles(role.Namespace).Create(ctx, role, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	if err := create("RoleBinding kube-system/"+binding.Name, func(ctx context.Context) error {
+		_, err := client.RbacV1().RoleBindings(binding.Namespace).Create(ctx, binding, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("cluster: %w", err)
 	}
 	return nil
 }

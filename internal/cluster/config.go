@@ -119,6 +119,11 @@ func (c *Config) validate() error {
 		errs = append(errs, fmt.Errorf("data dir %q is too long for the real nodes' unix sockets (%s would be %d bytes, at most %d): use a shorter one",
 			c.DataDir, longest, len(longest), maxSocketPath))
 	}
+	if c.Nodes > 0 && c.csiInPods() {
+		if st, err := os.Stat(c.KubelabBinary); err != nil || !st.Mode().IsRegular() {
+			errs = append(errs, fmt.Errorf("kubelab binary %q, the EBS CSI add-on's image, is not a file (%v): name it, or run the add-on in process", c.KubelabBinary, err))
+		}
+	}
 	if c.Nodes > 0 && !c.Hollow && os.Geteuid() != 0 {
 		errs = append(errs, fmt.Errorf("%d real nodes need root (loop devices, mounts, containerd); run as root or use hollow nodes", c.Nodes))
 	}

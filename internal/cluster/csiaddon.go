@@ -8,7 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,9 +38,7 @@ const (
 	// awsSecret holds the controller's cloud credentials (keys key_id, access_key), as
 	// the add-on's chart reads them.
 	awsSecret = "aws-secret"
-	// leasesRole lets the controller's sidecars hold their Leases in kube-system.
-	leasesRole = "ebs-csi-leases-role"
-	// controllerSocket is the plugin's socket in the controller pod (an emptyDir).
+	// controllerSocketDir holds the plugin's socket in the controller pod (an emptyDir).
 	controllerSocketDir = "/var/lib/csi/sockets/pluginproxy/"
 	// healthPort is the liveness probes' port (the node pods': on the node's network).
 	healthPort = 9808
@@ -87,15 +84,6 @@ func healthzProbe() *corev1.Probe {
 func (a csiAddon) secret() *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: awsSecret, Namespace: metav1.NamespaceSystem, Labels: a.labels},
 		StringData: map[string]string{"key_id": a.accessKey, "access_key": a.secretKey}}
-}
-
-func (a csiAddon) leases() (*rbacv1.Role, *rbacv1.RoleBinding) {
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: leasesRole, Namespace: metav1.NamespaceSystem, Labels: a.labels},
-		Rules: []rbacv1.PolicyRule{rule("coordination.k8s.io", res("leases"), "get", "watch", "list", "delete", "update", "create")}}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ebs-csi-leases-rolebinding", Namespace: metav1.NamespaceSystem, Labels: a.labels},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: leasesRole},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: csiControllerSA, Namespace: metav1.NamespaceSystem}}}
-	return role, binding
 }
 
 func secretEnv(name, key string) corev1.EnvVar {
@@ -195,33 +183,15 @@ func (a csiAddon) node() *appsv1.DaemonSet {
 	}
 }
 
-// ensureCSIAddon creates the add-on's Secret, Leases Role and binding, Deployment and
-// DaemonSet; the workloads are updated to this kubelab's spec when they exist, the
-// others left as they are.
+// ensureCSIAddon creates the add-on's Secret (left as it is when it exists), Deployment
+// and DaemonSet; the workloads are updated to this kubelab's spec when they exist.
 func ensureCSIAddon(ctx context.Context, client kubernetes.Interface, a csiAddon) error {
 	sec := a.secret()
-	role, binding := a.leases()
-	creates := []struct {
-		what string
-		f    func(ctx context.Context) error
-	}{
-		{"Secret kube-system/" + sec.Name, func(ctx context.Context) error {
-			_, err := client.CoreV1().Secrets(sec.Namespace).Create(ctx, sec, metav1.CreateOptions{})
-			return err
-		}},
-		{"Role kube-system/" + role.Name, func(ctx context.Context) error {
-			_, err := client.RbacV1().Roles(role.Namespace).Create(ctx, role, metav1.CreateOptions{})
-			return err
-		}},
-		{"RoleBinding kube-system/" + binding.Name, func(ctx context.Context) error {
-			_, err := client.RbacV1().RoleBindings(binding.Namespace).Create(ctx, binding, metav1.CreateOptions{})
-			return err
-		}},
-	}
-	for _, c := range creates {
-		if err := createAddon(ctx, c.what, c.f); err != nil {
-			return fmt.Errorf("cluster: %w", err)
-		}
+	if err := createAddon(ctx, "Secret kube-system/"+sec.Name, func(ctx context.Context) error {
+		_, err := client.CoreV1().Secrets(sec.Namespace).Create(ctx, sec, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("cluster: %w", err)
 	}
 	dep, ds := a.controller(), a.node()
 	deployments, daemonsets := client.AppsV1().Deployments(dep.Namespace), client.AppsV1().DaemonSets(ds.Namespace)

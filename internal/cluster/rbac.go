@@ -13,8 +13,8 @@ import (
 //     controller's sidecars are kube-system/ebs-csi-controller-sa, bound to
 //     ebs-external-provisioner-role, ebs-external-attacher-role, ebs-external-resizer-role
 //     and ebs-external-snapshotter-role; the node plugin is kube-system/ebs-csi-node-sa,
-//     bound to ebs-csi-node-role. The sidecars run without leader election, so the
-//     deployment's Role on leases is not needed;
+//     bound to ebs-csi-node-role; the Role ebs-csi-leases-role in kube-system
+//     (leasesRBAC) lets the controller's sidecars hold their Leases;
 //   - the cluster DNS's, as CoreDNS is deployed: kube-system/coredns, bound to
 //     system:coredns (it watches Namespaces besides Services and EndpointSlices, which
 //     the bootstrap policy's system:kube-dns does not allow);
@@ -152,4 +152,18 @@ func addonRBAC() ([]*corev1.ServiceAccount, []*rbacv1.ClusterRole, []*rbacv1.Clu
 		})
 	}
 	return accounts, roles, bindings
+}
+
+// leasesRole lets the EBS CSI controller's sidecars hold their Leases in kube-system.
+const leasesRole = "ebs-csi-leases-role"
+
+// leasesRBAC are the Role on Leases of the EBS CSI controller's sidecars and its binding
+// to their service account.
+func leasesRBAC() (*rbacv1.Role, *rbacv1.RoleBinding) {
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: leasesRole, Namespace: metav1.NamespaceSystem, Labels: ebsLabels},
+		Rules: []rbacv1.PolicyRule{rule("coordination.k8s.io", res("leases"), "get", "watch", "list", "delete", "update", "create")}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ebs-csi-leases-rolebinding", Namespace: metav1.NamespaceSystem, Labels: ebsLabels},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: leasesRole},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: csiControllerSA, Namespace: metav1.NamespaceSystem}}}
+	return role, binding
 }

@@ -90,13 +90,7 @@ func (p *nodeRestriction) admitPod(ctx context.Context, node string, a admission
 		if !ok {
 			return fmt.Errorf("unexpected object %T", a.GetObject())
 		}
-		if _, mirror := pod.Annotations[mirrorPodAnnotation]; !mirror {
-			return fmt.Errorf("pod does not have %q annotation, node %q can only create mirror pods", mirrorPodAnnotation, node)
-		}
-		if pod.Spec.NodeName != node {
-			return fmt.Errorf("node %q can only create pods with spec.nodeName set to itself", node)
-		}
-		return nil
+		return mirrorPodRefused(node, pod)
 	case a.GetSubresource() == "status" || a.GetSubresource() == "eviction" ||
 		(a.GetOperation() == admission.Delete && a.GetSubresource() == ""):
 		pod, ok := a.GetOldObject().(*corev1.Pod)
@@ -113,6 +107,85 @@ func (p *nodeRestriction) admitPod(ctx context.Context, node string, a admission
 		return nil
 	}
 	return fmt.Errorf("unexpected operation %s on pods/%s by node %q", a.GetOperation(), a.GetSubresource(), node)
+}
+
+// mirrorPodRefused says why node may not create pod, or nil: a node creates only mirror
+// pods bound to itself, owned by its Node object alone (a controller reference without
+// blockOwnerDeletion), that reference no other API object: no service account, secret,
+// configMap or persistent volume claim.
+func mirrorPodRefused(node string, pod *corev1.Pod) error {
+	if _, mirror := pod.Annotations[mirrorPodAnnotation]; !mirror {
+		return fmt.Errorf("pod does not have %q annotation, node %q can only create mirror pods", mirrorPodAnnotation, node)
+	}
+	if pod.Spec.NodeName != node {
+		return fmt.Errorf("node %q can only create pods with spec.nodeName set to itself", node)
+	}
+	switch refs := pod.OwnerReferences; {
+	case len(refs) > 1:
+		return fmt.Errorf("node %q can only create pods with a single owner reference set to itself", node)
+	case len(refs) == 0 || refs[0].APIVersion != "v1" || refs[0].Kind != "Node" || refs[0].Name != node:
+		return fmt.Errorf("node %q can only create pods with an owner reference set to itself", node)
+	case refs[0].Controller == nil || !*refs[0].Controller:
+		return fmt.Errorf("node %q can only create pods with a controller owner reference set to itself", node)
+	case refs[0].BlockOwnerDeletion != nil && *refs[0].BlockOwnerDeletion:
+		return fmt.Errorf("node %q must not set blockOwnerDeletion on an owner reference", node)
+	}
+	if pod.Spec.ServiceAccountName != "" {
+		return fmt.Errorf("node %q can not create pods that reference a service account", node)
+	}
+	secrets, configMaps, claims := podReferences(pod)
+	switch {
+	case secrets:
+		return fmt.Errorf("node %q can not create pods that reference secrets", node)
+	case configMaps:
+		return fmt.Errorf("node %q can not create pods that reference configmaps", node)
+	case claims:
+		return fmt.Errorf("node %q can not create pods that reference persistentvolumeclaims", node)
+	}
+	return nil
+}
+
+// podReferences says whether pod names secrets (image pull secrets, volumes, projected
+// sources, environment), configMaps (the same) or persistent volume claims (volumes).
+func podReferences(pod *corev1.Pod) (secrets, configMaps, claims bool) {
+	secrets = len(pod.Spec.ImagePullSecrets) > 0
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.Secret != nil, v.AzureFile != nil, v.CephFS != nil && v.CephFS.SecretRef != nil,
+			v.CSI != nil && v.CSI.NodePublishSecretRef != nil, v.FlexVolume != nil && v.FlexVolume.SecretRef != nil,
+			v.ISCSI != nil && v.ISCSI.SecretRef != nil, v.RBD != nil && v.RBD.SecretRef != nil,
+			v.ScaleIO != nil && v.ScaleIO.SecretRef != nil, v.StorageOS != nil && v.StorageOS.SecretRef != nil:
+			secrets = true
+		case v.ConfigMap != nil:
+			configMaps = true
+		case v.PersistentVolumeClaim != nil:
+			claims = true
+		case v.Projected != nil:
+			for _, src := range v.Projected.Sources {
+				secrets = secrets || src.Secret != nil
+				configMaps = configMaps || src.ConfigMap != nil
+			}
+		}
+	}
+	var containers []corev1.Container
+	containers = append(containers, pod.Spec.InitContainers...)
+	containers = append(containers, pod.Spec.Containers...)
+	for _, e := range pod.Spec.EphemeralContainers {
+		containers = append(containers, corev1.Container(e.EphemeralContainerCommon))
+	}
+	for _, c := range containers {
+		for _, e := range c.EnvFrom {
+			secrets = secrets || e.SecretRef != nil
+			configMaps = configMaps || e.ConfigMapRef != nil
+		}
+		for _, e := range c.Env {
+			if e.ValueFrom != nil {
+				secrets = secrets || e.ValueFrom.SecretKeyRef != nil
+				configMaps = configMaps || e.ValueFrom.ConfigMapKeyRef != nil
+			}
+		}
+	}
+	return secrets, configMaps, claims
 }
 
 func podVerb(a admission.Attributes) string {

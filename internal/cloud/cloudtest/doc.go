@@ -2,6 +2,7 @@
 // built on it. It is imported only from _test.go files.
 //
 // Contract: Logger returns a *slog.Logger whose records go to t.Log at the given level and
-// above, so that a test's output carries the logs of what it ran. VolumesOfPV lists the
-// cloud volumes the CSI driver made for a PV, through the EC2 API.
+// above, so that a test's output carries the logs of what it ran, and Writer sends a
+// process's output there too. VolumesOfPV lists the cloud volumes the CSI driver made for
+// a PV, through the EC2 API.
 package cloudtest

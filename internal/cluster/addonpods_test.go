@@ -123,6 +123,41 @@ func (tc *testCluster) killControllerMidFlow(ns string) {
 	})
 }
 
+// assertAddonPodsHealthy checks the add-on's pods on real nodes: each node plugin's
+// liveness probe answers /healthz on 127.0.0.1:9808 in its node's namespace, each
+// controller pod's in the pod, and no add-on pod has a container restart or a probe
+// failure (Unhealthy) to show.
+func (tc *testCluster) assertAddonPodsHealthy() {
+	t := tc.t
+	t.Helper()
+	for _, n := range tc.Nodes() {
+		if out, err := httpVia(tc.vpc.NodePath(n.Name), "http://127.0.0.1:9808/healthz"); err != nil || out != "ok" {
+			t.Errorf("node plugin's /healthz on %s: %v %q", n.Name, err, out)
+		}
+	}
+	pods, err := tc.client.CoreV1().Pods(metav1.NamespaceSystem).List(context.Background(), metav1.ListOptions{LabelSelector: "app in (ebs-csi-controller, ebs-csi-node)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Labels["app"] == appCSIController && p.DeletionTimestamp == nil {
+			if out := tc.kubectlSh(`kubectl exec -n kube-system ` + p.Name + ` -c liveness-probe -- wget -qO- http://127.0.0.1:9808/healthz`); strings.TrimSpace(out) != "ok" {
+				t.Errorf("controller pod %s's /healthz: %q", p.Name, out)
+			}
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.RestartCount > 0 {
+				t.Errorf("add-on pod %s: container %s restarted %d times (last state %+v)", p.Name, cs.Name, cs.RestartCount, cs.LastTerminationState)
+			}
+		}
+		for _, w := range tc.warnings(metav1.NamespaceSystem, p.Name) {
+			if strings.HasPrefix(w, "Unhealthy") || strings.HasPrefix(w, "BackOff") {
+				t.Errorf("add-on pod %s: %s", p.Name, w)
+			}
+		}
+	}
+}
+
 // containsLine tells whether some line of out holds all of words.
 func containsLine(out string, words ...string) bool {
 	for _, line := range strings.Split(out, "\n") {

@@ -261,6 +261,7 @@ func TestRealSeedFlow(t *testing.T) {
 	}
 
 	tc.killControllerMidFlow(ns)
+	tc.assertAddonPodsHealthy()
 	tc.assertRealTrace()
 }
 

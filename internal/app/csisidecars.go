@@ -36,28 +36,53 @@ type sidecarOptions struct {
 	csiAddress, kubeconfig  string
 	leaderElection          bool
 	leaderElectionNamespace string
+	leaseDuration           time.Duration
+	renewDeadline           time.Duration
+	retryPeriod             time.Duration
+	kubeAPIQPS              float32
+	kubeAPIBurst            int
 	timeout                 time.Duration
 	workers                 int
 	retryStart, retryMax    time.Duration
 	verbosity               int
+	// Accepted for upstream's manifests, not served: kubelab's sidecars have no metrics
+	// endpoint.
+	httpEndpoint, metricsAddress string
 }
 
 func (o *sidecarOptions) addFlags(cmd *cobra.Command, workersFlag string) {
 	f := cmd.Flags()
 	f.StringVar(&o.csiAddress, "csi-address", "/run/csi/socket", "the CSI driver's socket (a path or unix:///path)")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the API server (default: the pod's service account)")
+	f.Float32Var(&o.kubeAPIQPS, "kube-api-qps", 5, "queries per second to the API server")
+	f.IntVar(&o.kubeAPIBurst, "kube-api-burst", 10, "burst of queries to the API server")
 	f.BoolVar(&o.leaderElection, "leader-election", false, "work only while holding the sidecar's Lease, so that several replicas are safe")
 	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the pod's namespace, else kube-system)")
+	f.DurationVar(&o.leaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a Lease holds without renewal")
+	f.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long the leader retries renewing before it gives up")
+	f.DurationVar(&o.retryPeriod, "leader-election-retry-period", 5*time.Second, "how often candidates try to take the Lease")
 	f.DurationVar(&o.timeout, "timeout", 0, "how long one CSI call may take (default: the sidecar's)")
 	f.IntVar(&o.workers, workersFlag, 0, "objects handled at once (default: the sidecar's)")
 	f.DurationVar(&o.retryStart, "retry-interval-start", time.Second, "first backoff of a failed object")
 	f.DurationVar(&o.retryMax, "retry-interval-max", 5*time.Minute, "longest backoff of a failed object")
+	f.StringVar(&o.httpEndpoint, "http-endpoint", "", "accepted for upstream's manifests; kubelab's sidecars serve no metrics")
+	f.StringVar(&o.metricsAddress, "metrics-address", "", "accepted for upstream's manifests; kubelab's sidecars serve no metrics")
 	addVerbosityFlag(cmd, &o.verbosity)
 }
 
-// addVerbosityFlag is upstream's --v: 4 and more logs at debug level.
+// addVerbosityFlag is upstream's -v/--v: 4 and more logs at debug level.
 func addVerbosityFlag(cmd *cobra.Command, v *int) {
-	cmd.Flags().IntVar(v, "v", 2, "log verbosity: 4 and more log every CSI call")
+	cmd.Flags().IntVarP(v, "v", "v", 2, "log verbosity: 4 and more log every CSI call")
+}
+
+// ignored logs a warning for each flag of names that was set and that kubelab's sidecar
+// accepts without acting on it.
+func ignored(ctx context.Context, cmd *cobra.Command, log *slog.Logger, names ...string) {
+	for _, n := range names {
+		if f := cmd.Flags().Lookup(n); f != nil && f.Changed {
+			log.WarnContext(ctx, "flag accepted but not acted on", "flag", "--"+n, "value", f.Value.String())
+		}
+	}
 }
 
 func sidecarLogger(cmd *cobra.Command, component string, verbosity int) *slog.Logger {
@@ -88,7 +113,8 @@ func (o *sidecarOptions) run(cmd *cobra.Command, component, leasePrefix string,
 	if err != nil {
 		return fmt.Errorf("%s: API server config: %w", component, err)
 	}
-	cfg.UserAgent = component
+	cfg.UserAgent, cfg.QPS, cfg.Burst = component, o.kubeAPIQPS, o.kubeAPIBurst
+	ignored(ctx, cmd, log, "http-endpoint", "metrics-address")
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("%s: %w", component, err)
@@ -117,7 +143,8 @@ func (o *sidecarOptions) run(cmd *cobra.Command, component, leasePrefix string,
 		return lead(ctx)
 	}
 	return leaderelection.Run(ctx, leaderelection.Config{Name: leasePrefix + leaseName(info.Name),
-		Namespace: o.leaseNamespace(), Logger: log}, client, lead)
+		Namespace: o.leaseNamespace(), LeaseDuration: o.leaseDuration, RenewDeadline: o.renewDeadline,
+		RetryPeriod: o.retryPeriod, Logger: log}, client, lead)
 }
 
 // leaseNamespace is --leader-election-namespace, else the pod's own namespace (from its
@@ -154,6 +181,7 @@ func newCSIProvisionerCommand() *cobra.Command {
 		Short: "Run the CSI external-provisioner: CreateVolume/DeleteVolume for the driver's claims (Lease <driver>)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ignored(cmd.Context(), cmd, sidecarLogger(cmd, "csi-provisioner", o.verbosity), "feature-gates")
 			return o.run(cmd, "csi-provisioner", "", func(rc *rest.Config, client kubernetes.Interface, f informers.SharedInformerFactory, conn *grpc.ClientConn, log *slog.Logger) (sidecarRun, error) {
 				snaps, err := controllermanager.SnapshotClient(rc)
 				if err != nil {
@@ -176,6 +204,7 @@ func newCSIProvisionerCommand() *cobra.Command {
 	f.BoolVar(&cfg.StrictTopology, "strict-topology", false, "only the selected node's topology as the volume's requirement")
 	f.StringVar(&cfg.VolumeNamePrefix, "volume-name-prefix", "pvc", "prefix of the PV names")
 	f.IntVar(&cfg.VolumeNameUUIDLength, "volume-name-uuid-length", 0, "length of the claim UID in PV names (0: all of it)")
+	f.StringToString("feature-gates", nil, "accepted for upstream's manifests (Topology=true: kubelab's provisioner always passes topology)")
 	return cmd
 }
 
@@ -208,6 +237,7 @@ func newCSIResizerCommand() *cobra.Command {
 		Short: "Run the CSI external-resizer: ControllerExpandVolume for the driver's grown claims (Lease external-resizer-<driver>)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ignored(cmd.Context(), cmd, sidecarLogger(cmd, "csi-resizer", o.verbosity), "handle-volume-inuse-error")
 			return o.run(cmd, "csi-resizer", "external-resizer-", func(_ *rest.Config, client kubernetes.Interface, f informers.SharedInformerFactory, conn *grpc.ClientConn, log *slog.Logger) (sidecarRun, error) {
 				r, err := resizer.New(resizer.Config{Tuning: o.tuning(log)}, client, f, conn)
 				if err != nil {
@@ -218,6 +248,7 @@ func newCSIResizerCommand() *cobra.Command {
 		},
 	}
 	o.addFlags(cmd, "workers")
+	cmd.Flags().Bool("handle-volume-inuse-error", true, "accepted for upstream's manifests (kubelab's resizer expands volumes in use)")
 	return cmd
 }
 
@@ -231,6 +262,7 @@ func newCSISnapshotterCommand() *cobra.Command {
 		Short: "Run the CSI external-snapshotter sidecar: CreateSnapshot/DeleteSnapshot for the driver's VolumeSnapshotContents (Lease external-snapshotter-leader-<driver>)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ignored(cmd.Context(), cmd, sidecarLogger(cmd, "csi-snapshotter", o.verbosity), "extra-create-metadata")
 			return o.run(cmd, "csi-snapshotter", "external-snapshotter-leader-", func(rc *rest.Config, client kubernetes.Interface, _ informers.SharedInformerFactory, conn *grpc.ClientConn, log *slog.Logger) (sidecarRun, error) {
 				snaps, err := controllermanager.SnapshotClient(rc)
 				if err != nil {
@@ -252,6 +284,7 @@ func newCSISnapshotterCommand() *cobra.Command {
 	}
 	o.addFlags(cmd, "worker-threads")
 	cmd.Flags().StringVar(&prefix, "snapshot-name-prefix", "snapshot", "prefix of the snapshot names given to the driver")
+	cmd.Flags().Bool("extra-create-metadata", false, "accepted for upstream's manifests; not acted on: CreateSnapshot gets no snapshot names as parameters")
 	return cmd
 }
 

@@ -19,6 +19,7 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -305,18 +306,13 @@ func (h teeHandler) WithGroup(name string) slog.Handler {
 	return teeHandler{h.a.WithGroup(name), h.b.WithGroup(name)}
 }
 
-// runAddonPods publishes the add-on's pods: each as a mirror pod of its node, made with the
-// node's own credentials, Running with its containers' logs in the node's pod log
-// directory. A pod that is deleted (`kubectl delete pod`) has its components restarted and
-// is made again under a new name, as its controller would replace it. Pods of an earlier
-// run are deleted first.
-func (c *Cluster) runAddonPods(ctx context.Context) error {
-	admin, err := c.adminClientset("addon-pods")
-	if err != nil {
-		return err
-	}
-	sel := metav1.ListOptions{LabelSelector: "app in (" + appCSIController + "," + appCSINode + ")"}
-	old, err := admin.CoreV1().Pods(metav1.NamespaceSystem).List(ctx, sel)
+// addonPodSelector selects the add-on's pods, mirror pods or not.
+const addonPodSelector = "app in (" + appCSIController + "," + appCSINode + ")"
+
+// removeAddonMirrorPods deletes the add-on's mirror pods of an earlier run, and their
+// logs.
+func (c *Cluster) removeAddonMirrorPods(ctx context.Context, admin kubernetes.Interface) error {
+	old, err := admin.CoreV1().Pods(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: addonPodSelector})
 	if err != nil {
 		return fmt.Errorf("addon pods: %w", err)
 	}
@@ -330,6 +326,23 @@ func (c *Cluster) runAddonPods(ctx context.Context) error {
 		}
 		c.removeAddonLogs(p.Spec.NodeName, p.Name, p.UID)
 	}
+	return nil
+}
+
+// runAddonPods publishes the add-on's pods: each as a mirror pod of its node, made with the
+// node's own credentials, Running with its containers' logs in the node's pod log
+// directory. A pod that is deleted (`kubectl delete pod`) has its components restarted and
+// is made again under a new name, as its controller would replace it. Pods of an earlier
+// run are deleted first.
+func (c *Cluster) runAddonPods(ctx context.Context) error {
+	admin, err := c.adminClientset("addon-pods")
+	if err != nil {
+		return err
+	}
+	if err := c.removeAddonMirrorPods(ctx, admin); err != nil {
+		return err
+	}
+	sel := metav1.ListOptions{LabelSelector: addonPodSelector}
 	deleted := make(chan types.UID, 16)
 	factory := informers.NewSharedInformerFactoryWithOptions(admin, 0, informers.WithNamespace(metav1.NamespaceSystem),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel.LabelSelector }))

@@ -249,11 +249,19 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 		g.Go(func() error { return u.supervise(ctx) })
 		return u
 	}
+	// The add-on as the other mode left it goes: the mirror pods of an in-process run, the
+	// workloads of a run with pods.
 	if c.cfg.csiInPods() {
+		if err := c.removeAddonMirrorPods(ctx, admin); err != nil {
+			return err
+		}
 		if err := ensureCSIAddon(ctx, admin, c.csiAddon()); err != nil {
 			return err
 		}
 	} else {
+		if err := removeCSIAddonWorkloads(ctx, admin); err != nil {
+			return err
+		}
 		start("csi-controller", c.runCSIController)
 		start("csi-provisioner", c.runProvisioner)
 		start("csi-attacher", c.runAttacher)

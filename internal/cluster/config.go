@@ -120,8 +120,10 @@ func (c *Config) validate() error {
 			c.DataDir, longest, len(longest), maxSocketPath))
 	}
 	if c.Nodes > 0 && c.csiInPods() {
-		if st, err := os.Stat(c.KubelabBinary); err != nil || !st.Mode().IsRegular() {
-			errs = append(errs, fmt.Errorf("kubelab binary %q, the EBS CSI add-on's image, is not a file (%v): name it, or run the add-on in process", c.KubelabBinary, err))
+		if st, err := os.Stat(c.KubelabBinary); err != nil {
+			errs = append(errs, fmt.Errorf("kubelab binary, the EBS CSI add-on's image: %w (name it, or run the add-on in process)", err))
+		} else if !st.Mode().IsRegular() {
+			errs = append(errs, fmt.Errorf("kubelab binary %q, the EBS CSI add-on's image, is not a regular file", c.KubelabBinary))
 		}
 	}
 	if c.Nodes > 0 && !c.Hollow && os.Geteuid() != 0 {

@@ -102,8 +102,7 @@ func (a csiAddon) controller() *appsv1.Deployment {
 	plugin.Ports = []corev1.ContainerPort{{Name: "healthz", ContainerPort: healthPort, Protocol: corev1.ProtocolTCP}}
 	plugin.LivenessProbe = healthzProbe()
 	sidecar := func(name string, args ...string) corev1.Container {
-		c := container(name, append([]string{name, address, "--v=2"}, args...)...)
-		return c
+		return container(name, append([]string{name, address, "--v=2", "--kube-api-qps=20", "--kube-api-burst=100"}, args...)...)
 	}
 	containers := []corev1.Container{plugin,
 		sidecar("csi-provisioner", "--default-fstype=ext4", "--extra-create-metadata", "--leader-election"),
@@ -139,7 +138,10 @@ func (a csiAddon) node() *appsv1.DaemonSet {
 	labels := a.podLabels(appCSINode)
 	kubeletDir := filepath.Join(a.nodesDir, "$(NODE_NAME)", "kubelet")
 	socket := filepath.Join(kubeletDir, "plugins", DriverName, "csi.sock")
-	nodes := corev1.VolumeMount{Name: "nodes-dir", MountPath: a.nodesDir}
+	// The plugin's mounts reach the machine (Bidirectional); the other containers see the
+	// machine's as they come and go (HostToContainer), so that none keeps a copy of a
+	// volume's mount that the kubelet has undone.
+	nodes := corev1.VolumeMount{Name: "nodes-dir", MountPath: a.nodesDir, MountPropagation: ptr.To(corev1.MountPropagationHostToContainer)}
 	bidirectional := nodes
 	bidirectional.MountPropagation = ptr.To(corev1.MountPropagationBidirectional)
 	nodeName := corev1.EnvVar{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}
@@ -249,4 +251,19 @@ func waitCSIAddon(ctx context.Context, client kubernetes.Interface, nodes int) e
 		return fmt.Errorf("cluster: the EBS CSI add-on's pods are not ready (%s): %w", state, err)
 	}
 	return err
+}
+
+// removeCSIAddonWorkloads deletes the add-on's Deployment and DaemonSet (with their pods)
+// that an earlier run with the add-on as pods made, for a run that has it in process.
+func removeCSIAddonWorkloads(ctx context.Context, client kubernetes.Interface) error {
+	background := metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}
+	err := client.AppsV1().Deployments(metav1.NamespaceSystem).Delete(ctx, appCSIController, background)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("cluster: delete the add-on's Deployment: %w", err)
+	}
+	err = client.AppsV1().DaemonSets(metav1.NamespaceSystem).Delete(ctx, appCSINode, background)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("cluster: delete the add-on's DaemonSet: %w", err)
+	}
+	return nil
 }

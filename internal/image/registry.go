@@ -106,9 +106,11 @@ type Registry struct {
 	extra   []net.Listener // AddListener's, served by Run
 }
 
-// AddListener has Run serve on l too, besides the configured address: a socket the caller
-// opened in another network namespace, say, where the nodes' containerd pull from. Call
-// it before Run; Run closes l when it returns.
+// AddListener has Run serve pulls on l too, besides the configured address: a socket the
+// caller opened in another network namespace, say, where the nodes' containerd pull from.
+// There the registry is read-only (GET and HEAD; anything else 405): pods reach that
+// address, and the images it serves run on the nodes. Call it before Run; Run closes l
+// when it returns.
 func (r *Registry) AddListener(l net.Listener) error {
 	if r.started.Load() {
 		l.Close()
@@ -175,12 +177,15 @@ func (r *Registry) Run(ctx context.Context) error {
 		),
 		ReadHeaderTimeout: 30 * time.Second,
 	}
+	pulls := &http.Server{Handler: readOnly(srv.Handler), ReadHeaderTimeout: srv.ReadHeaderTimeout}
 	serveErr := make(chan error, 1+len(r.extra))
-	for _, l := range append([]net.Listener{ln}, r.extra...) {
-		go func() { serveErr <- srv.Serve(l) }()
+	go func() { serveErr <- srv.Serve(ln) }()
+	for _, l := range r.extra {
+		go func() { serveErr <- pulls.Serve(l) }()
 	}
 	// Pulls under way when kubelab stops are cut; containerd retries them.
 	defer srv.Close()
+	defer pulls.Close()
 
 	if err := r.publish(ctx, addr, layoutDir, blobDir, cacheDir); err != nil {
 		if ctx.Err() != nil {
@@ -224,6 +229,21 @@ func (r *Registry) publish(ctx context.Context, addr, layoutDir, blobDir, cacheD
 	r.log.Info("image registry ready", "addr", addr, "images", refs, "imported", len(imported),
 		"build", built.Round(time.Millisecond), "total", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// readOnly serves h's GET and HEAD requests and refuses the others (405), as the
+// distribution API answers an unsupported method.
+func readOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			_, _ = w.Write([]byte(`{"errors":[{"code":"UNSUPPORTED","message":"this address of the registry is read-only: push to kubelab's registry on the machine (kubelab image import)"}]}` + "\n"))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // listen listens on the configured address; with port 0 on the recorded one if any.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -183,8 +184,9 @@ func TestDefaultImages(t *testing.T) {
 	})
 }
 
-// TestAddListener: the registry serves on a listener handed to it before Run, and closes
-// it when Run returns; one handed over while it runs is refused and closed.
+// TestAddListener: the registry serves pulls on a listener handed to it before Run, only
+// pulls, and closes it when Run returns; one handed over while it runs is refused and
+// closed.
 func TestAddListener(t *testing.T) {
 	extra, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -195,6 +197,16 @@ func TestAddListener(t *testing.T) {
 		t.Fatalf("the extra listener has the registry's own address %s", r.Addr())
 	}
 	pull(t, extra.Addr().String(), "library/busybox:latest")
+	// Read-only there: an upload is refused, naming why.
+	resp, err := http.Post("http://"+extra.Addr().String()+"/v2/library/busybox/blobs/uploads/", "application/octet-stream", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed || !strings.Contains(string(body), "read-only") {
+		t.Errorf("POST of an upload on the extra listener: %s %s, want 405 naming it read-only", resp.Status, body)
+	}
 	late, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

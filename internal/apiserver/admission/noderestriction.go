@@ -146,7 +146,8 @@ func mirrorPodRefused(node string, pod *corev1.Pod) error {
 }
 
 // podReferences says whether pod names secrets (image pull secrets, volumes, projected
-// sources, environment), configMaps (the same) or persistent volume claims (volumes).
+// sources, environment), configMaps (the same) or persistent volume claims (volumes,
+// ephemeral volumes).
 func podReferences(pod *corev1.Pod) (secrets, configMaps, claims bool) {
 	secrets = len(pod.Spec.ImagePullSecrets) > 0
 	for _, v := range pod.Spec.Volumes {
@@ -158,7 +159,7 @@ func podReferences(pod *corev1.Pod) (secrets, configMaps, claims bool) {
 			secrets = true
 		case v.ConfigMap != nil:
 			configMaps = true
-		case v.PersistentVolumeClaim != nil:
+		case v.PersistentVolumeClaim != nil, v.Ephemeral != nil: // an ephemeral volume makes a claim
 			claims = true
 		case v.Projected != nil:
 			for _, src := range v.Projected.Sources {

@@ -53,6 +53,9 @@ func TestMirrorPodRefused(t *testing.T) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}}
 		}},
+		{"reference persistentvolumeclaims", func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}}}
+		}},
 	} {
 		if err := mirrorPodRefused("n1", mirror(c.change)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("want an error with %q, got %v", c.want, err)

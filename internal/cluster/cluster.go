@@ -148,9 +148,24 @@ func (c *Cluster) Start(ctx context.Context, component string) error {
 }
 
 // Run runs the cluster until ctx ends. The control plane starts first, then the cloud,
-// the CSI controller, the sidecars, the controllers and the scheduler, then the nodes.
-// Everything stops when ctx ends; the API server stops before etcd.
+// the EBS CSI add-on (its components, or its Deployment and DaemonSet), the controllers
+// and the scheduler, then the nodes. Everything stops when ctx ends; the API server stops
+// before etcd.
 func (c *Cluster) Run(ctx context.Context) (err error) {
+	if c.cfg.csiInPods() {
+		// The add-on's node plugin mounts under the kubelets' dirs from its own mount
+		// namespace: the nodes' dir is a shared mount, so that those mounts reach the
+		// machine's (the plugin's Bidirectional hostPath).
+		nodes := filepath.Join(c.cfg.DataDir, "nodes")
+		if err := ensureSharedMount(nodes); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		defer func() { // after the nodes' teardown has unmounted what is under it
+			if uerr := unmountShared(nodes); uerr != nil {
+				err = errors.Join(err, fmt.Errorf("cluster: %w", uerr))
+			}
+		}()
+	}
 	if c.vpc != nil {
 		// The VPC's namespace goes when everything in it has stopped; a kill -9 leaves it,
 		// with the nodes' and the pods' network, for the next start to find.
@@ -180,20 +195,6 @@ func (c *Cluster) Run(ctx context.Context) (err error) {
 				return fmt.Errorf("cluster: %w", err)
 			}
 		}
-	}
-	if c.cfg.csiInPods() {
-		// The add-on's node plugin mounts under the kubelets' dirs from its own mount
-		// namespace: the nodes' dir is a shared mount, so that those mounts reach the
-		// machine's (the plugin's Bidirectional hostPath).
-		nodes := filepath.Join(c.cfg.DataDir, "nodes")
-		if err := ensureSharedMount(nodes); err != nil {
-			return fmt.Errorf("cluster: %w", err)
-		}
-		defer func() { // after the nodes' teardown has unmounted what is under it
-			if uerr := unmountShared(nodes); uerr != nil {
-				err = errors.Join(err, fmt.Errorf("cluster: %w", uerr))
-			}
-		}()
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	c.cp.Start(ctx, g)

@@ -48,6 +48,9 @@ type sidecarOptions struct {
 	// Accepted for upstream's manifests, not served: kubelab's sidecars have no metrics
 	// endpoint.
 	httpEndpoint, metricsAddress string
+	// notActedOn are the sidecar's own flags of upstream's manifests that it accepts
+	// without acting on them.
+	notActedOn []string
 }
 
 func (o *sidecarOptions) addFlags(cmd *cobra.Command, workersFlag string) {
@@ -109,12 +112,12 @@ func (o *sidecarOptions) run(cmd *cobra.Command, component, leasePrefix string,
 	build func(cfg *rest.Config, client kubernetes.Interface, factory informers.SharedInformerFactory, conn *grpc.ClientConn, log *slog.Logger) (sidecarRun, error)) error {
 	log := sidecarLogger(cmd, component, o.verbosity)
 	ctx := cmd.Context()
+	ignored(ctx, cmd, log, append([]string{"http-endpoint", "metrics-address"}, o.notActedOn...)...)
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("%s: API server config: %w", component, err)
 	}
 	cfg.UserAgent, cfg.QPS, cfg.Burst = component, o.kubeAPIQPS, o.kubeAPIBurst
-	ignored(ctx, cmd, log, "http-endpoint", "metrics-address")
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("%s: %w", component, err)
@@ -181,7 +184,6 @@ func newCSIProvisionerCommand() *cobra.Command {
 		Short: "Run the CSI external-provisioner: CreateVolume/DeleteVolume for the driver's claims (Lease <driver>)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ignored(cmd.Context(), cmd, sidecarLogger(cmd, "csi-provisioner", o.verbosity), "feature-gates")
 			return o.run(cmd, "csi-provisioner", "", func(rc *rest.Config, client kubernetes.Interface, f informers.SharedInformerFactory, conn *grpc.ClientConn, log *slog.Logger) (sidecarRun, error) {
 				snaps, err := controllermanager.SnapshotClient(rc)
 				if err != nil {
@@ -204,6 +206,7 @@ func newCSIProvisionerCommand() *cobra.Command {
 	f.BoolVar(&cfg.StrictTopology, "strict-topology", false, "only the selected node's topology as the volume's requirement")
 	f.StringVar(&cfg.VolumeNamePrefix, "volume-name-prefix", "pvc", "prefix of the PV names")
 	f.IntVar(&cfg.VolumeNameUUIDLength, "volume-name-uuid-length", 0, "length of the claim UID in PV names (0: all of it)")
+	o.notActedOn = []string{"feature-gates"}
 	f.StringToString("feature-gates", nil, "accepted for upstream's manifests (Topology=true: kubelab's provisioner always passes topology)")
 	return cmd
 }
@@ -237,7 +240,6 @@ func newCSIResizerCommand() *cobra.Command {
 		Short: "Run the CSI external-resizer: ControllerExpandVolume for the driver's grown claims (Lease external-resizer-<driver>)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ignored(cmd.Context(), cmd, sidecarLogger(cmd, "csi-resizer", o.verbosity), "handle-volume-inuse-error")
 			return o.run(cmd, "csi-resizer", "external-resizer-", func(_ *rest.Config, client kubernetes.Interface, f informers.SharedInformerFactory, conn *grpc.ClientConn, log *slog.Logger) (sidecarRun, error) {
 				r, err := resizer.New(resizer.Config{Tuning: o.tuning(log)}, client, f, conn)
 				if err != nil {
@@ -248,6 +250,7 @@ func newCSIResizerCommand() *cobra.Command {
 		},
 	}
 	o.addFlags(cmd, "workers")
+	o.notActedOn = []string{"handle-volume-inuse-error"}
 	cmd.Flags().Bool("handle-volume-inuse-error", true, "accepted for upstream's manifests (kubelab's resizer expands volumes in use)")
 	return cmd
 }
@@ -262,7 +265,6 @@ func newCSISnapshotterCommand() *cobra.Command {
 		Short: "Run the CSI external-snapshotter sidecar: CreateSnapshot/DeleteSnapshot for the driver's VolumeSnapshotContents (Lease external-snapshotter-leader-<driver>)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ignored(cmd.Context(), cmd, sidecarLogger(cmd, "csi-snapshotter", o.verbosity), "extra-create-metadata")
 			return o.run(cmd, "csi-snapshotter", "external-snapshotter-leader-", func(rc *rest.Config, client kubernetes.Interface, _ informers.SharedInformerFactory, conn *grpc.ClientConn, log *slog.Logger) (sidecarRun, error) {
 				snaps, err := controllermanager.SnapshotClient(rc)
 				if err != nil {
@@ -284,6 +286,7 @@ func newCSISnapshotterCommand() *cobra.Command {
 	}
 	o.addFlags(cmd, "worker-threads")
 	cmd.Flags().StringVar(&prefix, "snapshot-name-prefix", "snapshot", "prefix of the snapshot names given to the driver")
+	o.notActedOn = []string{"extra-create-metadata"}
 	cmd.Flags().Bool("extra-create-metadata", false, "accepted for upstream's manifests; not acted on: CreateSnapshot gets no snapshot names as parameters")
 	return cmd
 }

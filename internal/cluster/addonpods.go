@@ -128,8 +128,7 @@ func (p *addonPod) object(name string, node *corev1.Node) *corev1.Pod {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: metav1.NamespaceSystem,
-			Labels: map[string]string{"app": p.app, "app.kubernetes.io/name": "aws-ebs-csi-driver",
-				"app.kubernetes.io/component": "csi-driver"},
+			Labels: podLabels(p.app),
 			Annotations: map[string]string{corev1.MirrorPodAnnotationKey: name, "kubernetes.io/config.source": "kubelab",
 				annAddonPod: "the containers run in kubelab's own process; deleting the pod restarts them"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID, Controller: ptr.To(true)}},

@@ -51,19 +51,18 @@ type csiAddon struct {
 	ec2Endpoint string // the EC2 API as pods reach it
 	accessKey   string
 	secretKey   string
-	labels      map[string]string // ebsLabels
 }
 
 func (c *Cluster) csiAddon() csiAddon {
 	id, key := c.cloud.Credentials()
 	return csiAddon{nodesDir: filepath.Join(c.cfg.DataDir, "nodes"), region: c.cfg.Region,
-		ec2Endpoint: "http://" + vpc.ControlPlaneIP, accessKey: id, secretKey: key, labels: ebsLabels}
+		ec2Endpoint: "http://" + vpc.ControlPlaneIP, accessKey: id, secretKey: key}
 }
 
 // podLabels are a pod's labels: app plus the add-on's.
-func (a csiAddon) podLabels(app string) map[string]string {
+func podLabels(app string) map[string]string {
 	l := map[string]string{"app": app}
-	for k, v := range a.labels {
+	for k, v := range ebsLabels {
 		l[k] = v
 	}
 	return l
@@ -82,7 +81,7 @@ func healthzProbe() *corev1.Probe {
 }
 
 func (a csiAddon) secret() *corev1.Secret {
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: awsSecret, Namespace: metav1.NamespaceSystem, Labels: a.labels},
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: awsSecret, Namespace: metav1.NamespaceSystem, Labels: ebsLabels},
 		StringData: map[string]string{"key_id": a.accessKey, "access_key": a.secretKey}}
 }
 
@@ -93,7 +92,7 @@ func secretEnv(name, key string) corev1.EnvVar {
 
 // controller is the Deployment ebs-csi-controller.
 func (a csiAddon) controller() *appsv1.Deployment {
-	labels := a.podLabels(appCSIController)
+	labels := podLabels(appCSIController)
 	socket := corev1.VolumeMount{Name: "socket-dir", MountPath: controllerSocketDir}
 	address := "--csi-address=" + controllerSocketDir + "csi.sock"
 	plugin := container("ebs-plugin", "csi-driver", "--mode=controller", "--endpoint=unix://"+controllerSocketDir+"csi.sock",
@@ -115,7 +114,7 @@ func (a csiAddon) controller() *appsv1.Deployment {
 		containers[i].VolumeMounts = []corev1.VolumeMount{socket}
 	}
 	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: appCSIController, Namespace: metav1.NamespaceSystem, Labels: a.labels},
+		ObjectMeta: metav1.ObjectMeta{Name: appCSIController, Namespace: metav1.NamespaceSystem, Labels: ebsLabels},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](2),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": appCSIController}},
@@ -135,7 +134,7 @@ func (a csiAddon) controller() *appsv1.Deployment {
 
 // node is the DaemonSet ebs-csi-node.
 func (a csiAddon) node() *appsv1.DaemonSet {
-	labels := a.podLabels(appCSINode)
+	labels := podLabels(appCSINode)
 	kubeletDir := filepath.Join(a.nodesDir, "$(NODE_NAME)", "kubelet")
 	socket := filepath.Join(kubeletDir, "plugins", DriverName, "csi.sock")
 	// The plugin's mounts reach the machine (Bidirectional); the other containers see the
@@ -162,7 +161,7 @@ func (a csiAddon) node() *appsv1.DaemonSet {
 		containers[i].Env = append([]corev1.EnvVar{nodeName}, containers[i].Env...)
 	}
 	return &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: appCSINode, Namespace: metav1.NamespaceSystem, Labels: a.labels},
+		ObjectMeta: metav1.ObjectMeta{Name: appCSINode, Namespace: metav1.NamespaceSystem, Labels: ebsLabels},
 		Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": appCSINode}},
 			Template: corev1.PodTemplateSpec{

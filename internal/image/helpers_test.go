@@ -64,7 +64,14 @@ type runningRegistry struct {
 // it is ready. It is stopped when the test ends.
 func startRegistry(t *testing.T, dir string, extra ...net.Listener) *runningRegistry {
 	t.Helper()
-	r, errc := startRegistryAsync(t, dir, extra...)
+	return startRegistryWith(t, Config{Dir: dir}, extra...)
+}
+
+// startRegistryWith is startRegistry of cfg (the test's pause binary and logger unless
+// set).
+func startRegistryWith(t *testing.T, cfg Config, extra ...net.Listener) *runningRegistry {
+	t.Helper()
+	r, errc := startRegistryAsyncWith(t, cfg, extra...)
 	select {
 	case <-r.Ready():
 	case err := <-errc:
@@ -77,7 +84,18 @@ func startRegistry(t *testing.T, dir string, extra ...net.Listener) *runningRegi
 
 func startRegistryAsync(t *testing.T, dir string, extra ...net.Listener) (*runningRegistry, chan error) {
 	t.Helper()
-	reg, err := New(Config{Dir: dir, PauseBinary: pauseBinary, Logger: testLogger(t)})
+	return startRegistryAsyncWith(t, Config{Dir: dir}, extra...)
+}
+
+func startRegistryAsyncWith(t *testing.T, cfg Config, extra ...net.Listener) (*runningRegistry, chan error) {
+	t.Helper()
+	if cfg.PauseBinary == "" {
+		cfg.PauseBinary = pauseBinary
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = testLogger(t)
+	}
+	reg, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -3,7 +3,6 @@ package image
 import (
 	"archive/tar"
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -364,22 +363,7 @@ func TestKubelabImage(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("running the image's tools in a chroot needs root")
 	}
-	reg, err := New(Config{Dir: t.TempDir(), PauseBinary: pauseBinary, KubelabBinary: "/usr/bin/env", Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- reg.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case <-reg.Ready():
-	case err := <-done:
-		done <- err
-		t.Fatalf("Run: %v", err)
-	case <-time.After(2 * time.Minute):
-		t.Fatal("registry not ready after 2m")
-	}
+	reg := startRegistryWith(t, Config{Dir: t.TempDir(), KubelabBinary: "/usr/bin/env"})
 	img := pull(t, reg.Addr(), "kubelab:latest")
 	cf, err := img.ConfigFile()
 	if err != nil {

@@ -24,6 +24,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-helpers/apimachinery/lease"
 	"k8s.io/utils/clock"
+
+	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
 // runtimeStartWait bounds how long the first node status waits for the runtime.
@@ -269,8 +271,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for k.processNext(ctx) {
-			}
+			worker.Work(ctx, k.queue, k.syncQueued, k.syncFailed)
 		}()
 	}
 	<-ctx.Done()
@@ -292,29 +293,23 @@ func (k *Kubelet) adoptRunningPods() {
 	}
 }
 
-func (k *Kubelet) processNext(ctx context.Context) bool {
-	key, quit := k.queue.Get()
-	if quit {
-		return false
-	}
-	defer k.queue.Done(key)
+// syncQueued is syncPod for the worker: a pod whose volumes are not ready is looked at
+// again after its own backoff.
+func (k *Kubelet) syncQueued(ctx context.Context, key string) error {
 	err := k.syncPod(ctx, key)
 	if !errors.Is(err, errVolumesNotReady) {
 		k.volumeRetry.Forget(key)
+		return err
 	}
-	switch {
-	case err == nil:
-		k.queue.Forget(key)
-	case errors.Is(err, errVolumesNotReady):
-		// Claims and attachments are polled (a kubelet may not watch them), soon at
-		// first, then every volumeRetryMax; other waits are also woken by their event.
-		k.queue.Forget(key)
-		k.queue.AddAfter(key, k.volumeRetry.When(key))
-	default:
-		if ctx.Err() == nil {
-			k.log.Warn("sync pod", "pod", key, "err", err)
-		}
-		k.queue.AddRateLimited(key)
+	// Claims and attachments are polled (a kubelet may not watch them), soon at
+	// first, then every volumeRetryMax; other waits are also woken by their event.
+	return worker.RequeueAfter(k.volumeRetry.When(key))
+}
+
+// syncFailed logs a pod sync that failed and will be retried, unless the kubelet is
+// stopping.
+func (k *Kubelet) syncFailed(ctx context.Context, key string, err error) {
+	if ctx.Err() == nil {
+		k.log.Warn("sync pod", "pod", key, "err", err)
 	}
-	return true
 }

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/knftables"
 
-	"github.com/kubelab/kubelab/internal/controller/worker"
+	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
 // syncKey is the one work queue key: every change leads to a sync of the whole node.

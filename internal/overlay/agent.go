@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/knftables"
 
-	"github.com/kubelab/kubelab/internal/controller/worker"
+	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
 // resyncKey is the queue key of a whole-state resync; no Node has an empty name.

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/kubelab/kubelab/internal/controller/worker"
+	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
 // ComponentName is the source of the controller's Events, as upstream.

@@ -24,7 +24,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubelab/kubelab/internal/controller/expectations"
-	"github.com/kubelab/kubelab/internal/controller/worker"
+	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
 // ComponentName is the source of the controller's Events, as upstream.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -20,6 +18,8 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
 // Config tunes the controller.
@@ -90,31 +90,19 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
 		return ctx.Err()
 	}
-	for i := 0; i < c.cfg.Workers; i++ {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
-	}
+	worker.Start(ctx, c.cfg.Workers, c.queue, c.syncOrRecheck, worker.Failed("namespace", "namespace", nil))
 	<-ctx.Done()
 	return nil
 }
 
-func (c *Controller) worker(ctx context.Context) {
-	for {
-		name, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		err := c.sync(ctx, name)
-		switch {
-		case err == nil:
-			c.queue.Forget(name)
-		case errors.Is(err, errContentRemains):
-			c.queue.AddAfter(name, c.cfg.Recheck)
-		default:
-			slog.ErrorContext(ctx, "namespace sync failed", "namespace", name, "err", err)
-			c.queue.AddRateLimited(name)
-		}
-		c.queue.Done(name)
+// syncOrRecheck is sync for the worker: a namespace that still has content is looked
+// at again after Config.Recheck.
+func (c *Controller) syncOrRecheck(ctx context.Context, name string) error {
+	err := c.sync(ctx, name)
+	if errors.Is(err, errContentRemains) {
+		return worker.RequeueAfter(c.cfg.Recheck)
 	}
+	return err
 }
 
 // sync empties namespace name if it is being deleted, then finalizes and deletes it.

@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
-	"github.com/kubelab/kubelab/internal/controller/worker"
 	"github.com/kubelab/kubelab/internal/storageclass"
+	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
 // Controller is the PersistentVolume controller.

@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/kubelab/kubelab/internal/controller/worker"
+	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
 // errCacheNotSynced: a kind a quota counts is still being listed; the quota is synced

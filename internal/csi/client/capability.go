@@ -1,4 +1,4 @@
-package csiclient
+package client
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package csiclient
+package client
 
 import (
 	storagev1 "k8s.io/api/storage/v1"

@@ -1,4 +1,4 @@
-package csiclient
+package client
 
 import (
 	corev1 "k8s.io/api/core/v1"

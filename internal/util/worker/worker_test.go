@@ -169,3 +169,29 @@ func TestConflictRetriedOutsideRateLimiter(t *testing.T) {
 		t.Errorf("conflicting key not synced again: %d calls", calls)
 	}
 }
+
+// A key whose sync asks to be looked at again later is not a failure: the failure
+// callback is not called, its rate-limit history is forgotten, and it comes back.
+func TestRequeueAfterIsNotAFailure(t *testing.T) {
+	q := newQueue()
+	t.Cleanup(q.ShutDown)
+	q.AddRateLimited("a") // some history the requeue forgets
+	calls := 0
+	syncKey := func(_ context.Context, key string) error {
+		calls++
+		if calls == 1 {
+			return fmt.Errorf("volumes: %w", RequeueAfter(time.Millisecond))
+		}
+		return nil
+	}
+	failed := func(_ context.Context, key string, err error) { t.Errorf("failure reported for %s: %v", key, err) }
+	if !processNext(context.Background(), q, syncKey, failed) {
+		t.Fatal("queue shut down")
+	}
+	if n := q.NumRequeues("a"); n != 0 {
+		t.Errorf("requeues after RequeueAfter = %d, want 0", n)
+	}
+	if !processNext(context.Background(), q, syncKey, failed) || calls != 2 {
+		t.Errorf("requeued key not synced again: %d calls", calls)
+	}
+}

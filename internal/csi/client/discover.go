@@ -1,49 +1,14 @@
-package csiclient
+package client
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 )
-
-// Dial connects to the CSI driver at endpoint (unix:///path/csi.sock or an absolute
-// path). The connection is lazy: Discover waits for the driver.
-func Dial(endpoint string) (*grpc.ClientConn, error) {
-	target, err := Target(endpoint)
-	if err != nil {
-		return nil, err
-	}
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return nil, fmt.Errorf("dial csi driver %s: %w", endpoint, err)
-	}
-	return conn, nil
-}
-
-// Target turns an endpoint into a gRPC unix target.
-func Target(endpoint string) (string, error) {
-	switch {
-	case endpoint == "":
-		return "", errors.New("csi endpoint is empty: want unix:///path/csi.sock")
-	case strings.HasPrefix(endpoint, "unix://"):
-		if !strings.HasPrefix(strings.TrimPrefix(endpoint, "unix://"), "/") {
-			return "", fmt.Errorf("csi endpoint %q: socket path must be absolute", endpoint)
-		}
-		return endpoint, nil
-	case strings.HasPrefix(endpoint, "/"):
-		return "unix://" + endpoint, nil
-	default:
-		return "", fmt.Errorf("csi endpoint %q: want unix:///path/csi.sock", endpoint)
-	}
-}
 
 // Info is what a sidecar learns from its driver at start.
 type Info struct {
@@ -109,21 +74,16 @@ func Discover(ctx context.Context, conn *grpc.ClientConn, interval time.Duration
 	return info, nil
 }
 
-// IsFinal says whether a CSI call's error is final: the driver has certainly not
-// started the operation, or refused it for good, so retrying the same request
-// would not help (as the external sidecars classify them). Timeouts, Aborted and
-// Unavailable are not final: the operation may still be under way.
-func IsFinal(err error) bool {
-	st, ok := status.FromError(err)
-	if !ok {
-		return false
+// DiscoverDriver is Discover for a sidecar configured with want ("" takes whatever the
+// driver reports): it fails, naming component, when the driver cannot be reached or
+// reports another name.
+func DiscoverDriver(ctx context.Context, conn *grpc.ClientConn, component, want string) (Info, error) {
+	info, err := Discover(ctx, conn, 0)
+	if err != nil {
+		return Info{}, fmt.Errorf("%s: %w", component, err)
 	}
-	switch st.Code() {
-	case codes.Canceled, codes.DeadlineExceeded, codes.Unavailable, codes.ResourceExhausted, codes.Aborted, codes.Unknown:
-		return false
+	if want != "" && info.Name != want {
+		return Info{}, fmt.Errorf("%s: driver reports name %q, configured for %q", component, info.Name, want)
 	}
-	return true
+	return info, nil
 }
-
-// Code is the gRPC code of err (codes.Unknown for non-status errors).
-func Code(err error) codes.Code { return status.Code(err) }

@@ -2,6 +2,8 @@ package worker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -14,8 +16,21 @@ import (
 // conflictRetry is when a key whose sync lost a write race is looked at again.
 const conflictRetry = 100 * time.Millisecond
 
-// SyncFunc reconciles one key; an error puts the key back rate limited.
+// SyncFunc reconciles one key; an error puts the key back rate limited, and an error
+// made by RequeueAfter has it looked at again after a delay without counting as a
+// failure.
 type SyncFunc[K comparable] func(ctx context.Context, key K) error
+
+// requeue is the error RequeueAfter makes.
+type requeue struct{ after time.Duration }
+
+func (r *requeue) Error() string { return fmt.Sprintf("look again in %v", r.after) }
+
+// RequeueAfter is what a SyncFunc returns when its key is not done yet but nothing
+// failed (a namespace whose content is still going, a pod whose volumes are not
+// attached yet): the key's rate-limit history is forgotten and the key is synced again
+// after d. The failure callback is not called.
+func RequeueAfter(d time.Duration) error { return &requeue{after: d} }
 
 // FailFunc reports that sync failed for key and will be retried.
 type FailFunc[K comparable] func(ctx context.Context, key K, err error)
@@ -41,7 +56,14 @@ func processNext[K comparable](ctx context.Context, q workqueue.TypedRateLimitin
 		return false
 	}
 	defer q.Done(key)
-	if err := sync(ctx, key); err != nil {
+	err := sync(ctx, key)
+	var again *requeue
+	if errors.As(err, &again) {
+		q.Forget(key)
+		q.AddAfter(key, again.after)
+		return true
+	}
+	if err != nil {
 		failed(ctx, key, err)
 		if apierrors.IsConflict(err) {
 			// The cache is behind the API server: the newer object's event re-adds the
@@ -69,6 +91,14 @@ func Failed(name, keyAttr string, benign func(error) bool) FailFunc[string] {
 			level = slog.LevelInfo
 		}
 		slog.Log(ctx, level, msg, keyAttr, key, "err", err)
+	}
+}
+
+// LogInfo returns a FailFunc that logs msg at Info through log with the key under
+// keyAttr, as the CSI sidecars report a failed object they will retry.
+func LogInfo(log *slog.Logger, msg, keyAttr string) FailFunc[string] {
+	return func(ctx context.Context, key string, err error) {
+		log.InfoContext(ctx, msg, keyAttr, key, "err", err)
 	}
 }
 

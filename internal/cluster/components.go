@@ -16,9 +16,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubelab/kubelab/internal/controllermanager"
+	csiclient "github.com/kubelab/kubelab/internal/csi/client"
 	"github.com/kubelab/kubelab/internal/csi/driver"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/attacher"
-	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/livenessprobe"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/provisioner"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/resizer"

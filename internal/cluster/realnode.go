@@ -25,8 +25,8 @@ import (
 
 	"github.com/kubelab/kubelab/internal/cni"
 	"github.com/kubelab/kubelab/internal/containerd"
+	csiclient "github.com/kubelab/kubelab/internal/csi/client"
 	"github.com/kubelab/kubelab/internal/csi/driver"
-	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/livenessprobe"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/registrar"
 	"github.com/kubelab/kubelab/internal/kubelet"

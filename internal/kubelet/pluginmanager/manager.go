@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
+	csiclient "github.com/kubelab/kubelab/internal/csi/client"
 )
 
 // ErrNotRegistered is matched (errors.Is) by the errors of calls for a driver that is not

@@ -3,7 +3,7 @@ package attacher
 import (
 	"time"
 
-	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
+	csiclient "github.com/kubelab/kubelab/internal/csi/client"
 )
 
 // Config tunes the attacher. Its Tuning defaults to 10 attachments handled at once and

@@ -23,7 +23,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
+	csiclient "github.com/kubelab/kubelab/internal/csi/client"
+	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
 // Controller is the external-attacher of one CSI driver.
@@ -139,7 +140,7 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 func (c *Controller) work(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], sync func(context.Context, string) error) {
-	csiclient.Work(ctx, c.log, q, sync, "sync failed, will retry", "key")
+	worker.Work(ctx, q, sync, worker.LogInfo(c.log, "sync failed, will retry", "key"))
 }
 
 // syncAttachment attaches or detaches one VolumeAttachment.

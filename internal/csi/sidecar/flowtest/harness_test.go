@@ -32,9 +32,9 @@ import (
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
 	"github.com/kubelab/kubelab/internal/controller/protection"
 	"github.com/kubelab/kubelab/internal/controller/pvbinder"
+	csiclient "github.com/kubelab/kubelab/internal/csi/client"
 	"github.com/kubelab/kubelab/internal/csi/driver"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/attacher"
-	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/provisioner"
 )
 

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
+	csiclient "github.com/kubelab/kubelab/internal/csi/client"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/resizer"
 )
 

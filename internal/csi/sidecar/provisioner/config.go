@@ -5,7 +5,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
+	csiclient "github.com/kubelab/kubelab/internal/csi/client"
 )
 
 // Config tunes the provisioner.

@@ -22,7 +22,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
+	csiclient "github.com/kubelab/kubelab/internal/csi/client"
+	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
 // Controller is the external-provisioner of one CSI driver.
@@ -172,5 +173,5 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 func (c *Controller) work(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], sync func(context.Context, string) error) {
-	csiclient.Work(ctx, c.log, q, sync, "sync failed, will retry", "key")
+	worker.Work(ctx, q, sync, worker.LogInfo(c.log, "sync failed, will retry", "key"))
 }

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
-	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
+	csiclient "github.com/kubelab/kubelab/internal/csi/client"
 )
 
 // Keys of the StorageClass parameters and volume attributes the provisioner itself

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
-	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
+	csiclient "github.com/kubelab/kubelab/internal/csi/client"
 )
 
 // Config says where the sockets are.

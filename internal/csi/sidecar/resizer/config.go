@@ -3,7 +3,7 @@ package resizer
 import (
 	"time"
 
-	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
+	csiclient "github.com/kubelab/kubelab/internal/csi/client"
 )
 
 // Config tunes the resizer. Its Tuning defaults to 4 claims handled at once and 5m per CSI

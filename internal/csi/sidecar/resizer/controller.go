@@ -21,7 +21,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
+	csiclient "github.com/kubelab/kubelab/internal/csi/client"
+	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
 // Controller is the external-resizer of one CSI driver.
@@ -107,7 +108,7 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 func (c *Controller) worker(ctx context.Context) {
-	csiclient.Work(ctx, c.log, c.queue, c.sync, "resize failed, will retry", "claim")
+	worker.Work(ctx, c.queue, c.sync, worker.LogInfo(c.log, "resize failed, will retry", "claim"))
 }
 
 // sync grows the volume of one claim when it asks for more.

@@ -27,7 +27,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
+	csiclient "github.com/kubelab/kubelab/internal/csi/client"
+	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
 // eventScheme knows core and snapshot types, for Events about both.
@@ -136,7 +137,7 @@ func (c *SnapshotController) Run(ctx context.Context) error {
 }
 
 func (c *SnapshotController) worker(ctx context.Context) {
-	csiclient.Work(ctx, c.log, c.queue, c.sync, "sync failed, will retry", "key")
+	worker.Work(ctx, c.queue, c.sync, worker.LogInfo(c.log, "sync failed, will retry", "key"))
 }
 
 // sync syncs one queued key: "vsc/<name>" a content, "vs/<namespace/name>" a snapshot.

@@ -22,7 +22,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubelab/kubelab/internal/csi/sidecar/csiclient"
+	csiclient "github.com/kubelab/kubelab/internal/csi/client"
+	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
 // Controller is the CSI snapshotter sidecar of one driver.
@@ -100,7 +101,7 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 func (c *Controller) worker(ctx context.Context) {
-	csiclient.Work(ctx, c.log, c.queue, c.sync, "sync failed, will retry", "content")
+	worker.Work(ctx, c.queue, c.sync, worker.LogInfo(c.log, "sync failed, will retry", "content"))
 }
 
 func (c *Controller) sync(ctx context.Context, name string) error {

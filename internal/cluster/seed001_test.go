@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubelab/kubelab/internal/controller/attachdetach"
+	"github.com/kubelab/kubelab/internal/util/volumeutil"
 )
 
 // Upstream names the tests check.
@@ -151,7 +151,7 @@ func TestSeed001KeyStateTransitions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		vaName = attachdetach.AttachmentName(pv.Spec.CSI.VolumeHandle, DriverName, node)
+		vaName = volumeutil.AttachmentName(pv.Spec.CSI.VolumeHandle, DriverName, node)
 		tl.expectOrder(t, "va/"+vaName, "attached=false", "attached=true")
 		va, err := tc.client.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{})
 		if err != nil {
@@ -169,7 +169,7 @@ func TestSeed001KeyStateTransitions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		unique := attachdetach.UniqueVolumeName(DriverName, pv.Spec.CSI.VolumeHandle)
+		unique := volumeutil.UniqueVolumeName(DriverName, pv.Spec.CSI.VolumeHandle)
 		if !slices.Contains(n.Status.VolumesInUse, unique) {
 			t.Errorf("node volumesInUse %v lack %s", n.Status.VolumesInUse, unique)
 		}

@@ -203,10 +203,7 @@ func TestPodStatuses(t *testing.T) {
 	}
 }
 
-func TestVolumeNamesAndPaths(t *testing.T) {
-	if got := uniqueVolumeName("ebs.csi.aws.com", "vol-0abc"); got != "kubernetes.io/csi/ebs.csi.aws.com^vol-0abc" {
-		t.Errorf("unique name %q", got)
-	}
+func TestVolumePaths(t *testing.T) {
 	if got := stagingPath("/r", "pvc-1"); got != "/r/plugins/kubernetes.io/csi/pv/pvc-1/globalmount" {
 		t.Errorf("staging %q", got)
 	}

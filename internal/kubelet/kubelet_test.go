@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
-	"github.com/kubelab/kubelab/internal/controller/attachdetach"
+	"github.com/kubelab/kubelab/internal/util/volumeutil"
 )
 
 type hollowNode struct {
@@ -321,7 +321,7 @@ func TestHollowPodWaitsForAttachedVolume(t *testing.T) {
 	// The attach/detach controller's part: a VolumeAttachment, not yet attached, under
 	// the name the kubelet gets it by.
 	va := &storagev1.VolumeAttachment{
-		ObjectMeta: metav1.ObjectMeta{Name: attachdetach.AttachmentName("vol-0abc", "ebs.csi.aws.com", "hollow-d")},
+		ObjectMeta: metav1.ObjectMeta{Name: volumeutil.AttachmentName("vol-0abc", "ebs.csi.aws.com", "hollow-d")},
 		Spec: storagev1.VolumeAttachmentSpec{Attacher: "ebs.csi.aws.com", NodeName: "hollow-d",
 			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To("pvc-1111")}},
 	}

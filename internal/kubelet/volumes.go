@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 
-	"github.com/kubelab/kubelab/internal/controller/attachdetach"
+	"github.com/kubelab/kubelab/internal/util/volumeutil"
 )
 
 // errVolumesNotReady means a pod's volumes cannot be set up yet (claim unbound, not yet
@@ -38,11 +38,6 @@ func (e *mountError) Error() string {
 }
 
 func (e *mountError) Unwrap() error { return e.err }
-
-// uniqueVolumeName is upstream's name for a CSI volume in node.status.volumesInUse.
-func uniqueVolumeName(driver, handle string) corev1.UniqueVolumeName {
-	return corev1.UniqueVolumeName("kubernetes.io/csi/" + driver + "^" + handle)
-}
 
 // stagingPath and targetPath are where a CSI volume is staged and published under the
 // kubelet's root dir: plugins/kubernetes.io/csi/pv/<pv>/globalmount (NodeStageVolume, one
@@ -133,7 +128,7 @@ func (m *volumeManager) podVolumes(ctx context.Context, pod *corev1.Pod) ([]*Vol
 		if csi == nil {
 			continue
 		}
-		vol := &Volume{PodVolume: v.Name, UniqueName: string(uniqueVolumeName(csi.Driver, csi.VolumeHandle)), PVName: pv.Name, Claim: pvc.Namespace + "/" + pvc.Name,
+		vol := &Volume{PodVolume: v.Name, UniqueName: string(volumeutil.UniqueVolumeName(csi.Driver, csi.VolumeHandle)), PVName: pv.Name, Claim: pvc.Namespace + "/" + pvc.Name,
 			Driver: csi.Driver, Handle: csi.VolumeHandle, FSType: csi.FSType, VolumeContext: csi.VolumeAttributes,
 			ReadOnly: csi.ReadOnly || v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ReadOnly}
 		if len(pv.Spec.AccessModes) > 0 {
@@ -165,7 +160,7 @@ func (m *volumeManager) volume(ctx context.Context, name string) (*corev1.Persis
 
 // attachment returns the VolumeAttachment of v on this node, and whether it is attached.
 func (m *volumeManager) attachment(ctx context.Context, v *Volume) (*storagev1.VolumeAttachment, bool) {
-	va, err := m.client.StorageV1().VolumeAttachments().Get(ctx, attachdetach.AttachmentName(v.Handle, v.Driver, m.node), metav1.GetOptions{})
+	va, err := m.client.StorageV1().VolumeAttachments().Get(ctx, volumeutil.AttachmentName(v.Handle, v.Driver, m.node), metav1.GetOptions{})
 	if err != nil || va.Spec.NodeName != m.node || va.Spec.Source.PersistentVolumeName == nil ||
 		*va.Spec.Source.PersistentVolumeName != v.PVName {
 		return nil, false
@@ -400,7 +395,7 @@ func (m *volumeManager) reconstruct(uid types.UID) {
 			continue
 		}
 		vols = append(vols, &Volume{PVName: filepath.Base(filepath.Dir(f)), Driver: d.DriverName, Handle: d.VolumeHandle,
-			UniqueName: string(uniqueVolumeName(d.DriverName, d.VolumeHandle))})
+			UniqueName: string(volumeutil.UniqueVolumeName(d.DriverName, d.VolumeHandle))})
 	}
 	if len(vols) == 0 {
 		return

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiserver/pkg/admission"
 
-	"github.com/kubelab/kubelab/internal/controller/protection"
+	"github.com/kubelab/kubelab/internal/util/volumeutil"
 )
 
 // storageObjectInUseProtection is the admission step upstream calls
@@ -30,9 +30,9 @@ func (p *storageObjectInUseProtection) Admit(_ context.Context, a admission.Attr
 	}
 	switch o := a.GetObject().(type) {
 	case *corev1.PersistentVolumeClaim:
-		o.Finalizers = withFinalizer(o.Finalizers, protection.PVCFinalizer)
+		o.Finalizers = withFinalizer(o.Finalizers, volumeutil.PVCProtectionFinalizer)
 	case *corev1.PersistentVolume:
-		o.Finalizers = withFinalizer(o.Finalizers, protection.PVFinalizer)
+		o.Finalizers = withFinalizer(o.Finalizers, volumeutil.PVProtectionFinalizer)
 	}
 	return nil
 }

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kubelab/kubelab/internal/util/volumeutil"
 	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
@@ -393,7 +394,7 @@ func (c *Controller) wantedFor(pod *corev1.Pod, v corev1.Volume, nodeName string
 	if !c.attachRequired(pv.Spec.CSI.Driver) {
 		return wanted{}, false
 	}
-	return wanted{name: AttachmentName(pv.Spec.CSI.VolumeHandle, pv.Spec.CSI.Driver, nodeName), pv: pv, driver: pv.Spec.CSI.Driver}, true
+	return wanted{name: volumeutil.AttachmentName(pv.Spec.CSI.VolumeHandle, pv.Spec.CSI.Driver, nodeName), pv: pv, driver: pv.Spec.CSI.Driver}, true
 }
 
 // attachRequired reads CSIDriver.spec.attachRequired; without the object, or the

@@ -1,13 +1,13 @@
 package attachdetach
 
 import (
-	"crypto/sha256"
-	"fmt"
 	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/kubelab/kubelab/internal/util/volumeutil"
 )
 
 // Names read and written, as upstream.
@@ -20,19 +20,6 @@ const (
 	ReasonSuccessfulAttach = "SuccessfulAttachVolume"
 	ReasonFailedAttach     = "FailedAttachVolume"
 )
-
-// AttachmentName is the VolumeAttachment name of a CSI volume on a node:
-// csi-<hex sha256 of volumeHandle, driver and node name>, as the kubelet and the
-// controller name it.
-func AttachmentName(volumeHandle, driver, nodeName string) string {
-	return fmt.Sprintf("csi-%x", sha256.Sum256([]byte(volumeHandle+driver+nodeName)))
-}
-
-// UniqueVolumeName is how nodes list a CSI volume in status.volumesInUse and
-// status.volumesAttached: kubernetes.io/csi/<driver>^<volumeHandle>.
-func UniqueVolumeName(driver, volumeHandle string) corev1.UniqueVolumeName {
-	return corev1.UniqueVolumeName("kubernetes.io/csi/" + driver + "^" + volumeHandle)
-}
 
 // podTerminated says whether a pod no longer needs its volumes attached: it ended,
 // or it is being deleted and none of its containers runs.
@@ -97,7 +84,7 @@ type wanted struct {
 }
 
 func (w wanted) unique() corev1.UniqueVolumeName {
-	return UniqueVolumeName(w.driver, w.pv.Spec.CSI.VolumeHandle)
+	return volumeutil.UniqueVolumeName(w.driver, w.pv.Spec.CSI.VolumeHandle)
 }
 
 // nodeState is everything the plan of one node depends on.
@@ -163,7 +150,7 @@ func planNode(s nodeState) plan {
 			pv = s.volumes[*va.Spec.Source.PersistentVolumeName]
 		}
 		if va.Status.Attached && pv != nil && pv.Spec.CSI != nil {
-			p.attached = append(p.attached, corev1.AttachedVolume{Name: UniqueVolumeName(va.Spec.Attacher, pv.Spec.CSI.VolumeHandle)})
+			p.attached = append(p.attached, corev1.AttachedVolume{Name: volumeutil.UniqueVolumeName(va.Spec.Attacher, pv.Spec.CSI.VolumeHandle)})
 		}
 		if _, needed := s.desired[va.Name]; needed || va.DeletionTimestamp != nil {
 			continue
@@ -171,7 +158,7 @@ func planNode(s nodeState) plan {
 		switch {
 		case s.node == nil, pv == nil || pv.Spec.CSI == nil:
 			p.detach = append(p.detach, va.Name)
-		case !inUse[UniqueVolumeName(va.Spec.Attacher, pv.Spec.CSI.VolumeHandle)]:
+		case !inUse[volumeutil.UniqueVolumeName(va.Spec.Attacher, pv.Spec.CSI.VolumeHandle)]:
 			p.detach = append(p.detach, va.Name)
 		case outOfService(s.node):
 			p.detach = append(p.detach, va.Name)

@@ -1,8 +1,6 @@
 package attachdetach
 
 import (
-	"crypto/sha256"
-	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -10,22 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubelab/kubelab/internal/util/volumeutil"
 )
 
 const drv = "ebs.csi.aws.com"
-
-func TestAttachmentName(t *testing.T) {
-	want := fmt.Sprintf("csi-%x", sha256.Sum256([]byte("vol-0abc"+drv+"node-b")))
-	if got := AttachmentName("vol-0abc", drv, "node-b"); got != want || len(got) != 68 {
-		t.Fatalf("got %s, want %s", got, want)
-	}
-	if AttachmentName("vol-0abc", drv, "node-a") == AttachmentName("vol-0abc", drv, "node-b") {
-		t.Fatal("two nodes share an attachment name")
-	}
-	if got := UniqueVolumeName(drv, "vol-0abc"); got != "kubernetes.io/csi/ebs.csi.aws.com^vol-0abc" {
-		t.Fatalf("unique name %s", got)
-	}
-}
 
 func TestPodTerminated(t *testing.T) {
 	now := metav1.Now()
@@ -63,7 +50,7 @@ func pv(name, handle string, modes ...corev1.PersistentVolumeAccessMode) *corev1
 
 func va(v *corev1.PersistentVolume, node string, attached bool, deleting bool) *storagev1.VolumeAttachment {
 	out := &storagev1.VolumeAttachment{
-		ObjectMeta: metav1.ObjectMeta{Name: AttachmentName(v.Spec.CSI.VolumeHandle, drv, node)},
+		ObjectMeta: metav1.ObjectMeta{Name: volumeutil.AttachmentName(v.Spec.CSI.VolumeHandle, drv, node)},
 		Spec:       storagev1.VolumeAttachmentSpec{Attacher: drv, NodeName: node, Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &v.Name}},
 		Status:     storagev1.VolumeAttachmentStatus{Attached: attached},
 	}
@@ -89,11 +76,11 @@ func TestPlanNode(t *testing.T) {
 	v1, v2 := pv("pv1", "vol-1"), pv("pv2", "vol-2")
 	rwx := pv("pv3", "vol-3", corev1.ReadWriteMany)
 	want := func(v *corev1.PersistentVolume) map[string]wanted {
-		n := AttachmentName(v.Spec.CSI.VolumeHandle, drv, "node-b")
+		n := volumeutil.AttachmentName(v.Spec.CSI.VolumeHandle, drv, "node-b")
 		return map[string]wanted{n: {name: n, pv: v, driver: drv}}
 	}
-	u1 := UniqueVolumeName(drv, "vol-1")
-	name1 := AttachmentName("vol-1", drv, "node-b")
+	u1 := volumeutil.UniqueVolumeName(drv, "vol-1")
+	name1 := volumeutil.AttachmentName("vol-1", drv, "node-b")
 	cases := []struct {
 		name  string
 		state nodeState
@@ -112,7 +99,7 @@ func TestPlanNode(t *testing.T) {
 			multi: []string{name1}},
 		{name: "ReadWriteMany volume attached elsewhere: create",
 			state:  nodeState{node: node(true, nil), desired: want(rwx), elsewhere: map[string][]string{"pv3": {"node-a"}}},
-			create: []string{AttachmentName("vol-3", drv, "node-b")}},
+			create: []string{volumeutil.AttachmentName("vol-3", drv, "node-b")}},
 		{name: "unneeded and not in use: detach",
 			state:    nodeState{node: node(true, nil), actual: []*storagev1.VolumeAttachment{va(v1, "node-b", true, false)}, volumes: map[string]*corev1.PersistentVolume{"pv1": v1}},
 			detach:   []string{name1},

@@ -5,12 +5,6 @@ import (
 	"log/slog"
 )
 
-// Finalizers and Event component names, as upstream.
-const (
-	PVCFinalizer = "kubernetes.io/pvc-protection"
-	PVFinalizer  = "kubernetes.io/pv-protection"
-)
-
 // Config tunes the controllers.
 type Config struct {
 	// Workers is the number of claims (and, separately, volumes) handled at once

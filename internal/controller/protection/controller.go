@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kubelab/kubelab/internal/util/volumeutil"
 	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
@@ -77,7 +78,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "pvprotection"}),
 	}
 	claimFn := func(obj interface{}) {
-		if pvc, ok := obj.(*corev1.PersistentVolumeClaim); ok && decide(pvc.Finalizers, pvc.DeletionTimestamp != nil, PVCFinalizer) != stepNothing {
+		if pvc, ok := obj.(*corev1.PersistentVolumeClaim); ok && decide(pvc.Finalizers, pvc.DeletionTimestamp != nil, volumeutil.PVCProtectionFinalizer) != stepNothing {
 			c.claimQueue.Add(pvc.Namespace + "/" + pvc.Name)
 		}
 	}
@@ -87,7 +88,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		return nil, err
 	}
 	volumeFn := func(obj interface{}) {
-		if pv, ok := obj.(*corev1.PersistentVolume); ok && decide(pv.Finalizers, pv.DeletionTimestamp != nil, PVFinalizer) != stepNothing {
+		if pv, ok := obj.(*corev1.PersistentVolume); ok && decide(pv.Finalizers, pv.DeletionTimestamp != nil, volumeutil.PVProtectionFinalizer) != stepNothing {
 			c.volumeQueue.Add(pv.Name)
 		}
 	}
@@ -159,11 +160,11 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	switch decide(pvc.Finalizers, pvc.DeletionTimestamp != nil, PVCFinalizer) {
+	switch decide(pvc.Finalizers, pvc.DeletionTimestamp != nil, volumeutil.PVCProtectionFinalizer) {
 	case stepAddFinalizer:
-		_, err := c.client.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, name, types.StrategicMergePatchType, addFinalizerPatch(PVCFinalizer), metav1.PatchOptions{})
+		_, err := c.client.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, name, types.StrategicMergePatchType, addFinalizerPatch(volumeutil.PVCProtectionFinalizer), metav1.PatchOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("add %s to claim %s: %w", PVCFinalizer, key, err)
+			return fmt.Errorf("add %s to claim %s: %w", volumeutil.PVCProtectionFinalizer, key, err)
 		}
 	case stepCheckRemove:
 		used, err := c.claimInUse(ctx, pvc)
@@ -174,9 +175,9 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 			c.log.DebugContext(ctx, "keeping claim in use", "claim", key)
 			return nil
 		}
-		_, err = c.client.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, name, types.StrategicMergePatchType, removeFinalizerPatch(PVCFinalizer), metav1.PatchOptions{})
+		_, err = c.client.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, name, types.StrategicMergePatchType, removeFinalizerPatch(volumeutil.PVCProtectionFinalizer), metav1.PatchOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("remove %s from claim %s: %w", PVCFinalizer, key, err)
+			return fmt.Errorf("remove %s from claim %s: %w", volumeutil.PVCProtectionFinalizer, key, err)
 		}
 		c.log.InfoContext(ctx, "claim no longer in use, finalizer removed", "claim", key)
 	}
@@ -217,19 +218,19 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	switch decide(pv.Finalizers, pv.DeletionTimestamp != nil, PVFinalizer) {
+	switch decide(pv.Finalizers, pv.DeletionTimestamp != nil, volumeutil.PVProtectionFinalizer) {
 	case stepAddFinalizer:
-		_, err := c.client.CoreV1().PersistentVolumes().Patch(ctx, name, types.StrategicMergePatchType, addFinalizerPatch(PVFinalizer), metav1.PatchOptions{})
+		_, err := c.client.CoreV1().PersistentVolumes().Patch(ctx, name, types.StrategicMergePatchType, addFinalizerPatch(volumeutil.PVProtectionFinalizer), metav1.PatchOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("add %s to volume %s: %w", PVFinalizer, name, err)
+			return fmt.Errorf("add %s to volume %s: %w", volumeutil.PVProtectionFinalizer, name, err)
 		}
 	case stepCheckRemove:
 		if volumeInUse(pv) {
 			return nil
 		}
-		_, err := c.client.CoreV1().PersistentVolumes().Patch(ctx, name, types.StrategicMergePatchType, removeFinalizerPatch(PVFinalizer), metav1.PatchOptions{})
+		_, err := c.client.CoreV1().PersistentVolumes().Patch(ctx, name, types.StrategicMergePatchType, removeFinalizerPatch(volumeutil.PVProtectionFinalizer), metav1.PatchOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("remove %s from volume %s: %w", PVFinalizer, name, err)
+			return fmt.Errorf("remove %s from volume %s: %w", volumeutil.PVProtectionFinalizer, name, err)
 		}
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubelab/kubelab/internal/util/volumeutil"
 )
 
 func TestDecide(t *testing.T) {
@@ -15,19 +17,19 @@ func TestDecide(t *testing.T) {
 		want       step
 	}{
 		{"new object gets the finalizer", nil, false, stepAddFinalizer},
-		{"object with the finalizer is left alone", []string{"x", PVCFinalizer}, false, stepNothing},
-		{"deleted object with the finalizer is checked", []string{PVCFinalizer}, true, stepCheckRemove},
+		{"object with the finalizer is left alone", []string{"x", volumeutil.PVCProtectionFinalizer}, false, stepNothing},
+		{"deleted object with the finalizer is checked", []string{volumeutil.PVCProtectionFinalizer}, true, stepCheckRemove},
 		{"deleted object without it is not ours", []string{"other"}, true, stepNothing},
 	}
 	for _, tc := range cases {
-		if got := decide(tc.finalizers, tc.deleting, PVCFinalizer); got != tc.want {
+		if got := decide(tc.finalizers, tc.deleting, volumeutil.PVCProtectionFinalizer); got != tc.want {
 			t.Errorf("%s: got %d, want %d", tc.name, got, tc.want)
 		}
 	}
-	if got := string(addFinalizerPatch(PVFinalizer)); got != `{"metadata":{"finalizers":["kubernetes.io/pv-protection"]}}` {
+	if got := string(addFinalizerPatch(volumeutil.PVProtectionFinalizer)); got != `{"metadata":{"finalizers":["kubernetes.io/pv-protection"]}}` {
 		t.Errorf("add patch %s", got)
 	}
-	if got := string(removeFinalizerPatch(PVCFinalizer)); got != `{"metadata":{"$deleteFromPrimitiveList/finalizers":["kubernetes.io/pvc-protection"]}}` {
+	if got := string(removeFinalizerPatch(volumeutil.PVCProtectionFinalizer)); got != `{"metadata":{"$deleteFromPrimitiveList/finalizers":["kubernetes.io/pvc-protection"]}}` {
 		t.Errorf("remove patch %s", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	csiclient "github.com/kubelab/kubelab/internal/csi/client"
 	"github.com/kubelab/kubelab/internal/kubelet"
+	"github.com/kubelab/kubelab/internal/util/volumeutil"
 )
 
 // csiCallTimeout bounds each node call to a driver.
@@ -83,7 +84,7 @@ func (c *CSIMounter) Publish(ctx context.Context, v *kubelet.Volume, stagingPath
 	}
 	node := c.m.cfg.NodeName
 	if err := writeVolumeData(dir, VolumeData{SpecVolID: v.PVName, VolumeHandle: v.Handle, DriverName: v.Driver, NodeName: node,
-		AttachmentID: AttachmentName(v.Handle, v.Driver, node), VolumeLifecycleMode: LifecyclePersistent}); err != nil {
+		AttachmentID: volumeutil.AttachmentName(v.Handle, v.Driver, node), VolumeLifecycleMode: LifecyclePersistent}); err != nil {
 		return fmt.Errorf("publish volume %s: %w", v.Handle, err)
 	}
 	req := &csi.NodePublishVolumeRequest{

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubelab/kubelab/internal/kubelet"
+	"github.com/kubelab/kubelab/internal/util/volumeutil"
 )
 
 // registeredEnv is a manager with the fake driver registered through the real registrar.
@@ -114,7 +115,7 @@ func TestCSIMounter(t *testing.T) {
 		VolumeId: "vol-1", PublishContext: v.PublishContext, StagingTargetPath: staging, TargetPath: target,
 		VolumeCapability: vc, Readonly: true, VolumeContext: v.VolumeContext})
 	wantData := VolumeData{SpecVolID: "pv-1", VolumeHandle: "vol-1", DriverName: testDriver, NodeName: testNode,
-		AttachmentID: AttachmentName("vol-1", testDriver, testNode), VolumeLifecycleMode: "Persistent"}
+		AttachmentID: volumeutil.AttachmentName("vol-1", testDriver, testNode), VolumeLifecycleMode: "Persistent"}
 	if d := readData(t, filepath.Dir(target)); d != wantData {
 		t.Errorf("target vol_data.json = %+v, want %+v", d, wantData)
 	}

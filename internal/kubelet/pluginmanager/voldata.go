@@ -1,7 +1,6 @@
 package pluginmanager
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,11 +25,6 @@ type VolumeData struct {
 	NodeName            string `json:"nodeName,omitempty"`
 	AttachmentID        string `json:"attachmentID,omitempty"`
 	VolumeLifecycleMode string `json:"volumeLifecycleMode,omitempty"`
-}
-
-// AttachmentName is the name of the VolumeAttachment of a volume on a node.
-func AttachmentName(handle, driver, node string) string {
-	return fmt.Sprintf("csi-%x", sha256.Sum256([]byte(handle+driver+node)))
 }
 
 // ReadVolumeData reads the vol_data.json in dir.

@@ -17,7 +17,7 @@ import (
 
 	"github.com/kubelab/kubelab/internal/benchtest"
 	"github.com/kubelab/kubelab/internal/cloud/cloudtest"
-	"github.com/kubelab/kubelab/internal/controller/attachdetach"
+	"github.com/kubelab/kubelab/internal/util/volumeutil"
 )
 
 // BenchmarkClaimToAttached measures, per claim, the storage control plane
@@ -68,7 +68,7 @@ func BenchmarkClaimToAttached(b *testing.B) {
 				time.Sleep(2 * time.Millisecond)
 			}
 		}
-		vaName := attachdetach.AttachmentName(handle, driverName, node)
+		vaName := volumeutil.AttachmentName(handle, driverName, node)
 		for {
 			va, err := e.client.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{})
 			if err == nil && va.Status.Attached {

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubelab/kubelab/internal/controller/attachdetach"
+	"github.com/kubelab/kubelab/internal/util/volumeutil"
 )
 
 // Upstream names the test checks.
@@ -242,7 +242,7 @@ func TestSeed001Flow(t *testing.T) {
 	// The scheduler binds the pod; the attach/detach controller creates the
 	// VolumeAttachment and the attacher attaches it.
 	e.bindPod(ns, "my-app-pod", node)
-	vaName := attachdetach.AttachmentName(pv.Spec.CSI.VolumeHandle, driverName, node)
+	vaName := volumeutil.AttachmentName(pv.Spec.CSI.VolumeHandle, driverName, node)
 	var va *storagev1.VolumeAttachment
 	waitFor(t, "VolumeAttachment "+vaName+" attached", func() (bool, error) {
 		var err error
@@ -266,7 +266,7 @@ func TestSeed001Flow(t *testing.T) {
 	if vols[0].State != ec2types.VolumeStateInUse || len(vols[0].Attachments) != 1 || aws.ToString(vols[0].Attachments[0].InstanceId) != e.instances[node] {
 		t.Errorf("cloud volume state %s attachments %+v, want in-use on %s", vols[0].State, vols[0].Attachments, e.instances[node])
 	}
-	unique := attachdetach.UniqueVolumeName(driverName, pv.Spec.CSI.VolumeHandle)
+	unique := volumeutil.UniqueVolumeName(driverName, pv.Spec.CSI.VolumeHandle)
 	waitFor(t, "node volumesAttached and SuccessfulAttachVolume", func() (bool, error) {
 		n, err := e.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {

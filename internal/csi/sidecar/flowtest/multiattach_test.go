@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubelab/kubelab/internal/controller/attachdetach"
+	"github.com/kubelab/kubelab/internal/util/volumeutil"
 )
 
 func (e *env) eventMessage(ns, name, reason string) string {
@@ -45,12 +46,12 @@ func TestMultiAttachAndAttachError(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.bindPod(ns, "first", "node-b")
-	vaB := attachdetach.AttachmentName(pv.Spec.CSI.VolumeHandle, driverName, "node-b")
+	vaB := volumeutil.AttachmentName(pv.Spec.CSI.VolumeHandle, driverName, "node-b")
 	waitFor(t, "attached to node-b", func() (bool, error) {
 		va, err := e.client.StorageV1().VolumeAttachments().Get(ctx, vaB, metav1.GetOptions{})
 		return err == nil && va.Status.Attached, nil
 	})
-	unique := attachdetach.UniqueVolumeName(driverName, pv.Spec.CSI.VolumeHandle)
+	unique := volumeutil.UniqueVolumeName(driverName, pv.Spec.CSI.VolumeHandle)
 	e.setVolumesInUse("node-b", unique)
 
 	e.pod(ns, "second", "data")
@@ -58,7 +59,7 @@ func TestMultiAttachAndAttachError(t *testing.T) {
 	waitFor(t, "Multi-Attach error", func() (bool, error) {
 		return strings.Contains(e.eventMessage(ns, "second", attachdetach.ReasonFailedAttach), "Multi-Attach error for volume"), nil
 	})
-	vaC := attachdetach.AttachmentName(pv.Spec.CSI.VolumeHandle, driverName, "node-c")
+	vaC := volumeutil.AttachmentName(pv.Spec.CSI.VolumeHandle, driverName, "node-c")
 	time.Sleep(500 * time.Millisecond)
 	if _, err := e.client.StorageV1().VolumeAttachments().Get(ctx, vaC, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("attachment to node-c exists while node-b holds the volume: %v", err)

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubelab/kubelab/internal/cloud"
-	"github.com/kubelab/kubelab/internal/controller/attachdetach"
+	"github.com/kubelab/kubelab/internal/util/volumeutil"
 )
 
 func (e *env) startProvisioner() *running {
@@ -103,7 +103,7 @@ func TestRestartMidFlow(t *testing.T) {
 	ctrl = e.startControllers()
 	att = e.startAttacher()
 	e.cloud.ClearFaults(attachHang)
-	vaName := attachdetach.AttachmentName(pv.Spec.CSI.VolumeHandle, driverName, node)
+	vaName := volumeutil.AttachmentName(pv.Spec.CSI.VolumeHandle, driverName, node)
 	waitFor(t, "attached after restart", func() (bool, error) {
 		va, err := e.client.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{})
 		return err == nil && va.Status.Attached && va.Status.AttachmentMetadata["devicePath"] != "", err
@@ -122,7 +122,7 @@ func TestRestartMidFlow(t *testing.T) {
 
 	// 3. The controller-manager is down while the pod goes and the node unmounts;
 	// the attacher is killed while DetachVolume waits for the cloud.
-	unique := attachdetach.UniqueVolumeName(driverName, pv.Spec.CSI.VolumeHandle)
+	unique := volumeutil.UniqueVolumeName(driverName, pv.Spec.CSI.VolumeHandle)
 	e.setVolumesInUse(node, unique)
 	ctrl.stop(t)
 	e.deletePod(ns, "app")

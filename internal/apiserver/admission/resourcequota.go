@@ -6,7 +6,7 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/resourcequota"
 	"k8s.io/apiserver/pkg/quota/v1/generic"
 
-	quotaeval "github.com/kubelab/kubelab/internal/controller/resourcequota"
+	"github.com/kubelab/kubelab/internal/util/quotaeval"
 )
 
 // quotaEvaluatorWorkers is how many namespaces' quota checks run at once.

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kubelab/kubelab/internal/util/quotaeval"
 	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
@@ -71,7 +72,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery())),
 		watched: map[schema.GroupVersionResource]informers.GenericInformer{},
 	}
-	c.evaluators = Evaluators(c.listerFor)
+	c.evaluators = quotaeval.Evaluators(c.listerFor)
 	c.byResource = map[schema.GroupResource]quota.Evaluator{}
 	for _, e := range c.evaluators {
 		c.byResource[e.GroupResource()] = e
@@ -88,7 +89,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	}); err != nil {
 		return nil, fmt.Errorf("resourcequota: %w", err)
 	}
-	for _, gvr := range []schema.GroupVersionResource{podsGVR, servicesGVR, claimsGVR, configMapsGVR, secretsGVR, quotasGVR} {
+	for _, gvr := range quotaeval.EvaluatedResources() {
 		inf, err := c.watch(gvr)
 		if err != nil {
 			return nil, err
@@ -177,7 +178,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 func (c *Controller) registryFor(hard corev1.ResourceList) (quota.Registry, error) {
 	evaluators := append([]quota.Evaluator{}, c.evaluators...)
 	for name := range hard {
-		gr, ok := countedResource(name)
+		gr, ok := quotaeval.CountedResource(name)
 		if !ok || c.byResource[gr] != nil {
 			continue
 		}

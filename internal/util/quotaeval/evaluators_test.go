@@ -1,4 +1,4 @@
-package resourcequota
+package quotaeval
 
 import (
 	"testing"
@@ -139,53 +139,13 @@ func TestCountedResource(t *testing.T) {
 		"count/widgets.example.com": {Group: "example.com", Resource: "widgets"},
 	}
 	for name, want := range cases {
-		if got, ok := countedResource(name); !ok || got != want {
+		if got, ok := CountedResource(name); !ok || got != want {
 			t.Errorf("%s: %v %v, want %v", name, got, ok, want)
 		}
 	}
 	for _, name := range []corev1.ResourceName{"pods", "count/", "requests.cpu"} {
-		if _, ok := countedResource(name); ok {
+		if _, ok := CountedResource(name); ok {
 			t.Errorf("%s counted as an object count", name)
 		}
-	}
-}
-
-func TestDesiredStatus(t *testing.T) {
-	rq := &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: rl("pods", "3", "secrets", "5")}}
-	status, dirty := desiredStatus(rq, rl("pods", "2"))
-	if !dirty {
-		t.Error("a quota without status is not dirty")
-	}
-	sameUsage(t, "hard", status.Hard, rl("pods", "3", "secrets", "5"))
-	sameUsage(t, "used", status.Used, rl("pods", "2"))
-
-	rq.Status = corev1.ResourceQuotaStatus{Hard: rl("pods", "3", "secrets", "5"), Used: rl("pods", "2", "secrets", "1", "services", "4")}
-	status, dirty = desiredStatus(rq, rl("pods", "2"))
-	if !dirty {
-		t.Error("usage of a resource no longer hard is not dropped")
-	}
-	sameUsage(t, "kept used", status.Used, rl("pods", "2", "secrets", "1"))
-	rq.Status.Used = status.Used
-	if status, dirty = desiredStatus(rq, rl("pods", "2")); dirty {
-		t.Errorf("unchanged usage is dirty: %v", status)
-	}
-	if _, dirty := desiredStatus(rq, rl("pods", "1")); !dirty {
-		t.Error("freed usage is not dirty")
-	}
-	rq.Spec.Hard = rl("pods", "4", "secrets", "5")
-	if _, dirty := desiredStatus(rq, rl("pods", "2", "secrets", "1")); !dirty {
-		t.Error("a changed hard is not dirty")
-	}
-	if !needsSync(rq) {
-		t.Error("spec.hard differing from status.hard needs no sync")
-	}
-	rq.Status.Hard = rl("pods", "4", "secrets", "5")
-	if needsSync(rq) {
-		t.Error("a quota in sync needs a sync")
-	}
-	rq.Spec.Hard["configmaps"] = resource.MustParse("1")
-	rq.Status.Hard["configmaps"] = resource.MustParse("1")
-	if !needsSync(rq) {
-		t.Error("a hard resource without usage needs no sync")
 	}
 }

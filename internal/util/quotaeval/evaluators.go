@@ -1,4 +1,4 @@
-package resourcequota
+package quotaeval
 
 import (
 	"errors"
@@ -23,6 +23,12 @@ var (
 	secretsGVR    = corev1.SchemeGroupVersion.WithResource("secrets")
 	quotasGVR     = corev1.SchemeGroupVersion.WithResource("resourcequotas")
 )
+
+// EvaluatedResources are the kinds Evaluators measures: what the resourcequota
+// controller watches from the start.
+func EvaluatedResources() []schema.GroupVersionResource {
+	return []schema.GroupVersionResource{podsGVR, servicesGVR, claimsGVR, configMapsGVR, secretsGVR, quotasGVR}
+}
 
 // legacyCounts are the object counts that also answer to their name without count/.
 var legacyCounts = map[schema.GroupVersionResource]corev1.ResourceName{
@@ -64,8 +70,8 @@ func IgnoredResources() map[schema.GroupResource]struct{} {
 	}
 }
 
-// countedResource is the kind a count/<resource>[.<group>] quota name counts.
-func countedResource(name corev1.ResourceName) (schema.GroupResource, bool) {
+// CountedResource is the kind a count/<resource>[.<group>] quota name counts.
+func CountedResource(name corev1.ResourceName) (schema.GroupResource, bool) {
 	rest, ok := strings.CutPrefix(string(name), countPrefix)
 	if !ok || rest == "" {
 		return schema.GroupResource{}, false

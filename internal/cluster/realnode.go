@@ -22,6 +22,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/kubelab/kubelab/internal/cni"
 	"github.com/kubelab/kubelab/internal/containerd"
@@ -407,8 +408,17 @@ func (c *Cluster) startKubeletServer(ctx context.Context, g *errgroup.Group, n N
 	if !c.cfg.Hollow { // the node's containerd streams from inside the node's namespace
 		dialStream = vpc.DialContext(c.vpc.NodePath(n.Name))
 	}
+	var summary func(ctx context.Context) (*statsapi.Summary, error)
+	if c.cfg.Hollow { // a hollow kubelet's containers run in its fake runtime, not in CRI
+		summary = func(ctx context.Context) (*statsapi.Summary, error) {
+			if k := running.Load(); k != nil {
+				return k.HollowSummary(ctx)
+			}
+			return nil, fmt.Errorf("kubelet %s is not running yet", n.Name)
+		}
+	}
 	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", CertFile: cert, KeyFile: key, ClientCAFile: pki.CACert(),
-		DialStream: dialStream,
+		DialStream: dialStream, Summary: summary,
 		PodLogsDir: c.podLogsDir(n), Runtime: runtime, Logger: c.cfg.Logger.With("component", "kubelet", "node", n.Name),
 		PodLookup: func(ns, name string) (*corev1.Pod, error) {
 			if k := running.Load(); k != nil {

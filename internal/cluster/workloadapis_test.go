@@ -20,7 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
-	"github.com/kubelab/kubelab/internal/kubelet/kuberuntime/fakecri"
+	"github.com/kubelab/kubelab/internal/hollow"
 )
 
 // TestWorkloadAPIs runs, on one hollow cluster and side by side, the workload APIs
@@ -78,7 +78,7 @@ func hollowPod(image string, annotations map[string]string, labels map[string]st
 func testJob(t *testing.T, tc *testCluster) {
 	ctx := context.Background()
 	ns := tc.namespace("job")
-	tmpl := hollowPod("busybox", map[string]string{fakecri.HollowRunSecondsAnnotation: "1"}, nil)
+	tmpl := hollowPod("busybox", map[string]string{hollow.RunSecondsAnnotation: "1"}, nil)
 	tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "five"},
 		Spec: batchv1.JobSpec{Completions: ptr.To[int32](5), Parallelism: ptr.To[int32](2), Template: tmpl}}
@@ -131,7 +131,7 @@ func testJob(t *testing.T, tc *testCluster) {
 func testCronJob(t *testing.T, tc *testCluster) {
 	ctx := context.Background()
 	ns := tc.namespace("cronjob")
-	tmpl := hollowPod("busybox", map[string]string{fakecri.HollowRunSecondsAnnotation: "1"}, nil)
+	tmpl := hollowPod("busybox", map[string]string{hollow.RunSecondsAnnotation: "1"}, nil)
 	tmpl.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 	cj := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: "minutely"},
 		Spec: batchv1.CronJobSpec{Schedule: "* * * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tmpl}}}}
@@ -219,7 +219,7 @@ func testHPA(t *testing.T, tc *testCluster) {
 	labels := map[string]string{"app": "busy"}
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "busy"}, Spec: appsv1.DeploymentSpec{
 		Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
-		Template: hollowPod("nginx", map[string]string{fakecri.HollowCPUUsageAnnotation: "100m"}, labels)}}
+		Template: hollowPod("nginx", map[string]string{hollow.CPUUsageAnnotation: "100m"}, labels)}}
 	if _, err := tc.client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func testHPA(t *testing.T, tc *testCluster) {
 	// 100m used of 100m requested is 200% of the 50% target: the autoscaler doubles
 	// the pods, and again, up to its maximum.
 	waitFor(t, "busy scaled up to 3", replicas(3))
-	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:"5m"}}}}}`, fakecri.HollowCPUUsageAnnotation)
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:"5m"}}}}}`, hollow.CPUUsageAnnotation)
 	if _, err := tc.client.AppsV1().Deployments(ns).Patch(ctx, "busy", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/kubelab/kubelab/internal/hollow"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -52,19 +54,22 @@ func TestApplyNodeStatusIgnoresHeartbeats(t *testing.T) {
 	cfg.defaults()
 	n := &corev1.Node{}
 	t0 := metav1.NewTime(time.Unix(1000, 0))
-	if !applyNodeStatus(n, cfg, nil, nil, t0) {
+	if !applyNodeStatus(n, cfg, nil, "containerd://1.6.20", nil, t0) {
 		t.Fatal("first status not a change")
 	}
 	t1 := metav1.NewTime(time.Unix(1010, 0))
-	if applyNodeStatus(n, cfg, nil, nil, t1) {
+	if applyNodeStatus(n, cfg, nil, "", nil, t1) {
 		t.Error("a heartbeat alone counted as a change")
+	}
+	if v := n.Status.NodeInfo.ContainerRuntimeVersion; v != "containerd://1.6.20" {
+		t.Errorf("containerRuntimeVersion %q, want the runtime's last answer kept", v)
 	}
 	for _, c := range n.Status.Conditions {
 		if !c.LastHeartbeatTime.Equal(&t1) || !c.LastTransitionTime.Equal(&t0) {
 			t.Errorf("%s: heartbeat %v transition %v", c.Type, c.LastHeartbeatTime, c.LastTransitionTime)
 		}
 	}
-	if !applyNodeStatus(n, cfg, []corev1.UniqueVolumeName{"kubernetes.io/csi/ebs.csi.aws.com^vol-1"}, nil, t1) {
+	if !applyNodeStatus(n, cfg, []corev1.UniqueVolumeName{"kubernetes.io/csi/ebs.csi.aws.com^vol-1"}, "containerd://1.6.20", nil, t1) {
 		t.Error("volumesInUse change not seen")
 	}
 }
@@ -168,7 +173,7 @@ func TestPodStatuses(t *testing.T) {
 		t.Errorf("pending %+v", pending)
 	}
 	started := time.Unix(2001, 0)
-	states := []ContainerState{{Name: "app", Image: "nginx", ImageID: "nginx@sha256:1", ContainerID: "hollow://1", StartedAt: started}}
+	states := []ContainerState{{Name: "app", Image: "nginx", ImageID: "nginx@sha256:1", ContainerID: hollow.ContainerIDPrefix + "1", StartedAt: started}}
 	pod.Status = pending
 	running := runningStatus(pod, states, "172.31.0.1", "10.244.0.2", metav1.NewTime(time.Unix(2002, 0)))
 	if running.Phase != corev1.PodRunning || running.PodIP != "10.244.0.2" || len(running.PodIPs) != 1 || !running.ContainerStatuses[0].Ready ||
@@ -189,7 +194,7 @@ func TestPodStatuses(t *testing.T) {
 	if again := runningStatus(pod, states, "172.31.0.1", "10.244.0.2", metav1.NewTime(time.Unix(3000, 0))); !statusEqual(&again, &running) {
 		t.Error("running status not stable")
 	}
-	if got := adoptedStates(pod); len(got) != 1 || got[0].ContainerID != "hollow://1" || !got[0].StartedAt.Equal(started) {
+	if got := adoptedStates(pod); len(got) != 1 || got[0].ContainerID != hollow.ContainerIDPrefix+"1" || !got[0].StartedAt.Equal(started) {
 		t.Errorf("adopted %+v", got)
 	}
 	killed := []ContainerState{{Name: "app", Terminated: true, ExitCode: 0, Reason: "Completed", StartedAt: started, FinishedAt: time.Unix(2010, 0)}}

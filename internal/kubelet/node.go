@@ -120,7 +120,9 @@ func nodeConditions(prev []corev1.NodeCondition, runtimeErr error, now metav1.Ti
 }
 
 // applyNodeStatus sets what the kubelet reports in node.status; changed ignores heartbeats.
-func applyNodeStatus(node *corev1.Node, cfg *Config, inUse []corev1.UniqueVolumeName, runtimeErr error, now metav1.Time) (changed bool) {
+// runtimeVersion is the runtime's answer to Version; "" (the runtime did not answer)
+// keeps the version the node reports.
+func applyNodeStatus(node *corev1.Node, cfg *Config, inUse []corev1.UniqueVolumeName, runtimeVersion string, runtimeErr error, now metav1.Time) (changed bool) {
 	old := node.Status.DeepCopy()
 	s := &node.Status
 	s.Capacity = cfg.Capacity.DeepCopy()
@@ -132,9 +134,8 @@ func applyNodeStatus(node *corev1.Node, cfg *Config, inUse []corev1.UniqueVolume
 	}
 	s.Addresses = append(s.Addresses, cfg.Addresses...)
 	s.DaemonEndpoints = corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: cfg.ServerPort}}
-	runtimeVersion := "containerd://1.6"
-	if cfg.Hollow {
-		runtimeVersion = "hollow://" + version.Kubelab
+	if runtimeVersion == "" {
+		runtimeVersion = old.NodeInfo.ContainerRuntimeVersion
 	}
 	kernel, osImage := "hollow", "kubelab hollow node"
 	if !cfg.Hollow {
@@ -232,6 +233,9 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 func (k *Kubelet) syncNodeStatus(ctx context.Context, force bool) error {
 	inUse := k.volumes.inUse()
 	runtimeErr := k.runtime.Ready(ctx)
+	// A runtime that does not answer is reported by Ready; the node keeps the version
+	// it last reported.
+	runtimeVersion, _ := k.runtime.Version(ctx)
 	wrote := false
 	var events []string
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -244,7 +248,7 @@ func (k *Kubelet) syncNodeStatus(ctx context.Context, force bool) error {
 			k.ipam.setCIDR(node.Spec.PodCIDR)
 		}
 		prev := node.Status.Conditions
-		if !applyNodeStatus(node, &k.cfg, inUse, runtimeErr, metav1.Now()) && !force {
+		if !applyNodeStatus(node, &k.cfg, inUse, runtimeVersion, runtimeErr, metav1.Now()) && !force {
 			return nil
 		}
 		_, err = k.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})

@@ -449,6 +449,7 @@ func (r *probedRuntime) KillPod(_ context.Context, pod *corev1.Pod, _ time.Durat
 
 func (r *probedRuntime) Relist(context.Context) (map[types.UID]string, error) { return nil, nil }
 func (r *probedRuntime) Ready(context.Context) error                          { return nil }
+func (r *probedRuntime) Version(context.Context) (string, error)              { return "probed://0", nil }
 
 func (r *probedRuntime) Probe(_ context.Context, _ *corev1.Pod, _ *corev1.Container, _ string, p *corev1.Probe) (ProbeResult, string, error) {
 	r.mu.Lock()

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubelab/kubelab/internal/kubelet/kuberuntime/fakecri"
+	"github.com/kubelab/kubelab/internal/hollow"
 )
 
 // ContainerState is what the runtime reports about one container (an init container or an
@@ -71,6 +71,10 @@ type Runtime interface {
 	Relist(ctx context.Context) (map[types.UID]string, error)
 	// Ready says whether the runtime can run pods; its error is the reason when it cannot.
 	Ready(ctx context.Context) error
+	// Version is the runtime's name and version as the node reports them in
+	// status.nodeInfo.containerRuntimeVersion: "<name>://<version>" (containerd's CRI
+	// Version answer gives e.g. "containerd://1.6.20").
+	Version(ctx context.Context) (string, error)
 }
 
 // Volume is a CSI volume as the kubelet hands it to the mounter.
@@ -133,7 +137,7 @@ func (r *hollowRuntime) SyncPod(ctx context.Context, pod *corev1.Pod, _ PodVolum
 	var states []ContainerState
 	mk := func(c corev1.Container) ContainerState {
 		return ContainerState{Name: c.Name, Image: c.Image, ImageID: c.Image + "@sha256:" + fakeDigest(c.Image),
-			ContainerID: "hollow://" + fakeDigest(string(pod.UID) + "/" + c.Name)[:32], StartedAt: now}
+			ContainerID: hollow.ContainerIDPrefix + fakeDigest(string(pod.UID) + "/" + c.Name)[:32], StartedAt: now}
 	}
 	for _, c := range pod.Spec.InitContainers {
 		s := mk(c)
@@ -178,13 +182,16 @@ func (r *hollowRuntime) Relist(context.Context) (map[types.UID]string, error) {
 
 func (r *hollowRuntime) Ready(context.Context) error { return nil }
 
+// Version is the hollow runtime's name and kubelab's version ("hollow://<version>").
+func (r *hollowRuntime) Version(context.Context) (string, error) { return hollow.RuntimeVersion(), nil }
+
 // hollowExits ends the app containers of a hollow pod whose run time has passed: the pod
 // asks for it with the annotations kubelab.dev/hollow-run-seconds (seconds after the
 // container started) and kubelab.dev/hollow-exit-code (default 0), as the fake CRI
 // honours them. Exited containers are not restarted. It returns the states and how long
 // until the next container is due to exit (0: none is).
 func hollowExits(pod *corev1.Pod, states []ContainerState, now time.Time) ([]ContainerState, time.Duration) {
-	run, code, ok := fakecri.HollowExit(pod.Annotations)
+	run, code, ok := hollow.Exit(pod.Annotations)
 	if !ok {
 		return states, 0
 	}

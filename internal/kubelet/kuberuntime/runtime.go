@@ -84,6 +84,16 @@ func (r *Runtime) Ready(ctx context.Context) error {
 	return nil
 }
 
+// Version asks the runtime for its name and version (CRI Version), as upstream's
+// kubelet reports them: "<RuntimeName>://<RuntimeVersion>", e.g. "containerd://1.6.20".
+func (r *Runtime) Version(ctx context.Context) (string, error) {
+	resp, err := r.rs.Version(ctx, &runtimeapi.VersionRequest{})
+	if err != nil {
+		return "", fmt.Errorf("container runtime version: %w", err)
+	}
+	return resp.GetRuntimeName() + "://" + resp.GetRuntimeVersion(), nil
+}
+
 // Relist lists every pod that has a sandbox with a fingerprint of its sandboxes' and
 // containers' ids and states.
 func (r *Runtime) Relist(ctx context.Context) (map[types.UID]string, error) {

@@ -634,6 +634,15 @@ func TestReady(t *testing.T) {
 	}
 }
 
+// The runtime's version is its CRI Version answer's name and version, as the node
+// reports it (containerd answers containerd and e.g. 1.6.20).
+func TestVersion(t *testing.T) {
+	r, _ := newTestRuntime(t)
+	if v, err := r.Version(context.Background()); err != nil || v != "fakecri://0.0.0" {
+		t.Errorf("Version = %q, %v; want fakecri://0.0.0", v, err)
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	for _, cfg := range []Config{
 		{RootDir: "/var/lib/kubelet"},

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
 // Config is what the server needs from its node.
@@ -28,6 +29,10 @@ type Config struct {
 	PodLogsDir string
 	// Runtime is the node's container runtime (CRI).
 	Runtime runtimeapi.RuntimeServiceClient
+	// Summary, when set, answers /stats/summary instead of the runtime's CRI stats: a
+	// hollow node's kubelet, whose containers run in no CRI runtime, reports its fake
+	// runtime's usage through it.
+	Summary func(ctx context.Context) (*statsapi.Summary, error)
 	// DialStream connects to the runtime's streaming server (the URL of an exec, attach
 	// or port-forward answer); nil: from this process's network namespace.
 	DialStream func(ctx context.Context, network, addr string) (net.Conn, error)

@@ -22,7 +22,9 @@
 // container's first), or, when the runtime leaves them out, the server's own from the
 // cumulative usage of two samples (none for a first sample). A pod's figures are its
 // sandbox's stats (the sum of its containers' when the runtime has none); the node's are
-// the sum of its pods' (the kubelet reads no machine-wide counters).
+// the sum of its pods' (the kubelet reads no machine-wide counters). A hollow node's
+// server answers it from Config.Summary instead: the hollow kubelet's fake runtime's
+// usage (internal/hollow), so the API server reads every node's usage the same way.
 //
 // Logs are read from the CRI log file the container runtime writes (the path CRI
 // ContainerStatus reports, else <PodLogsDir>/<namespace>_<pod>_<uid>/<container>/

@@ -48,7 +48,11 @@ func (s *Server) handler() http.Handler {
 		_, _ = w.Write([]byte("ok"))
 	})
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
-	mux.Handle("GET /stats/summary", s.stats)
+	if s.cfg.Summary != nil {
+		mux.Handle("GET /stats/summary", summaryFunc(s.cfg.Summary))
+	} else {
+		mux.Handle("GET /stats/summary", s.stats)
+	}
 	for _, m := range []string{http.MethodGet, http.MethodPost} {
 		mux.HandleFunc(m+" /exec/{namespace}/{pod}/{container}", s.exec)
 		mux.HandleFunc(m+" /exec/{namespace}/{pod}/{uid}/{container}", s.exec)

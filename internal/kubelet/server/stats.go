@@ -102,6 +102,20 @@ func (p *statsProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(summary)
 }
 
+// summaryFunc answers GET /stats/summary from a summary the node makes itself
+// (Config.Summary).
+type summaryFunc func(ctx context.Context) (*statsapi.Summary, error)
+
+func (f summaryFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	summary, err := f(r.Context())
+	if err != nil {
+		writeStatus(w, fmt.Errorf("get summary stats: %w", err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(summary)
+}
+
 // criStats is what one summary is made from.
 type criStats struct {
 	sandboxes      []*runtimeapi.PodSandbox

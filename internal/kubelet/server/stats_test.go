@@ -17,6 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"github.com/kubelab/kubelab/internal/hollow"
 	"github.com/kubelab/kubelab/internal/kubelet/kuberuntime/fakecri"
 )
 
@@ -93,9 +94,9 @@ func TestStatsSummary(t *testing.T) {
 	clk := &clock{t: time.Unix(1_700_000_000, 0)}
 	cri := fakecri.New()
 	cri.SetClock(clk.now)
-	runPod(t, cri, "default", "web", map[string]string{fakecri.HollowCPUUsageAnnotation: "250m", fakecri.HollowMemoryUsageAnnotation: "64Mi"}, "app", "sidecar")
+	runPod(t, cri, "default", "web", map[string]string{hollow.CPUUsageAnnotation: "250m", hollow.MemoryUsageAnnotation: "64Mi"}, "app", "sidecar")
 	_, idle := runPod(t, cri, "default", "idle", nil, "app", "done")
-	dead, _ := runPod(t, cri, "other", "dead", map[string]string{fakecri.HollowCPUUsageAnnotation: "1"}, "app")
+	dead, _ := runPod(t, cri, "other", "dead", map[string]string{hollow.CPUUsageAnnotation: "1"}, "app")
 	if err := cri.Exit(idle[1], 0); err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestStatsSummaryComputesRates(t *testing.T) {
 		clk := &clock{t: time.Unix(1_700_000_000, 0)}
 		cri := fakecri.New()
 		cri.SetClock(clk.now)
-		runPod(t, cri, "default", "web", map[string]string{fakecri.HollowCPUUsageAnnotation: "1500m"}, "app")
+		runPod(t, cri, "default", "web", map[string]string{hollow.CPUUsageAnnotation: "1500m"}, "app")
 		clk.step(time.Minute)
 		p := newStatsProvider(noRates{CRI: cri, noSandboxStats: noSandboxStats}, "node-a", clk.now)
 
@@ -217,7 +218,7 @@ func TestCPURate(t *testing.T) {
 // The server routes /stats/summary to the API server's kubelet client.
 func TestStatsSummaryServed(t *testing.T) {
 	cri := fakecri.New()
-	runPod(t, cri, "default", "web", map[string]string{fakecri.HollowMemoryUsageAnnotation: "1Gi"}, "app")
+	runPod(t, cri, "default", "web", map[string]string{hollow.MemoryUsageAnnotation: "1Gi"}, "app")
 	f := newFixtureWith(t, cri, filepath.Join(t.TempDir(), "pod-logs"))
 	code, body := f.get("/stats/summary?only_cpu_and_memory=true")
 	var s statsapi.Summary
@@ -305,5 +306,19 @@ func TestStatsSampledOnceAsked(t *testing.T) {
 	getSummary(t, p)
 	if statsCalls() != after+1 {
 		t.Errorf("sampling went on after the server stopped: %d calls, then %d", after, statsCalls())
+	}
+}
+
+// A node that makes its own summary (a hollow kubelet) answers /stats/summary with it;
+// the runtime's CRI stats are not read.
+func TestStatsSummaryFromConfig(t *testing.T) {
+	cri := fakecri.New()
+	runPod(t, cri, "default", "in-cri", map[string]string{hollow.CPUUsageAnnotation: "1"}, "app")
+	want := &statsapi.Summary{Node: statsapi.NodeStats{NodeName: "hollow-a"},
+		Pods: []statsapi.PodStats{{PodRef: statsapi.PodReference{Namespace: "default", Name: "web"}}}}
+	s := &Server{cfg: Config{Runtime: cri, Summary: func(context.Context) (*statsapi.Summary, error) { return want, nil }}}
+	got := getSummary(t, s.handler())
+	if got.Node.NodeName != "hollow-a" || len(got.Pods) != 1 || got.Pods[0].PodRef.Name != "web" {
+		t.Errorf("summary %+v, want the node's own", got)
 	}
 }

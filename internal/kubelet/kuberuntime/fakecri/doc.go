@@ -5,13 +5,13 @@
 // runs and nothing touches the machine.
 //
 // ListContainerStats and ListPodSandboxStats report, for running containers, the usage
-// the pod declares in annotations (copied onto the sandbox's config, or set on the
+// the pod declares in the hollow annotations of internal/hollow (copied onto the sandbox's config, or set on the
 // container's): kubelab.dev/hollow-cpu-usage (a CPU quantity such as "250m") and
 // kubelab.dev/hollow-memory-usage (a memory quantity such as "64Mi"), each per container;
 // zero when absent. CPU is reported both as a rate (usageNanoCores) and as the cumulative
 // usage that rate makes over the container's running time.
 //
-// A container exits on its own when the pod asks for it in annotations (copied onto the
+// A container exits on its own when the pod asks for it in the hollow annotations (copied onto the
 // sandbox's config, or set on the container's): kubelab.dev/hollow-run-seconds (seconds
 // after its start, a decimal number) and kubelab.dev/hollow-exit-code (default 0). The
 // exit shows on the next call that reads or changes the container.

@@ -6,32 +6,9 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-)
 
-func TestHollowExit(t *testing.T) {
-	for _, tc := range []struct {
-		ann  map[string]string
-		run  time.Duration
-		code int32
-		ok   bool
-	}{
-		{ann: nil},
-		{ann: map[string]string{HollowExitCodeAnnotation: "3"}},
-		{ann: map[string]string{HollowRunSecondsAnnotation: "5"}, run: 5 * time.Second, ok: true},
-		{ann: map[string]string{HollowRunSecondsAnnotation: "0.5", HollowExitCodeAnnotation: "42"}, run: 500 * time.Millisecond, code: 42, ok: true},
-		{ann: map[string]string{HollowRunSecondsAnnotation: "0"}, ok: true},
-		{ann: map[string]string{HollowRunSecondsAnnotation: "2", HollowExitCodeAnnotation: "x"}, run: 2 * time.Second, ok: true},
-		{ann: map[string]string{HollowRunSecondsAnnotation: "-1"}},
-		{ann: map[string]string{HollowRunSecondsAnnotation: "soon"}},
-		{ann: map[string]string{HollowRunSecondsAnnotation: "NaN"}},
-		{ann: map[string]string{HollowRunSecondsAnnotation: "1e300"}},
-	} {
-		run, code, ok := HollowExit(tc.ann)
-		if run != tc.run || code != tc.code || ok != tc.ok {
-			t.Errorf("HollowExit(%v) = %v, %d, %v; want %v, %d, %v", tc.ann, run, code, ok, tc.run, tc.code, tc.ok)
-		}
-	}
-}
+	"github.com/kubelab/kubelab/internal/hollow"
+)
 
 // TestContainersExitAsAnnotated runs a pod whose annotations make its app container exit
 // 5s after its start with code 3; its init container and an unannotated pod's container
@@ -64,7 +41,7 @@ func TestContainersExitAsAnnotated(t *testing.T) {
 		}
 		return c.ContainerId
 	}
-	annotated := sandbox("a", map[string]string{HollowRunSecondsAnnotation: "5", HollowExitCodeAnnotation: "3"})
+	annotated := sandbox("a", map[string]string{hollow.RunSecondsAnnotation: "5", hollow.ExitCodeAnnotation: "3"})
 	initC := start(annotated, "setup", "init")
 	app := start(annotated, "main", "container")
 	plain := start(sandbox("b", nil), "main", "container")

@@ -6,19 +6,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-)
 
-// The usage a hollow container reports through CRI stats, set as pod annotations (the
-// kubelet copies a pod's annotations onto its sandbox; an annotation on the container's
-// own config wins). Each value is a quantity that applies to every container of the pod;
-// a container without one, or with one that does not parse, uses nothing.
-const (
-	// HollowCPUUsageAnnotation is the CPU a container uses, e.g. "250m".
-	HollowCPUUsageAnnotation = "kubelab.dev/hollow-cpu-usage"
-	// HollowMemoryUsageAnnotation is the memory working set of a container, e.g. "64Mi".
-	HollowMemoryUsageAnnotation = "kubelab.dev/hollow-memory-usage"
+	"github.com/kubelab/kubelab/internal/hollow"
 )
 
 // ListContainerStats implements runtimeapi.RuntimeServiceClient: the running containers
@@ -98,7 +88,7 @@ func (f *CRI) containerStatsLocked(c *Container, now time.Time) *runtimeapi.Cont
 	for k, v := range c.Config.GetAnnotations() {
 		annotations[k] = v
 	}
-	rate, memory := HollowUsage(annotations)
+	rate, memory := hollow.Usage(annotations)
 	var total uint64
 	if ran := now.Sub(c.StartedAt); ran > 0 {
 		total = uint64(float64(rate) * ran.Seconds())
@@ -109,26 +99,6 @@ func (f *CRI) containerStatsLocked(c *Container, now time.Time) *runtimeapi.Cont
 		Cpu:    cpuUsage(now, total, rate),
 		Memory: memoryUsage(now, memory),
 	}
-}
-
-// HollowUsage reads the usage of one container the annotations declare: CPU in
-// nanocores and the memory working set in bytes; 0 for an annotation that is absent,
-// negative or not a quantity.
-func HollowUsage(annotations map[string]string) (nanoCores, workingSetBytes uint64) {
-	return quantityAnnotation(annotations, HollowCPUUsageAnnotation, resource.Nano),
-		quantityAnnotation(annotations, HollowMemoryUsageAnnotation, 0)
-}
-
-func quantityAnnotation(annotations map[string]string, key string, scale resource.Scale) uint64 {
-	v, ok := annotations[key]
-	if !ok {
-		return 0
-	}
-	q, err := resource.ParseQuantity(v)
-	if err != nil || q.Sign() < 0 {
-		return 0
-	}
-	return uint64(q.ScaledValue(scale))
 }
 
 func cpuUsage(now time.Time, total, rate uint64) *runtimeapi.CpuUsage {

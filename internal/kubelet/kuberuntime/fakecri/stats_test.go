@@ -6,6 +6,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubelab/kubelab/internal/hollow"
 )
 
 // startPod runs a sandbox with the annotations and a running container per name.
@@ -39,8 +41,8 @@ func TestStatsFromAnnotations(t *testing.T) {
 	f := New()
 	now := time.Unix(1000, 0)
 	f.SetClock(func() time.Time { return now })
-	busy, busyIDs := startPod(t, f, "busy", map[string]string{HollowCPUUsageAnnotation: "250m", HollowMemoryUsageAnnotation: "64Mi"}, "a", "b")
-	idle, idleIDs := startPod(t, f, "idle", map[string]string{HollowCPUUsageAnnotation: "lots"}, "c")
+	busy, busyIDs := startPod(t, f, "busy", map[string]string{hollow.CPUUsageAnnotation: "250m", hollow.MemoryUsageAnnotation: "64Mi"}, "a", "b")
+	idle, idleIDs := startPod(t, f, "idle", map[string]string{hollow.CPUUsageAnnotation: "lots"}, "c")
 	now = now.Add(10 * time.Second)
 
 	resp, err := f.ListContainerStats(context.Background(), &runtimeapi.ListContainerStatsRequest{})
@@ -68,7 +70,7 @@ func TestStatsFromAnnotations(t *testing.T) {
 	// The filter; a container's own annotation wins over the pod's; exited containers
 	// are not reported.
 	f.mu.Lock()
-	f.containers[busyIDs[1]].Config.Annotations = map[string]string{HollowCPUUsageAnnotation: "1"}
+	f.containers[busyIDs[1]].Config.Annotations = map[string]string{hollow.CPUUsageAnnotation: "1"}
 	f.mu.Unlock()
 	resp, err = f.ListContainerStats(context.Background(), &runtimeapi.ListContainerStatsRequest{Filter: &runtimeapi.ContainerStatsFilter{PodSandboxId: busy}})
 	if err != nil || len(resp.GetStats()) != 2 || resp.GetStats()[1].GetCpu().GetUsageNanoCores().GetValue() != 1e9 {
@@ -97,21 +99,5 @@ func TestStatsFromAnnotations(t *testing.T) {
 	sbResp, _ = f.ListPodSandboxStats(context.Background(), &runtimeapi.ListPodSandboxStatsRequest{})
 	if len(sbResp.GetStats()) != 1 {
 		t.Errorf("a sandbox that is not ready has stats: %v", sbResp)
-	}
-}
-
-func TestHollowUsage(t *testing.T) {
-	for _, tc := range []struct {
-		ann         map[string]string
-		cpu, memory uint64
-	}{
-		{ann: nil},
-		{ann: map[string]string{HollowCPUUsageAnnotation: "250m", HollowMemoryUsageAnnotation: "64Mi"}, cpu: 250_000_000, memory: 64 << 20},
-		{ann: map[string]string{HollowCPUUsageAnnotation: "2", HollowMemoryUsageAnnotation: "1G"}, cpu: 2_000_000_000, memory: 1_000_000_000},
-		{ann: map[string]string{HollowCPUUsageAnnotation: "-1", HollowMemoryUsageAnnotation: "lots"}},
-	} {
-		if cpu, memory := HollowUsage(tc.ann); cpu != tc.cpu || memory != tc.memory {
-			t.Errorf("%v: %d %d, want %d %d", tc.ann, cpu, memory, tc.cpu, tc.memory)
-		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -24,9 +23,6 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
-	"k8s.io/utils/ptr"
-
-	"github.com/kubelab/kubelab/internal/kubelet/kuberuntime/fakecri"
 )
 
 // metrics.k8s.io/v1beta1 is served here rather than by a metrics-server behind the
@@ -52,7 +48,7 @@ type objectStore interface {
 // metricsStorage is the REST storage of metrics.k8s.io/v1beta1: "nodes" (NodeMetrics)
 // and "pods" (PodMetrics), over the Pod and Node stores.
 func metricsStorage(kubelet *kubeletClient, pods, nodes objectStore) map[string]rest.Storage {
-	src := &summaries{kubelet: kubelet, pods: pods, now: time.Now}
+	src := &summaries{kubelet: kubelet, now: time.Now}
 	return map[string]rest.Storage{
 		"nodes": &nodeMetricsREST{src: src, nodes: nodes,
 			TableConvertor: rest.NewDefaultTableConvertor(metricsv1beta1.Resource("nodemetrics"))},
@@ -64,26 +60,12 @@ func metricsStorage(kubelet *kubeletClient, pods, nodes objectStore) map[string]
 // summaries fetches the kubelets' Summary API.
 type summaries struct {
 	kubelet *kubeletClient
-	// pods are read for the summaries of hollow nodes.
-	pods objectStore
-	now  func() time.Time
+	now     func() time.Time
 }
 
-// hollowRuntimePrefix starts the container runtime version a hollow node reports.
-const hollowRuntimePrefix = "hollow://"
-
-// get is the summary of one node's kubelet. A hollow node runs no kubelet server: its
-// summary is made from its running pods' declared usage (hollowSummary).
+// get is the summary of one node's kubelet, hollow or real alike (a hollow kubelet
+// answers from its fake runtime's usage).
 func (s *summaries) get(ctx context.Context, node string) (*statsapi.Summary, error) {
-	if s.kubelet.nodes != nil && s.pods != nil {
-		obj, err := s.kubelet.nodes.Get(genericapirequest.WithNamespace(ctx, ""), node, &metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		if n := obj.(*corev1.Node); strings.HasPrefix(n.Status.NodeInfo.ContainerRuntimeVersion, hollowRuntimePrefix) {
-			return s.hollowSummary(ctx, node)
-		}
-	}
 	loc, err := s.kubelet.location(ctx, node)
 	if err != nil {
 		return nil, err
@@ -109,43 +91,6 @@ func (s *summaries) get(ctx context.Context, node string) (*statsapi.Summary, er
 		return nil, fmt.Errorf("decode summary of node %s: %w", node, err)
 	}
 	return &summary, nil
-}
-
-// hollowSummary is the summary of a hollow node: each running container uses what its
-// pod's kubelab.dev/hollow-cpu-usage and kubelab.dev/hollow-memory-usage annotations say,
-// as the hollow runtime reports it.
-func (s *summaries) hollowSummary(ctx context.Context, node string) (*statsapi.Summary, error) {
-	obj, err := s.pods.List(genericapirequest.WithNamespace(ctx, ""),
-		&metainternalversion.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node)})
-	if err != nil {
-		return nil, fmt.Errorf("pods of hollow node %s: %w", node, err)
-	}
-	now := metav1.NewTime(s.now())
-	summary := &statsapi.Summary{Node: statsapi.NodeStats{NodeName: node}}
-	var nodeCPU, nodeMemory uint64
-	for _, p := range obj.(*corev1.PodList).Items {
-		if p.Status.Phase != corev1.PodRunning {
-			continue
-		}
-		ps := statsapi.PodStats{PodRef: statsapi.PodReference{Name: p.Name, Namespace: p.Namespace, UID: string(p.UID)}}
-		var podCPU, podMemory uint64
-		for _, c := range p.Status.ContainerStatuses {
-			if c.State.Running == nil {
-				continue
-			}
-			cpu, memory := fakecri.HollowUsage(p.Annotations)
-			podCPU, podMemory = podCPU+cpu, podMemory+memory
-			ps.Containers = append(ps.Containers, statsapi.ContainerStats{Name: c.Name, StartTime: c.State.Running.StartedAt,
-				CPU: &statsapi.CPUStats{Time: now, UsageNanoCores: ptr.To(cpu)}, Memory: &statsapi.MemoryStats{Time: now, WorkingSetBytes: ptr.To(memory)}})
-		}
-		ps.CPU = &statsapi.CPUStats{Time: now, UsageNanoCores: ptr.To(podCPU)}
-		ps.Memory = &statsapi.MemoryStats{Time: now, WorkingSetBytes: ptr.To(podMemory)}
-		nodeCPU, nodeMemory = nodeCPU+podCPU, nodeMemory+podMemory
-		summary.Pods = append(summary.Pods, ps)
-	}
-	summary.Node.CPU = &statsapi.CPUStats{Time: now, UsageNanoCores: ptr.To(nodeCPU)}
-	summary.Node.Memory = &statsapi.MemoryStats{Time: now, WorkingSetBytes: ptr.To(nodeMemory)}
-	return summary, nil
 }
 
 // getAll fetches the summaries of the nodes at once; nodes whose kubelet does not answer

@@ -33,6 +33,7 @@ import (
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/kubelab/kubelab/internal/apiserver/openapi"
+	"github.com/kubelab/kubelab/internal/hollow"
 )
 
 // memStore is a Pod or Node store in memory: get, and list by namespace and labels.
@@ -411,5 +412,46 @@ func TestMetricsAPIServed(t *testing.T) {
 		if r.Name == "nodes" && (r.Namespaced || r.Kind != "NodeMetrics") {
 			t.Errorf("discovery of nodes: %+v", r)
 		}
+	}
+}
+
+// A hollow node's metrics come from its kubelet's Summary API like any node's: the API
+// server reads no usage from the pods' hollow annotations (the hollow kubelet turns
+// them into its summary).
+func TestHollowNodeMetricsFromItsKubelet(t *testing.T) {
+	at := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	k := &fakeKubelets{summaries: map[string]*statsapi.Summary{}, requests: map[string]int{}}
+	node := k.addNode(t, "hollow-a", nil)
+	node.Status.NodeInfo.ContainerRuntimeVersion = hollow.RuntimeVersion()
+	pod := runningPod("default", "web", "hollow-a", nil)
+	pod.Annotations = map[string]string{hollow.CPUUsageAnnotation: "250m", hollow.MemoryUsageAnnotation: "64Mi"}
+	k.summaries["hollow-a"] = &statsapi.Summary{
+		Node: statsapi.NodeStats{NodeName: "hollow-a", CPU: &statsapi.CPUStats{Time: metav1.NewTime(at), UsageNanoCores: u64p(300_000_000)},
+			Memory: &statsapi.MemoryStats{Time: metav1.NewTime(at), WorkingSetBytes: u64p(96 << 20)}},
+		Pods: []statsapi.PodStats{{PodRef: statsapi.PodReference{Namespace: "default", Name: "web", UID: "uid-web"},
+			Containers: []statsapi.ContainerStats{containerStats("app", at, u64p(300_000_000), 96<<20)}}},
+	}
+	nodes := nodeStore(node)
+	storage := metricsStorage(&kubeletClient{transport: k.transport, types: defaultKubeletAddressTypes, nodes: nodes}, podStore(pod), nodes)
+	ctx := genericapirequest.WithNamespace(context.Background(), "default")
+	obj, err := storage["pods"].(rest.Getter).Get(ctx, "web", &metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm := obj.(*metricsv1beta1.PodMetrics)
+	if len(pm.Containers) != 1 || pm.Containers[0].Usage.Cpu().String() != "300m" || pm.Containers[0].Usage.Memory().String() != "96Mi" {
+		t.Errorf("pod metrics %+v, want the kubelet's 300m and 96Mi", pm.Containers)
+	}
+	obj, err = storage["nodes"].(rest.Getter).Get(ctx, "hollow-a", &metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nm := obj.(*metricsv1beta1.NodeMetrics); nm.Usage.Cpu().String() != "300m" {
+		t.Errorf("node metrics %+v, want the kubelet's 300m", nm.Usage)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.requests["hollow-a"] != 2 {
+		t.Errorf("hollow kubelet asked %d times, want 2 (once per get)", k.requests["hollow-a"])
 	}
 }

@@ -10,13 +10,16 @@
 //     csi.volume.kubernetes.io/nodeid and volumes.kubernetes.io/controller-managed-attach-detach;
 //     providerID aws:///<zone>/<instance-id>; capacity = allocatable (cpu, memory, pods,
 //     ephemeral-storage), the Ready/MemoryPressure/DiskPressure/PIDPressure conditions,
-//     addresses, nodeInfo.kubeletVersion; the status is written when it changes (checked
+//     addresses, nodeInfo.kubeletVersion and containerRuntimeVersion (the Runtime's
+//     Version: CRI Version's "<runtimeName>://<runtimeVersion>", hollow://<kubelab
+//     version> on a hollow node); the status is written when it changes (checked
 //     every 10 s) and at least every 5 min;
 //   - registers the CSI driver (ebs.csi.aws.com) in its CSINode: nodeID = the instance id,
 //     topologyKeys, allocatable.count (in hollow mode at start; on real nodes the plugin
 //     manager does it when the driver's registration socket appears);
 //   - keeps a Lease in kube-node-lease, owned by the Node, renewed every 10 s;
-//   - runs its pods (a workqueue of pod keys; sync is idempotent): the volume manager
+//   - runs its pods (a workqueue of pod keys drained by internal/util/worker; sync is
+//     idempotent): the volume manager
 //     resolves each PVC to its CSI PV, reports the volume in node.status.volumesInUse, waits
 //     for it to be reported and for the VolumeAttachment of (PV, node) to be attached when
 //     the driver needs attach (no CSIDriver object or attachRequired) — claims, PVs and
@@ -61,7 +64,9 @@
 //   - in hollow mode, gives pods IPs from the node's podCIDR (a FailedCreatePodSandBox
 //     event when it is full, as a real node's CNI plugin fails), and its fake mounter, which
 //     stands in for the node's CSI plugin, logs each call as the plugin would
-//     (Deps.NodePluginLogger).
+//     (Deps.NodePluginLogger); a hollow kubelet's Summary API answer (HollowSummary, which
+//     its server serves as /stats/summary) has its running containers use what their
+//     pods' hollow usage annotations say (internal/hollow).
 //
 // The Runtime (CRI) and Mounter (CSI node calls) are injected interfaces; hollow mode uses
 // fakes that touch nothing on the machine. It talks to the API server only through

@@ -26,6 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubelab/kubelab/internal/util/podutil"
 )
 
 // The rules below are the ones users meet first; they follow upstream's messages so that
@@ -77,36 +79,11 @@ func podHooks() hooks {
 	return hooks{
 		prepareForCreate: func(o runtime.Object) {
 			p := o.(*corev1.Pod)
-			p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qosClass(p)}
+			p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: podutil.ComputeQOSClass(p)}
 		},
 		validate:       validatePod,
 		validateUpdate: validatePodUpdate,
 		gracefulDelete: podGracefulDelete,
-	}
-}
-
-// qosClass is the pod's quality-of-service class, from its containers' requests and limits.
-func qosClass(p *corev1.Pod) corev1.PodQOSClass {
-	any, guaranteed := false, true
-	for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
-		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			req, hasReq := c.Resources.Requests[r]
-			lim, hasLim := c.Resources.Limits[r]
-			if hasReq || hasLim {
-				any = true
-			}
-			if !hasLim || (hasReq && req.Cmp(lim) != 0) {
-				guaranteed = false
-			}
-		}
-	}
-	switch {
-	case !any:
-		return corev1.PodQOSBestEffort
-	case guaranteed:
-		return corev1.PodQOSGuaranteed
-	default:
-		return corev1.PodQOSBurstable
 	}
 }
 

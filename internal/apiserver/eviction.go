@@ -25,6 +25,7 @@ import (
 	policyv1client "k8s.io/client-go/kubernetes/typed/policy/v1"
 	"k8s.io/client-go/util/retry"
 	pdbhelper "k8s.io/component-helpers/apps/poddisruptionbudget"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 )
 
@@ -311,7 +312,7 @@ func planEviction(pod *corev1.Pod, pdbs []policyv1.PodDisruptionBudget) (evictio
 		return deleteFreely, nil
 	}
 	pdb := &pdbs[0]
-	if !podIsReady(pod) {
+	if !podutils.IsPodReady(pod) {
 		if ptr.Deref(pdb.Spec.UnhealthyPodEvictionPolicy, policyv1.IfHealthyBudget) == policyv1.AlwaysAllow {
 			return deleteUnhealthy, nil
 		}
@@ -321,15 +322,6 @@ func planEviction(pod *corev1.Pod, pdbs []policyv1.PodDisruptionBudget) (evictio
 		}
 	}
 	return takeFromBudget, nil
-}
-
-func podIsReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // takeDisruption is pdb after the eviction of podName at now: one disruption fewer

@@ -134,36 +134,6 @@ func TestNextFreeAddress(t *testing.T) {
 	}
 }
 
-func TestQOSClass(t *testing.T) {
-	rl := func(cpu, mem string) corev1.ResourceList {
-		l := corev1.ResourceList{}
-		if cpu != "" {
-			l[corev1.ResourceCPU] = resource.MustParse(cpu)
-		}
-		if mem != "" {
-			l[corev1.ResourceMemory] = resource.MustParse(mem)
-		}
-		return l
-	}
-	pod := func(req, lim corev1.ResourceList) *corev1.Pod {
-		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: req, Limits: lim}}}}}
-	}
-	for _, tc := range []struct {
-		pod  *corev1.Pod
-		want corev1.PodQOSClass
-	}{
-		{pod(nil, nil), corev1.PodQOSBestEffort},
-		{pod(rl("1", ""), nil), corev1.PodQOSBurstable},
-		{pod(rl("1", "1Gi"), rl("1", "1Gi")), corev1.PodQOSGuaranteed},
-		{pod(nil, rl("1", "1Gi")), corev1.PodQOSGuaranteed},
-		{pod(rl("500m", "1Gi"), rl("1", "1Gi")), corev1.PodQOSBurstable},
-	} {
-		if got := qosClass(tc.pod); got != tc.want {
-			t.Errorf("%+v: %s, want %s", tc.pod.Spec.Containers[0].Resources, got, tc.want)
-		}
-	}
-}
-
 func TestPodStatuses(t *testing.T) {
 	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}},
 		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}}}

@@ -4,6 +4,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubelab/kubelab/internal/util/podutil"
 )
 
 // podConditions sets the kubelet's conditions (keeping the others, e.g. PodScheduled and
@@ -47,30 +49,6 @@ func podConditions(prev []corev1.PodCondition, ready bool, initialized bool, san
 	return append(out, want...)
 }
 
-// qosClass is upstream's QoS class of a pod.
-func qosClass(pod *corev1.Pod) corev1.PodQOSClass {
-	any, guaranteed := false, true
-	for _, c := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			req, hasReq := c.Resources.Requests[r]
-			lim, hasLim := c.Resources.Limits[r]
-			if hasReq || hasLim {
-				any = true
-			}
-			if !hasLim || (hasReq && req.Cmp(lim) != 0) {
-				guaranteed = false
-			}
-		}
-	}
-	switch {
-	case !any:
-		return corev1.PodQOSBestEffort
-	case guaranteed:
-		return corev1.PodQOSGuaranteed
-	}
-	return corev1.PodQOSBurstable
-}
-
 func ipList(ip string) (string, []corev1.PodIP) {
 	if ip == "" {
 		return "", nil
@@ -93,7 +71,7 @@ func pendingStatus(pod *corev1.Pod, hostIP string, now metav1.Time) corev1.PodSt
 	if s.StartTime == nil {
 		s.StartTime = &now
 	}
-	s.QOSClass = qosClass(pod)
+	s.QOSClass = podutil.ComputeQOSClass(pod)
 	s.Conditions = podConditions(s.Conditions, false, len(pod.Spec.InitContainers) == 0, false, now)
 	s.InitContainerStatuses = waitingStatuses(pod.Spec.InitContainers, "PodInitializing")
 	s.ContainerStatuses = waitingStatuses(pod.Spec.Containers, "ContainerCreating")
@@ -126,7 +104,7 @@ func runtimeStatus(pod *corev1.Pod, states []ContainerState, hostIP, podIP strin
 	if s.StartTime == nil {
 		s.StartTime = &now
 	}
-	s.QOSClass = qosClass(pod)
+	s.QOSClass = podutil.ComputeQOSClass(pod)
 	initialized := initDone(pod, states)
 	ready := initialized && s.Phase == corev1.PodRunning && allRunning(pod.Spec.Containers, states) && probesReady(states)
 	s.Conditions = podConditions(s.Conditions, ready, initialized, sandbox, now)

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubelab/kubelab/internal/util/podutil"
 )
 
 // Build reconstructs the pod's flow from s: the arrows of the sequence in causal order
@@ -479,8 +481,9 @@ func condTime(conds []corev1.PodCondition, typ corev1.PodConditionType) time.Tim
 	return time.Time{}
 }
 
+// podReady says whether the pod runs and is ready, with a time for its readiness.
 func podReady(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodRunning && !condTime(p.Status.Conditions, corev1.PodReady).IsZero()
+	return podutil.IsRunningAndReady(p) && !podutil.ReadySince(p).IsZero()
 }
 
 // csiCall is one CSI call read from the driver's log: when it started and how long it took.

@@ -22,8 +22,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/kubectl/pkg/util/podutils"
 
 	"github.com/kubelab/kubelab/internal/controller/expectations"
+	"github.com/kubelab/kubelab/internal/util/podutil"
 	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
@@ -292,9 +294,9 @@ func (c *Controller) updateStatus(ctx context.Context, ds *appsv1.DaemonSet, rev
 			if p.Labels[RevisionHashLabel] == rev {
 				st.UpdatedNumberScheduled++
 			}
-			if podReady(p) {
+			if podutils.IsPodReady(p) {
 				st.NumberReady++
-				if available(p, minReady, now) {
+				if podutil.IsAvailable(p, minReady, now) {
 					st.NumberAvailable++
 					continue
 				}
@@ -316,13 +318,4 @@ func (c *Controller) updateStatus(ctx context.Context, ds *appsv1.DaemonSet, rev
 		c.queue.AddAfter(ds.Namespace+"/"+ds.Name, minReady)
 	}
 	return nil
-}
-
-func available(p *corev1.Pod, minReady time.Duration, now time.Time) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			return !c.LastTransitionTime.Add(minReady).After(now)
-		}
-	}
-	return false
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubectl/pkg/util/podutils"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
@@ -26,7 +27,7 @@ func podNodes(t *testing.T, c kubernetes.Interface, ns string) []string {
 	}
 	var out []string
 	for _, p := range list.Items {
-		if p.DeletionTimestamp == nil && p.Spec.NodeName != "" && podReady(&p) {
+		if p.DeletionTimestamp == nil && p.Spec.NodeName != "" && podutils.IsPodReady(&p) {
 			out = append(out, p.Spec.NodeName)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 )
 
@@ -152,15 +153,6 @@ type actions struct {
 	delete []*corev1.Pod // pods
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // decide plans creations and deletions from what each node wants and has; rev is the
 // current template hash and maxUnavailable the rolling-update budget (-1: OnDelete).
 func decide(nodes map[string]nodePods, rev string, maxUnavailable int) actions {
@@ -189,7 +181,7 @@ func decide(nodes map[string]nodePods, rev string, maxUnavailable int) actions {
 		}
 		a.delete = append(a.delete, running[1:]...) // keep the oldest
 		p := running[0]
-		if !podReady(p) {
+		if !podutils.IsPodReady(p) {
 			unavailable++
 			if maxUnavailable >= 0 && p.Labels[RevisionHashLabel] != rev {
 				a.delete = append(a.delete, p) // not serving anyway

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	pdbhelper "k8s.io/component-helpers/apps/poddisruptionbudget"
+	"k8s.io/kubectl/pkg/util/podutils"
 )
 
 // DeletionTimeout is how long a pod the eviction subresource recorded in
@@ -135,20 +136,11 @@ func countHealthy(pods []*corev1.Pod, disrupted map[string]metav1.Time, now time
 		if at, ok := disrupted[pod.Name]; ok && at.Add(DeletionTimeout).After(now) {
 			continue
 		}
-		if podReady(pod) {
+		if podutils.IsPodReady(pod) {
 			n++
 		}
 	}
 	return n
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // computeStatus is pdb with the status of the counts; changed says whether it differs

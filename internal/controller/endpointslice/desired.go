@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 )
 
@@ -45,15 +46,6 @@ func groupKey(t discoveryv1.AddressType, ports []discoveryv1.EndpointPort) strin
 // not finished.
 func podInEndpoints(p *corev1.Pod) bool {
 	return p.Status.PodIP != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // findPort resolves a Service port's targetPort for pod: a number as is, a name through
@@ -122,7 +114,7 @@ func desiredGroups(svc *corev1.Service, pods []*corev1.Pod, zones map[string]str
 			continue
 		}
 		ports := podPorts(svc, pod)
-		ready := podReady(pod)
+		ready := podutils.IsPodReady(pod)
 		terminating := pod.DeletionTimestamp != nil
 		ips := []string{pod.Status.PodIP}
 		if len(pod.Status.PodIPs) > 0 {
@@ -236,7 +228,7 @@ func desiredSubsets(svc *corev1.Service, pods []*corev1.Pod) ([]corev1.EndpointS
 			s = &sub{ports: ports}
 			subs[key.String()] = s
 		}
-		if svc.Spec.PublishNotReadyAddresses || podReady(pod) {
+		if svc.Spec.PublishNotReadyAddresses || podutils.IsPodReady(pod) {
 			s.ready = append(s.ready, addr)
 		} else {
 			s.notReady = append(s.notReady, addr)

@@ -7,7 +7,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubelab/kubelab/internal/util/podutil"
 )
 
 // Messages of the conditions the controller sets, as upstream.
@@ -84,19 +87,10 @@ func podFailed(p *corev1.Pod, job *batchv1.Job) bool {
 	return p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 func countReady(pods []*corev1.Pod) int32 {
 	var n int32
 	for _, p := range pods {
-		if podReady(p) {
+		if podutils.IsPodReady(p) {
 			n++
 		}
 	}
@@ -157,11 +151,11 @@ func deleteBefore(a, b *corev1.Pod) bool {
 	if pa, pb := phaseOrder(a.Status.Phase), phaseOrder(b.Status.Phase); pa != pb {
 		return pa < pb
 	}
-	if ra, rb := podReady(a), podReady(b); ra != rb {
+	if ra, rb := podutils.IsPodReady(a), podutils.IsPodReady(b); ra != rb {
 		return !ra
 	}
-	if podReady(a) && podReady(b) {
-		if ta, tb := readySince(a), readySince(b); !ta.Equal(tb) {
+	if podutils.IsPodReady(a) && podutils.IsPodReady(b) {
+		if ta, tb := podutil.ReadySince(a), podutil.ReadySince(b); !ta.Equal(tb) {
 			return afterOrZero(ta, tb)
 		}
 	}
@@ -190,15 +184,6 @@ func phaseOrder(p corev1.PodPhase) int {
 		return 2
 	}
 	return 0
-}
-
-func readySince(p *corev1.Pod) time.Time {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			return c.LastTransitionTime.Time
-		}
-	}
-	return time.Time{}
 }
 
 func maxRestarts(p *corev1.Pod) int32 {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 )
 
@@ -483,7 +484,7 @@ func (c *Controller) deleteEach(pods []*corev1.Pod, del func(*corev1.Pod) error)
 				return
 			}
 			deleted++
-			if podReady(p) {
+			if podutils.IsPodReady(p) {
 				ready++
 			}
 		}(p)

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	resourcehelpers "k8s.io/component-helpers/resource"
+
+	"github.com/kubelab/kubelab/internal/util/podutil"
 )
 
 // podMetric is one pod's usage of a resource (milli-units: millicores, millibytes) and
@@ -74,7 +76,7 @@ func groupPods(pods []*corev1.Pod, metrics podMetrics, resource corev1.ResourceN
 }
 
 func cpuSampleUnready(pod *corev1.Pod, metric podMetric, r readiness) bool {
-	cond := podReadyCondition(pod)
+	cond := podutil.ReadyCondition(pod)
 	if cond == nil || pod.Status.StartTime == nil {
 		return true
 	}
@@ -83,21 +85,6 @@ func cpuSampleUnready(pod *corev1.Pod, metric podMetric, r readiness) bool {
 		return cond.Status == corev1.ConditionFalse || metric.timestamp.Before(cond.LastTransitionTime.Add(metric.window))
 	}
 	return cond.Status == corev1.ConditionFalse && start.Add(r.initialReadinessDelay).After(cond.LastTransitionTime.Time)
-}
-
-func podReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodReady {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-// podReady says whether a running pod is ready.
-func podReady(pod *corev1.Pod) bool {
-	c := podReadyCondition(pod)
-	return pod.Status.Phase == corev1.PodRunning && c != nil && c.Status == corev1.ConditionTrue
 }
 
 // podRequests is each pod's request of the resource (milli-units): the named

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/kubectl/pkg/util/podutils"
 
 	"github.com/kubelab/kubelab/internal/controller/expectations"
 	"github.com/kubelab/kubelab/internal/util/worker"
@@ -195,7 +196,7 @@ func (c *Controller) updatePod(oldObj, newObj interface{}) {
 	}
 	if owned {
 		c.queue.Add(key)
-		if rs, err := c.workload.Objects.Get(pod.Namespace, metav1.GetControllerOf(pod).Name); err == nil && rs.Spec.MinReadySeconds > 0 && !podReady(old) && podReady(pod) {
+		if rs, err := c.workload.Objects.Get(pod.Namespace, metav1.GetControllerOf(pod).Name); err == nil && rs.Spec.MinReadySeconds > 0 && !podutils.IsPodReady(old) && podutils.IsPodReady(pod) {
 			// Available only minReadySeconds after ready: look again then.
 			c.queue.AddAfter(key, time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
 		}

@@ -3,9 +3,11 @@ package replicaset
 import (
 	"sort"
 	"strconv"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/kubectl/pkg/util/podutils"
+
+	"github.com/kubelab/kubelab/internal/util/podutil"
 )
 
 // podDeletionCostAnnotation lets users say which pods of a ReplicaSet go first on
@@ -42,7 +44,7 @@ func deleteBefore(a, b *corev1.Pod, perNode map[string]int) bool {
 	if pa, pb := phaseRank(a.Status.Phase), phaseRank(b.Status.Phase); pa != pb {
 		return pa < pb
 	}
-	if ra, rb := podReady(a), podReady(b); ra != rb {
+	if ra, rb := podutils.IsPodReady(a), podutils.IsPodReady(b); ra != rb {
 		return !ra
 	}
 	if ca, cb := deletionCost(a), deletionCost(b); ca != cb {
@@ -51,8 +53,8 @@ func deleteBefore(a, b *corev1.Pod, perNode map[string]int) bool {
 	if na, nb := perNode[a.Spec.NodeName], perNode[b.Spec.NodeName]; a.Spec.NodeName != "" && na != nb {
 		return na > nb
 	}
-	if podReady(a) && podReady(b) {
-		ta, tb := readySince(a), readySince(b)
+	if podutils.IsPodReady(a) && podutils.IsPodReady(b) {
+		ta, tb := podutil.ReadySince(a), podutil.ReadySince(b)
 		if !ta.Equal(tb) {
 			return ta.After(tb)
 		}
@@ -92,40 +94,6 @@ func restarts(p *corev1.Pod) int32 {
 		n = max(n, c.RestartCount)
 	}
 	return n
-}
-
-// podReady says whether the pod's Ready condition is True.
-func podReady(p *corev1.Pod) bool {
-	c := readyCondition(p)
-	return c != nil && c.Status == corev1.ConditionTrue
-}
-
-func readyCondition(p *corev1.Pod) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == corev1.PodReady {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-func readySince(p *corev1.Pod) time.Time {
-	if c := readyCondition(p); c != nil {
-		return c.LastTransitionTime.Time
-	}
-	return time.Time{}
-}
-
-// podAvailable says whether the pod has been ready for at least minReady at now.
-func podAvailable(p *corev1.Pod, minReady time.Duration, now time.Time) bool {
-	if !podReady(p) {
-		return false
-	}
-	if minReady <= 0 {
-		return true
-	}
-	since := readySince(p)
-	return !since.IsZero() && !since.Add(minReady).After(now)
 }
 
 // podActive says whether the pod counts towards the ReplicaSet's replicas: not being

@@ -16,7 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubelab/kubelab/internal/util/podutil"
 )
 
 // sync brings the pods of ReplicaSet key to its spec and writes its status.
@@ -293,9 +296,9 @@ func computeStatus(rs *appsv1.ReplicaSet, active []*corev1.Pod, manageErr error,
 		if templateLabels.Matches(labels.Set(p.Labels)) {
 			st.FullyLabeledReplicas++
 		}
-		if podReady(p) {
+		if podutils.IsPodReady(p) {
 			st.ReadyReplicas++
-			if podAvailable(p, minReady, now) {
+			if podutil.IsAvailable(p, minReady, now) {
 				st.AvailableReplicas++
 			}
 		}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubelab/kubelab/internal/util/podutil"
 	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
@@ -122,30 +123,6 @@ func (c *Controller) Run(ctx context.Context) error {
 
 func (c *Controller) enqueue(obj interface{}) { worker.Enqueue(c.queue, obj) }
 
-func podRunningReady(p *corev1.Pod) bool {
-	if p.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func podAvailable(p *corev1.Pod, minReady time.Duration, now time.Time) bool {
-	if !podRunningReady(p) {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return !c.LastTransitionTime.Add(minReady).After(now)
-		}
-	}
-	return false
-}
-
 // sync creates, deletes and updates the pods of StatefulSet key one step, and writes
 // its status.
 func (c *Controller) sync(ctx context.Context, key string) error {
@@ -182,7 +159,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		pods[ord] = p
 		states[ord] = podState{exists: true, terminating: p.DeletionTimestamp != nil,
 			failed:       p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded,
-			runningReady: podRunningReady(p), revision: p.Labels[RevisionHashLabel]}
+			runningReady: podutil.IsRunningAndReady(p), revision: p.Labels[RevisionHashLabel]}
 	}
 	rev := revision(set)
 	var stepErr error
@@ -273,11 +250,11 @@ func (c *Controller) updateStatus(ctx context.Context, set *appsv1.StatefulSet, 
 			continue
 		}
 		st.Replicas++
-		if podRunningReady(p) {
+		if podutil.IsRunningAndReady(p) {
 			st.ReadyReplicas++
-		}
-		if podAvailable(p, time.Duration(set.Spec.MinReadySeconds)*time.Second, now) {
-			st.AvailableReplicas++
+			if podutil.IsAvailable(p, time.Duration(set.Spec.MinReadySeconds)*time.Second, now) {
+				st.AvailableReplicas++
+			}
 		}
 		if p.Labels[RevisionHashLabel] == st.CurrentRevision {
 			st.CurrentReplicas++

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/util/podutil"
 )
 
 func TestOrderedStartWithClaims(t *testing.T) {
@@ -186,6 +187,6 @@ func TestOrderedStartWithClaims(t *testing.T) {
 	}
 	controllertest.WaitFor(t, "web-0 on the new template", func() (bool, error) {
 		p, err := c.CoreV1().Pods(ns).Get(ctx, "web-0", metav1.GetOptions{})
-		return err == nil && p.Spec.Containers[0].Image == "nginx:1.28" && podRunningReady(p), err
+		return err == nil && p.Spec.Containers[0].Image == "nginx:1.28" && podutil.IsRunningAndReady(p), err
 	})
 }

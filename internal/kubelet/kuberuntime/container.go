@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubelab/kubelab/internal/kubelet"
+	"github.com/kubelab/kubelab/internal/util/podutil"
 )
 
 // containerInput is what a container's config is made from beyond its spec.
@@ -242,7 +243,7 @@ func oomScoreAdj(pod *corev1.Pod, c *corev1.Container, nodeMemory int64) int64 {
 	if pod.Spec.PriorityClassName == "system-node-critical" {
 		return criticalOOM
 	}
-	switch qosClass(pod) {
+	switch podutil.QOSClass(pod) {
 	case corev1.PodQOSGuaranteed:
 		return criticalOOM
 	case corev1.PodQOSBestEffort:
@@ -253,35 +254,6 @@ func oomScoreAdj(pod *corev1.Pod, c *corev1.Container, nodeMemory int64) int64 {
 	}
 	adj := bestEffortOOM - (1000*c.Resources.Requests.Memory().Value())/nodeMemory
 	return max(min(adj, bestEffortOOM-1), bestEffortOOM+criticalOOM)
-}
-
-// qosClass is the pod's QoS class (its status' when set).
-func qosClass(pod *corev1.Pod) corev1.PodQOSClass {
-	if pod.Status.QOSClass != "" {
-		return pod.Status.QOSClass
-	}
-	anySet, guaranteed := false, true
-	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for _, c := range cs {
-			for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-				req, hasReq := c.Resources.Requests[r]
-				lim, hasLim := c.Resources.Limits[r]
-				if hasReq || hasLim {
-					anySet = true
-				}
-				if !hasLim || (hasReq && req.Cmp(lim) != 0) {
-					guaranteed = false
-				}
-			}
-		}
-	}
-	switch {
-	case !anySet:
-		return corev1.PodQOSBestEffort
-	case guaranteed:
-		return corev1.PodQOSGuaranteed
-	}
-	return corev1.PodQOSBurstable
 }
 
 // namespaceOptions are the pod's namespaces: the node's network for host-network pods,

@@ -13,6 +13,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubelab/kubelab/internal/util/atomicfile"
 )
 
 // Identities: every component reaches the API server as itself, with a client
@@ -89,5 +91,5 @@ func (p PKI) WriteKubeconfig(path, server, user string, groups ...string) error 
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	return writeFileAtomic(path, data, 0o600)
+	return atomicfile.WriteFile(path, data, 0o600)
 }

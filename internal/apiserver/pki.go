@@ -22,6 +22,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubelab/kubelab/internal/apiserver/auth/serviceaccount"
+	"github.com/kubelab/kubelab/internal/util/atomicfile"
 )
 
 // PKI is the cluster's certificate authority and the certificates made from it at first
@@ -117,10 +118,10 @@ func (p PKI) ensure(servingIPs ...net.IP) error {
 		token := hex.EncodeToString(b)
 		// token,user,uid,"group1,group2" — the static token file format.
 		line := fmt.Sprintf("%s,%s,%s,\"%s\"\n", token, AdminUser, AdminUser, AdminGroup)
-		if err := writeFileAtomic(p.TokenFile(), []byte(line), 0o600); err != nil {
+		if err := atomicfile.WriteFile(p.TokenFile(), []byte(line), 0o600); err != nil {
 			return err
 		}
-		if err := writeFileAtomic(p.adminTokenFile(), []byte(token+"\n"), 0o600); err != nil {
+		if err := atomicfile.WriteFile(p.adminTokenFile(), []byte(token+"\n"), 0o600); err != nil {
 			return err
 		}
 	}
@@ -344,7 +345,7 @@ func (p PKI) WriteAdminKubeconfig(path, server string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, data, 0o600)
+	return atomicfile.WriteFile(path, data, 0o600)
 }
 
 // AdminToken is the bearer token of the admin, for clients that cannot use certificates.
@@ -384,10 +385,10 @@ func writePair(certPath, keyPath string, der []byte, key *ecdsa.PrivateKey) erro
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+	if err := atomicfile.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
 		return err
 	}
-	return writeFileAtomic(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	return atomicfile.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
 }
 
 func serial() *big.Int {
@@ -398,26 +399,4 @@ func serial() *big.Int {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
-}
-
-// writeFileAtomic writes through a temporary file and a rename, so that a reader never
-// sees half a file.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/kubelab/kubelab/internal/util/atomicfile"
 )
 
 type attachResponse struct {
@@ -246,18 +248,11 @@ func (c *Cloud) makeLinks(inst *Instance, device, volID, dev string) error {
 		return fmt.Errorf("make device dir: %w", err)
 	}
 	for i, l := range links {
-		tmp := l + ".tmp"
-		os.Remove(tmp)
-		err := os.Symlink(dev, tmp)
-		if err == nil {
-			err = os.Rename(tmp, l)
-		}
-		if err != nil {
-			os.Remove(tmp)
+		if err := atomicfile.Symlink(dev, l); err != nil {
 			for _, m := range links[:i] {
 				os.Remove(m)
 			}
-			return fmt.Errorf("link %s to %s: %w", l, dev, err)
+			return err
 		}
 	}
 	return nil

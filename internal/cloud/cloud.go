@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kubelab/kubelab/internal/cloud/blockdev"
+	"github.com/kubelab/kubelab/internal/util/atomicfile"
 )
 
 // Devices is what the cloud needs from the machine's block layer: volume files and the
@@ -296,21 +297,9 @@ func (c *Cloud) writeClientFiles() error {
 		c.CredentialsFile(): fmt.Sprintf("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", c.accessKey, c.secretKey),
 	}
 	for path, content := range files {
-		if err := writeFileAtomic(path, content, 0o600); err != nil {
+		if err := atomicfile.WriteFile(path, []byte(content), 0o600); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-func writeFileAtomic(path, content string, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), mode); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kubelab/kubelab/internal/util/atomicfile"
 )
 
 // imdsServer is one instance's IMDS listener on a loopback port.
@@ -85,7 +87,7 @@ func (c *Cloud) startIMDSLocked(inst *Instance) {
 		}
 	}
 	os.MkdirAll(filepath.Dir(c.imdsEndpointFile(inst.ID)), 0o755)
-	if err := writeFileAtomic(c.imdsEndpointFile(inst.ID), s.url+"\n", 0o644); err != nil {
+	if err := atomicfile.WriteFile(c.imdsEndpointFile(inst.ID), []byte(s.url+"\n"), 0o644); err != nil {
 		c.log.Error("write imds endpoint", "instance", inst.ID, "err", err)
 	}
 }

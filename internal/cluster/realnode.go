@@ -34,6 +34,7 @@ import (
 	"github.com/kubelab/kubelab/internal/kubelet/kuberuntime"
 	"github.com/kubelab/kubelab/internal/kubelet/pluginmanager"
 	"github.com/kubelab/kubelab/internal/kubelet/server"
+	"github.com/kubelab/kubelab/internal/util/atomicfile"
 	"github.com/kubelab/kubelab/internal/vpc"
 )
 
@@ -180,13 +181,7 @@ func (c *Cluster) linkDeviceDir(n Node) error {
 	if err := os.MkdirAll(c.nodeDir(n), 0o755); err != nil {
 		return fmt.Errorf("cluster: node %s: %w", n.Name, err)
 	}
-	tmp := link + ".tmp"
-	_ = os.Remove(tmp)
-	if err := os.Symlink(n.DeviceDir, tmp); err != nil {
-		return fmt.Errorf("cluster: node %s: link the device dir: %w", n.Name, err)
-	}
-	if err := os.Rename(tmp, link); err != nil {
-		_ = os.Remove(tmp)
+	if err := atomicfile.Symlink(n.DeviceDir, link); err != nil {
 		return fmt.Errorf("cluster: node %s: link the device dir: %w", n.Name, err)
 	}
 	return nil

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubelab/kubelab/internal/util/atomicfile"
 )
 
 // ConfFile is the name of the node's CNI configuration in its conf dir.
@@ -105,12 +107,7 @@ func InstallPlugins(binDir, plugin, refDir string) error {
 		if old, err := os.Readlink(link); err == nil && old == target {
 			continue
 		}
-		tmp := link + ".tmp"
-		_ = os.Remove(tmp)
-		if err := os.Symlink(target, tmp); err != nil {
-			return fmt.Errorf("cni: %w", err)
-		}
-		if err := os.Rename(tmp, link); err != nil {
+		if err := atomicfile.Symlink(target, link); err != nil {
 			return fmt.Errorf("cni: %w", err)
 		}
 	}
@@ -155,8 +152,11 @@ func (w *Writer) Run(ctx context.Context) error {
 	if err := os.MkdirAll(w.cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("cni: %w", err)
 	}
-	if err := writeFileAtomic(path, b); err != nil {
-		return fmt.Errorf("cni: write %s: %w", path, err)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("cni: %w", err)
+	}
+	if err := atomicfile.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("cni: %w", err)
 	}
 	w.cfg.Logger.Info("pod network configured", "node", w.cfg.NodeName, "podCIDR", cidr, "netns", w.cfg.NetNS)
 	return nil
@@ -176,27 +176,4 @@ func (w *Writer) waitPodCIDR(ctx context.Context) (string, error) {
 		return cidr != "", nil
 	})
 	return cidr, err
-}
-
-func writeFileAtomic(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path))
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kubelab/kubelab/internal/util/atomicfile"
 )
 
 // Config describes one node's containerd.
@@ -280,23 +282,12 @@ func writeConfig(cfg Config, p paths) error {
 			if err := os.MkdirAll(d, 0o755); err != nil {
 				return fmt.Errorf("make %s: %w", d, err)
 			}
-			if err := writeFileAtomic(filepath.Join(d, "hosts.toml"), hosts); err != nil {
+			if err := atomicfile.WriteFile(filepath.Join(d, "hosts.toml"), hosts, 0o644); err != nil {
 				return err
 			}
 		}
 	}
-	return writeFileAtomic(p.config, renderConfig(cfg, p, !canLowerOOMScoreAdj()))
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp, err)
-	}
-	return nil
+	return atomicfile.WriteFile(p.config, renderConfig(cfg, p, !canLowerOOMScoreAdj()), 0o644)
 }
 
 // canLowerOOMScoreAdj says whether this process (and so containerd, which inherits its

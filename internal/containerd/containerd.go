@@ -16,6 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubelab/kubelab/internal/util/atomicfile"
 )
 
 // Timings of supervision.
@@ -224,7 +226,7 @@ func (c *Containerd) start() (*process, error) {
 	c.mu.Lock()
 	c.pid = p.pid
 	c.mu.Unlock()
-	if err := writeFileAtomic(c.p.pidFile, []byte(strconv.Itoa(p.pid)+"\n")); err != nil {
+	if err := atomicfile.WriteFile(c.p.pidFile, []byte(strconv.Itoa(p.pid)+"\n"), 0o644); err != nil {
 		c.log.Warn("record containerd's pid", "err", err)
 	}
 	c.log.Info("started containerd", "pid", p.pid, "config", c.p.config, "log", c.p.logFile)

@@ -26,6 +26,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/kubelab/kubelab/internal/util/atomicfile"
 )
 
 // Annotations naming an image in an OCI image layout's index.json.
@@ -402,7 +404,7 @@ func ensureLayout(dir string) error {
 		return err
 	}
 	if _, err := os.Stat(filepath.Join(dir, "oci-layout")); errors.Is(err, os.ErrNotExist) {
-		if err := writeFileAtomic(filepath.Join(dir, "oci-layout"), []byte(`{"imageLayoutVersion":"1.0.0"}`), 0o644); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, "oci-layout"), []byte(`{"imageLayoutVersion":"1.0.0"}`), 0o644); err != nil {
 			return err
 		}
 	}
@@ -411,7 +413,7 @@ func ensureLayout(dir string) error {
 		if err != nil {
 			return err
 		}
-		if err := writeFileAtomic(filepath.Join(dir, "index.json"), b, 0o644); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, "index.json"), b, 0o644); err != nil {
 			return err
 		}
 	}
@@ -475,7 +477,7 @@ func updateIndex(dir string, descs []v1.Descriptor) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(indexFile, out, 0o644)
+	return atomicfile.WriteFile(indexFile, out, 0o644)
 }
 
 // blobWriter writes an image's blobs into a layout's blob directory, each through a

@@ -19,6 +19,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/kubelab/kubelab/internal/util/atomicfile"
 )
 
 // epoch is the time stamp of every file, layer and config kubelab builds, so that the
@@ -371,7 +373,7 @@ func (c *layerCache) layer(spec *layerSpec) (l v1.Layer, hit bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	if err := writeFileAtomic(metaFile, b, 0o644); err != nil {
+	if err := atomicfile.WriteFile(metaFile, b, 0o644); err != nil {
 		return nil, false, err
 	}
 	return &fileLayer{path: c.blobPath(m.Digest), meta: m}, false, nil
@@ -462,25 +464,4 @@ type gzipFile struct {
 
 func (g *gzipFile) Close() error {
 	return errors.Join(g.Reader.Close(), g.f.Close())
-}
-
-// writeFileAtomic writes data to a temporary file beside name and renames it over name.
-func writeFileAtomic(name string, data []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), name)
 }

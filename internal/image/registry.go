@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/kubelab/kubelab/internal/util/atomicfile"
 )
 
 // Files and directories of a registry's Dir.
@@ -164,7 +166,7 @@ func (r *Registry) Run(ctx context.Context) error {
 		return fmt.Errorf("image registry: %w", err)
 	}
 	addr := ln.Addr().String()
-	if err := writeFileAtomic(AddrFile(r.cfg.Dir), []byte(addr+"\n"), 0o644); err != nil {
+	if err := atomicfile.WriteFile(AddrFile(r.cfg.Dir), []byte(addr+"\n"), 0o644); err != nil {
 		ln.Close()
 		return fmt.Errorf("image registry: record the address: %w", err)
 	}

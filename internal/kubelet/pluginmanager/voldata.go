@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/kubelab/kubelab/internal/util/atomicfile"
 )
 
 // VolumeDataFile is the file beside a staging or publish mount point that says which
@@ -47,23 +49,8 @@ func writeVolumeData(dir string, d VolumeData) error {
 	if err != nil {
 		return fmt.Errorf("encode volume data: %w", err)
 	}
-	f, err := os.CreateTemp(dir, "."+VolumeDataFile+"-*")
-	if err != nil {
-		return fmt.Errorf("write volume data: %w", err)
-	}
-	_, werr := f.Write(b)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write volume data %s: %w", f.Name(), err)
-	}
-	if err := os.Chmod(f.Name(), 0o640); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write volume data: %w", err)
-	}
-	if err := os.Rename(f.Name(), filepath.Join(dir, VolumeDataFile)); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write volume data: %w", err)
+	if err := atomicfile.WriteFile(filepath.Join(dir, VolumeDataFile), b, 0o640); err != nil {
+		return fmt.Errorf("volume data: %w", err)
 	}
 	return nil
 }

@@ -14,7 +14,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+
+	"github.com/kubelab/kubelab/internal/util/atomicfile"
 )
 
 // EnsureKeyPair makes sure keyFile holds the private key tokens are signed with and
@@ -49,7 +50,7 @@ func EnsureKeyPair(keyFile, pubFile string) error {
 	if err != nil {
 		return fmt.Errorf("service account key: %w", err)
 	}
-	if err := writeFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+	if err := atomicfile.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
 		return err
 	}
 	return writePublicKey(pubFile, key.Public())
@@ -60,31 +61,7 @@ func writePublicKey(path string, pub crypto.PublicKey) error {
 	if err != nil {
 		return fmt.Errorf("service account public key: %w", err)
 	}
-	return writeFile(path, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644)
-}
-
-// writeFile replaces path with data atomically (a temporary file renamed over it).
-func writeFile(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644)
 }
 
 // LoadSigningKey reads the private key of keyFile: PEM "EC PRIVATE KEY" (P-256),

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/kubelab/kubelab/internal/util/flock"
 )
 
 // pidFile is where `kubelab up` writes its process id, locked while it runs: a second
@@ -24,44 +24,39 @@ func lockDataDir(dataDir string) (release func(), err error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(pidFile(dataDir), os.O_RDWR|os.O_CREATE, 0o644)
+	l, err := flock.TryExclusive(pidFile(dataDir))
+	if errors.Is(err, flock.ErrLocked) {
+		pid, _ := readPID(dataDir)
+		return nil, fmt.Errorf("data dir %s is in use by kubelab up (pid %d); stop it with 'kubelab down --data-dir %s'", dataDir, pid, dataDir)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			pid, _ := readPID(dataDir)
-			return nil, fmt.Errorf("data dir %s is in use by kubelab up (pid %d); stop it with 'kubelab down --data-dir %s'", dataDir, pid, dataDir)
-		}
-		return nil, fmt.Errorf("lock %s: %w", pidFile(dataDir), err)
-	}
+	f := l.File()
 	err = f.Truncate(0)
 	if err == nil {
 		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	if err != nil {
-		f.Close()
+		l.Unlock()
 		return nil, fmt.Errorf("write %s: %w", pidFile(dataDir), err)
 	}
 	return func() {
 		f.Truncate(0)
-		f.Close()
+		l.Unlock()
 	}, nil
 }
 
 // runningPID is the pid of the `kubelab up` holding the data dir, or errNotRunning.
 func runningPID(dataDir string) (int, error) {
-	f, err := os.OpenFile(pidFile(dataDir), os.O_RDWR, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, errNotRunning
-	}
-	if err != nil {
+	if _, err := os.Stat(pidFile(dataDir)); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return 0, errNotRunning
+		}
 		return 0, err
 	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err == nil {
-		unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	if l, err := flock.TryExclusive(pidFile(dataDir)); err == nil {
+		l.Unlock()
 		return 0, errNotRunning
 	}
 	return readPID(dataDir)

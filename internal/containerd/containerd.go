@@ -18,6 +18,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubelab/kubelab/internal/util/atomicfile"
+	"github.com/kubelab/kubelab/internal/util/flock"
 )
 
 // Timings of supervision.
@@ -304,18 +305,14 @@ func (c *Containerd) stop(p *process) {
 // second one would end the first one's containerd as stale). The kernel drops the lock
 // when the process dies, kill -9 included.
 func lockDir(path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	l, err := flock.TryExclusive(path)
+	if errors.Is(err, flock.ErrLocked) {
+		return nil, fmt.Errorf("%s is locked: another process runs this containerd", path)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%s is locked: another process runs this containerd", path)
-		}
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	return func() { f.Close() }, nil
+	return func() { _ = l.Unlock() }, nil
 }
 
 // maxLogSize is the size beyond which Run moves containerd.log to containerd.log.1 before

@@ -17,7 +17,6 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
-	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -28,6 +27,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/kubelab/kubelab/internal/util/atomicfile"
+	"github.com/kubelab/kubelab/internal/util/flock"
 )
 
 // Annotations naming an image in an OCI image layout's index.json.
@@ -422,26 +422,11 @@ func ensureLayout(dir string) error {
 
 // lockLayout serialises the imports into one layout.
 func lockLayout(ctx context.Context, dir string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(dir, ".kubelab-import.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	l, err := flock.Exclusive(ctx, filepath.Join(dir, ".kubelab-import.lock"))
 	if err != nil {
 		return nil, err
 	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return func() { _ = l.Unlock() }, nil
 }
 
 // updateIndex writes the layout's index.json with descs, replacing the entries of the

@@ -16,6 +16,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubelab/kubelab/internal/containerd"
+	"github.com/kubelab/kubelab/internal/util/netns"
 	"github.com/kubelab/kubelab/internal/vpc"
 )
 
@@ -83,7 +84,7 @@ asks the cluster's cloud.`,
 			c.Env = append(c.Env, n.awsEnv...)
 			c.Stdin, c.Stdout, c.Stderr = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 			// Started from a thread inside the node's namespace, the command is in it too.
-			if err := vpc.Do(n.netns, c.Start); err != nil {
+			if err := netns.Do(n.netns, c.Start); err != nil {
 				return err
 			}
 			return c.Wait()

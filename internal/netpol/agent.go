@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/knftables"
 
+	"github.com/kubelab/kubelab/internal/util/netns"
 	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
@@ -140,11 +141,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer a.queue.ShutDown()
 	nft := a.nft
 	if nft == nil {
-		n, closeNS, err := openNFTables(a.cfg.NetNS, a.cfg.Table)
+		n, err := netns.NFTables(a.cfg.NetNS, knftables.IPv4Family, a.cfg.Table)
 		if err != nil {
 			return fmt.Errorf("netpol: %w", err)
 		}
-		defer closeNS()
 		nft = n
 	}
 	a.syncer = &tableSyncer{nft: nft}
@@ -233,11 +233,10 @@ func Cleanup(ctx context.Context, cfg Config, opts ...Option) error {
 	}
 	nft := o.nft
 	if nft == nil {
-		n, closeNS, err := openNFTables(cfg.NetNS, cfg.Table)
+		n, err := netns.NFTables(cfg.NetNS, knftables.IPv4Family, cfg.Table)
 		if err != nil {
 			return fmt.Errorf("netpol cleanup: %w", err)
 		}
-		defer closeNS()
 		nft = n
 	}
 	tx := nft.NewTransaction()

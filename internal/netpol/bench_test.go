@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/knftables"
+
+	"github.com/kubelab/kubelab/internal/util/netns"
 )
 
 // benchCluster is a cluster of 20 nodes with 50 pods each in 20 namespaces, and per
@@ -104,11 +106,10 @@ func BenchmarkRealNFTPeerAdded(b *testing.B) {
 	requireRoot(b)
 	ctx := context.Background()
 	node := newTestNS(b)
-	nft, closeNS, err := openNFTables(node.Path(), testTable)
+	nft, err := netns.NFTables(node.Path(), knftables.IPv4Family, testTable)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer closeNS()
 	in := benchCluster()
 	more := in
 	more.Pods = append(append([]*corev1.Pod(nil), in.Pods...),

@@ -15,7 +15,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/containernetworking/plugins/pkg/testutils"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
+	vnetns "github.com/vishvananda/netns"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/util/netns"
 )
 
 // Tests with real nft inside network namespaces they create. The node namespace holds
@@ -58,7 +59,7 @@ func newTestNS(t testing.TB) ns.NetNS {
 
 func newHandle(t testing.TB, n ns.NetNS) *netlink.Handle {
 	t.Helper()
-	nsh, err := netns.GetFromPath(n.Path())
+	nsh, err := vnetns.GetFromPath(n.Path())
 	must(t, "open "+n.Path(), err)
 	defer nsh.Close()
 	h, err := netlink.NewHandleAt(nsh)
@@ -225,9 +226,8 @@ func addTestService(t testing.TB, node ns.NetNS, addr string, dst *testPod) *tes
 // listNFT opens the table inside the node namespace for reading.
 func listNFT(t testing.TB, node ns.NetNS, table string) knftables.Interface {
 	t.Helper()
-	nft, closeNS, err := openNFTables(node.Path(), table)
+	nft, err := netns.NFTables(node.Path(), knftables.IPv4Family, table)
 	must(t, "open table", err)
-	t.Cleanup(func() { closeNS() })
 	return nft
 }
 
@@ -341,9 +341,8 @@ func TestRealNFTAcceptsRulesets(t *testing.T) {
 	requireRoot(t)
 	ctx := context.Background()
 	nodeNS := newTestNS(t)
-	nft, closeNS, err := openNFTables(nodeNS.Path(), testTable)
+	nft, err := netns.NFTables(nodeNS.Path(), knftables.IPv4Family, testTable)
 	must(t, "open table", err)
-	defer closeNS()
 	s := &tableSyncer{nft: nft}
 	for i, in := range clusterSteps() {
 		rs := Render(Compute(in))

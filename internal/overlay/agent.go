@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/knftables"
 
+	"github.com/kubelab/kubelab/internal/util/netns"
 	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
@@ -99,7 +100,7 @@ func changed(old, cur *corev1.Node) bool {
 // remote node until ctx ends. It fails at once when the node cannot be set up (no
 // namespace, no underlay, no nft). An Agent runs once.
 func (a *Agent) Run(ctx context.Context) error {
-	h, err := openHandle(a.cfg.NetNS)
+	h, err := netns.Handle(a.cfg.NetNS)
 	if err != nil {
 		return fmt.Errorf("overlay: %w", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+
+	"github.com/kubelab/kubelab/internal/util/netns"
 )
 
 // Cleanup removes what an agent made in the network namespace at netnsPath ("" =
@@ -19,7 +21,7 @@ func Cleanup(ctx context.Context, netnsPath, device string) error {
 	if err := checkLinkName(device); err != nil {
 		return fmt.Errorf("overlay cleanup: device: %w", err)
 	}
-	h, err := openHandle(netnsPath)
+	h, err := netns.Handle(netnsPath)
 	if err != nil {
 		return fmt.Errorf("overlay cleanup: %w", err)
 	}

@@ -7,32 +7,12 @@ import (
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
 // routeProtocol marks the routes the agent makes (rtnetlink protocol 75, which no
 // routing daemon claims), so that it only ever deletes its own.
 const routeProtocol = netlink.RouteProtocol(75)
-
-// openHandle returns a netlink handle whose sockets live in the namespace at path
-// ("" = the caller's), so that every request made through it acts there, whatever
-// thread makes it.
-func openHandle(path string) (*netlink.Handle, error) {
-	if path == "" {
-		return netlink.NewHandle()
-	}
-	h, err := netns.GetFromPath(path)
-	if err != nil {
-		return nil, fmt.Errorf("open network namespace %s: %w", path, err)
-	}
-	defer h.Close()
-	nh, err := netlink.NewHandleAt(h)
-	if err != nil {
-		return nil, fmt.Errorf("netlink handle in %s: %w", path, err)
-	}
-	return nh, nil
-}
 
 // retryDump calls a netlink dump again when the kernel reports that the table
 // changed under it, so that the result is a consistent one.

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/containernetworking/plugins/pkg/ns"
 	"sigs.k8s.io/knftables"
+
+	"github.com/kubelab/kubelab/internal/util/netns"
 )
 
 // TableName is the nftables table (family ip) of the agent, in the node's namespace.
@@ -46,44 +47,24 @@ func deleteTable(tx *knftables.Transaction) {
 	tx.Delete(&knftables.Table{})
 }
 
-// nftables runs transactions on the agent's table inside a network namespace:
-// knftables execs nft, and a child exec'd from the locked thread of ns.Do starts in
-// that thread's namespace.
+// nftables runs transactions on the agent's table inside a network namespace.
 type nftables struct {
-	netns string
-	nft   knftables.Interface
+	nft knftables.Interface
 }
 
 // newNFTables returns an nftables for the table in the namespace at path ("" = the
 // caller's).
 func newNFTables(path string) (*nftables, error) {
-	n := &nftables{netns: path}
-	err := n.do(func() error {
-		nft, err := knftables.New(knftables.IPv4Family, TableName, knftables.NoObjectCommentEmulation)
-		n.nft = nft
-		return err
-	})
+	nft, err := netns.NFTables(path, knftables.IPv4Family, TableName, knftables.NoObjectCommentEmulation)
 	if err != nil {
-		return nil, fmt.Errorf("nftables: %w", err)
+		return nil, err
 	}
-	return n, nil
+	return &nftables{nft: nft}, nil
 }
 
 // run runs the transaction built by fill.
 func (n *nftables) run(ctx context.Context, fill func(*knftables.Transaction)) error {
 	tx := n.nft.NewTransaction()
 	fill(tx)
-	return n.do(func() error { return n.nft.Run(ctx, tx) })
-}
-
-func (n *nftables) do(f func() error) error {
-	return inNS(n.netns, f)
-}
-
-// inNS runs f in the network namespace at path on a locked OS thread ("" = here).
-func inNS(path string, f func() error) error {
-	if path == "" {
-		return f()
-	}
-	return ns.WithNetNSPath(path, func(ns.NetNS) error { return f() })
+	return n.nft.Run(ctx, tx)
 }

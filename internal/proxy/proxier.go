@@ -19,6 +19,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/knftables"
+
+	"github.com/kubelab/kubelab/internal/util/netns"
 )
 
 // byServiceIndex indexes EndpointSlices by "<namespace>/<Service name>".
@@ -292,4 +294,10 @@ func sliceServiceIndex(obj any) ([]string, error) {
 		return nil, nil
 	}
 	return []string{s.Namespace + "/" + s.Labels[serviceNameLabel]}, nil
+}
+
+// newNFTables opens the proxy's table (family ip) in the namespace at path ("" = the
+// caller's), listing through netlink.
+func newNFTables(path, table string) (knftables.Interface, error) {
+	return netns.NFTables(path, knftables.IPv4Family, table, knftables.UseNetlink)
 }

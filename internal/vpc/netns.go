@@ -11,8 +11,9 @@ import (
 
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/kubelab/kubelab/internal/util/netns"
 )
 
 // ensureNetNS makes a network namespace bound at path, unless one is there already.
@@ -66,37 +67,18 @@ func removeNetNS(path string) error {
 
 // withHandle runs f with a netlink handle on the namespace at path.
 func withHandle(path string, f func(*netlink.Handle) error) error {
-	nsh, err := netns.GetFromPath(path)
+	h, err := netns.Handle(path)
 	if err != nil {
-		return fmt.Errorf("open netns %s: %w", path, err)
-	}
-	defer nsh.Close()
-	h, err := netlink.NewHandleAt(nsh)
-	if err != nil {
-		return fmt.Errorf("netlink in %s: %w", path, err)
+		return err
 	}
 	defer h.Close()
 	return f(h)
 }
 
-// withNetNS runs f on a thread inside the namespace at path. A process f starts inherits
-// the namespace.
-func withNetNS(path string, f func() error) error {
-	return ns.WithNetNSPath(path, func(ns.NetNS) error { return f() })
-}
-
-// Do runs f inside the network namespace at path; "" runs it where the caller is.
-func Do(path string, f func() error) error {
-	if path == "" {
-		return f()
-	}
-	return withNetNS(path, f)
-}
-
 // Listen opens a stream listener inside the namespace at path; it stays there for its life.
 func Listen(path, network, address string) (net.Listener, error) {
 	var l net.Listener
-	err := Do(path, func() (err error) {
+	err := netns.Do(path, func() (err error) {
 		l, err = net.Listen(network, address)
 		return err
 	})
@@ -109,7 +91,7 @@ func Listen(path, network, address string) (net.Listener, error) {
 // ListenPacket opens a packet socket inside the namespace at path.
 func ListenPacket(path, network, address string) (net.PacketConn, error) {
 	var c net.PacketConn
-	err := Do(path, func() (err error) {
+	err := netns.Do(path, func() (err error) {
 		c, err = net.ListenPacket(network, address)
 		return err
 	})
@@ -146,7 +128,7 @@ func ensureAddr(h *netlink.Handle, link netlink.Link, cidr string) error {
 func DialContext(path string) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var c net.Conn
-		err := Do(path, func() (err error) {
+		err := netns.Do(path, func() (err error) {
 			var d net.Dialer
 			c, err = d.DialContext(ctx, network, addr)
 			return err

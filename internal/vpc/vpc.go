@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/kubelab/kubelab/internal/util/netns"
 )
 
 // The VPC's plan.
@@ -244,7 +246,7 @@ func portName(node string) string {
 // configureNode sets the node's sysctls: IPv4 forwarding, and bridged IPv4 traffic through
 // netfilter.
 func configureNode(path string) error {
-	return withNetNS(path, func() error {
+	return netns.Do(path, func() error {
 		for key, value := range map[string]string{
 			"net/ipv4/ip_forward":                 "1",
 			"net/bridge/bridge-nf-call-iptables":  "1",

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/kubelab/kubelab/internal/util/netns"
 )
 
 func newTestVPC(t *testing.T) *VPC {
@@ -58,7 +60,7 @@ func echoIn(t *testing.T, path, addr, prefix string) string {
 func dialFrom(t *testing.T, path, addr string) (string, error) {
 	t.Helper()
 	var c net.Conn
-	err := Do(path, func() (err error) {
+	err := netns.Do(path, func() (err error) {
 		c, err = net.DialTimeout("tcp", addr, 5*time.Second)
 		return err
 	})
@@ -111,7 +113,7 @@ func TestNodesReachEachOtherAndTheControlPlane(t *testing.T) {
 	if mac != "02:00:00:00:00:0b" {
 		t.Errorf("eth0 of node a has MAC %q, want the instance's 02:00:00:00:00:0b", mac)
 	}
-	err = withNetNS(a, func() error {
+	err = netns.Do(a, func() error {
 		for _, k := range []string{"net/ipv4/ip_forward", "net/bridge/bridge-nf-call-iptables"} {
 			b, err := os.ReadFile(filepath.Join("/proc/sys", k))
 			if err != nil || strings.TrimSpace(string(b)) != "1" {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubelab/kubelab/internal/csi/calllog"
 	"github.com/kubelab/kubelab/internal/hollow"
 )
 
@@ -241,13 +242,13 @@ func newHollowMounter(log *slog.Logger) *hollowMounter {
 // logs it as the plugin logs its calls.
 func (m *hollowMounter) call(method string, v *Volume, f func() error) error {
 	start := time.Now()
-	m.log.Info(method+": called", "method", method, "volume", v.Handle)
+	calllog.LogCalled(m.log, method, "method", method, "volume", v.Handle)
 	err := f()
 	if err != nil {
-		m.log.Info(method+": failed", "method", method, "volume", v.Handle, "error", err, "duration", time.Since(start))
+		calllog.LogFailed(m.log, method, time.Since(start), err, "method", method, "volume", v.Handle)
 		return err
 	}
-	m.log.Info(method+": done", "method", method, "volume", v.Handle, "duration", time.Since(start))
+	calllog.LogDone(m.log, method, time.Since(start), "method", method, "volume", v.Handle)
 	return nil
 }
 

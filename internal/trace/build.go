@@ -2,7 +2,6 @@ package trace
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +10,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubelab/kubelab/internal/csi/calllog"
 	"github.com/kubelab/kubelab/internal/util/podutil"
 )
 
@@ -492,8 +492,6 @@ type csiCall struct {
 	took time.Duration
 }
 
-var logDuration = regexp.MustCompile(`\bduration=(\S+)`)
-
 // call finds method's call about volume in the driver's log lines (the node plugin's
 // when side is "node", the controller's otherwise): the "called" line's time and the
 // "done" line's duration. The last complete call counts.
@@ -507,17 +505,19 @@ func (b *builder) call(volume, method, side string) csiCall {
 		if l.Container != "ebs-plugin" || !strings.Contains(l.Text, volume) || (side == "node") != strings.HasPrefix(l.Pod, "ebs-csi-node") {
 			continue
 		}
-		switch {
-		case strings.Contains(l.Text, method+": called"):
+		e, ok := calllog.Parse(l.Text)
+		if !ok || e.Method != method {
+			continue
+		}
+		switch e.Phase {
+		case calllog.Called:
 			start = l.Time
-		case strings.Contains(l.Text, method+": done"):
+		case calllog.Done:
 			c.at = start
-			if m := logDuration.FindStringSubmatch(l.Text); m != nil {
-				if d, err := time.ParseDuration(m[1]); err == nil {
-					c.took = d
-					if c.at.IsZero() {
-						c.at = l.Time.Add(-d)
-					}
+			if e.HasDuration {
+				c.took = e.Duration
+				if c.at.IsZero() {
+					c.at = l.Time.Add(-e.Duration)
 				}
 			}
 		}

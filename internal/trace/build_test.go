@@ -1,7 +1,9 @@
 package trace
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +13,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubelab/kubelab/internal/csi/calllog"
 )
 
 // The fixtures: pod default/my-app-pod uses claim my-app-pvc (class gp2,
@@ -231,12 +235,17 @@ func bldLog(pod string, ms int, text string) LogLine {
 }
 
 // bldCall is a CSI call's "called" line at ms and its "done" line 50ms later, which says
-// the call took 12ms (the handler's time, not the gap between the two lines).
+// the call took 12ms (the handler's time, not the gap between the two lines). The lines
+// are what the driver writes (calllog's), so that what trace reads is what it gets.
 func bldCall(pod, method string, ms int) []LogLine {
-	return []LogLine{
-		bldLog(pod, ms, fmt.Sprintf("level=INFO msg=\"%s: called\" method=%s volume=%s node=%s", method, method, bldVolume, bldInstance)),
-		bldLog(pod, ms+50, fmt.Sprintf("level=INFO msg=\"%s: done\" method=%s volume=%s node=%s duration=%s", method, method, bldVolume, bldInstance, bldCSITook)),
-	}
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil)).With("method", method)
+	calllog.LogCalled(log, method, "volume", bldVolume, "node", bldInstance)
+	called := strings.TrimSpace(buf.String())
+	buf.Reset()
+	calllog.LogDone(log, method, bldCSITook, "volume", bldVolume, "node", bldInstance)
+	done := strings.TrimSpace(buf.String())
+	return []LogLine{bldLog(pod, ms, called), bldLog(pod, ms+50, done)}
 }
 
 // bldLogs are the driver's lines about vol-1: the controller's CreateVolume and

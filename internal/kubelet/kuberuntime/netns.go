@@ -6,12 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	goruntime "runtime"
 	"strconv"
 
-	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubelab/kubelab/internal/util/netns"
 )
 
 // Pods' addresses are on a node bridge the host has no route to, so network probes and
@@ -23,9 +22,8 @@ type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // dialInNetNS connects to addr over network from the network namespace at nsPath ("":
 // this process's own). Host names are resolved here first, so that only the connect
-// happens in the namespace. The socket is created on a thread of its own that joins the
-// namespace and leaves it again; a thread that cannot go back is never given back to the
-// Go scheduler (it ends with its goroutine).
+// happens in the namespace (netns.Do: on a thread that joins the namespace and leaves it
+// again).
 func dialInNetNS(ctx context.Context, nsPath, network, addr string) (net.Conn, error) {
 	var d net.Dialer
 	if nsPath == "" {
@@ -45,47 +43,14 @@ func dialInNetNS(ctx context.Context, nsPath, network, addr string) (net.Conn, e
 		}
 		addr = net.JoinHostPort(ips[0].IP.String(), port)
 	}
-	type result struct {
-		conn net.Conn
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		goruntime.LockOSThread()
-		conn, err, restored := dialFromThread(ctx, nsPath, network, addr)
-		if restored {
-			goruntime.UnlockOSThread()
-		}
-		done <- result{conn, err}
-	}()
-	r := <-done
-	return r.conn, r.err
-}
-
-// dialFromThread dials from the calling thread (locked to its goroutine) after moving it
-// into the namespace at nsPath, and moves it back; restored says whether the thread is in
-// its own namespace again.
-func dialFromThread(ctx context.Context, nsPath, network, addr string) (conn net.Conn, err error, restored bool) {
-	own, err := os.Open("/proc/self/task/" + strconv.Itoa(unix.Gettid()) + "/ns/net")
-	if err != nil {
-		return nil, fmt.Errorf("open own network namespace: %w", err), true
-	}
-	defer own.Close()
-	target, err := os.Open(nsPath)
-	if err != nil {
-		return nil, fmt.Errorf("open network namespace %s: %w", nsPath, err), true
-	}
-	defer target.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		return nil, fmt.Errorf("enter network namespace %s: %w", nsPath, err), true
-	}
-	// One address and no happy eyeballs: the socket is made here, on this thread.
-	d := net.Dialer{FallbackDelay: -1}
-	conn, err = d.DialContext(ctx, network, addr)
-	if serr := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET); serr != nil {
-		return conn, err, false
-	}
-	return conn, err, true
+	var conn net.Conn
+	err = netns.Do(nsPath, func() (err error) {
+		// One address and no happy eyeballs: the socket is made here, on this thread.
+		d := net.Dialer{FallbackDelay: -1}
+		conn, err = d.DialContext(ctx, network, addr)
+		return err
+	})
+	return conn, err
 }
 
 // sandboxInfo is what the runtime reads of containerd's verbose sandbox status: the pause

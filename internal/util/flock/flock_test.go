@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 func TestTryExclusive(t *testing.T) {
@@ -115,20 +117,16 @@ func waitForWaiter(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	inode := ":" + strconv.FormatUint(fi.Sys().(*syscall.Stat_t).Ino, 10) + " "
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testutil.Eventually(t, "a waiter on "+path+" in /proc/locks", func() (bool, error) {
 		b, err := os.ReadFile("/proc/locks")
 		if err != nil {
-			t.Skipf("no /proc/locks to see the waiter in: %v", err)
+			return false, err
 		}
 		for _, line := range strings.Split(string(b), "\n") {
 			if strings.Contains(line, "-> FLOCK") && strings.Contains(line, inode) {
-				return
+				return true, nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no waiter on %s in /proc/locks:\n%s", path, b)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false, nil
+	})
 }

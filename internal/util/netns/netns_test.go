@@ -10,15 +10,15 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/containernetworking/plugins/pkg/testutils"
 	"sigs.k8s.io/knftables"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // newTestNS makes a network namespace bound to a file of its own, removed when the test
-// ends; it skips the test when not root.
-func newTestNS(t *testing.T) ns.NetNS {
+// ends; it skips the test unless root runs it with tools on PATH.
+func newTestNS(t *testing.T, tools ...string) ns.NetNS {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: makes a network namespace")
-	}
+	testutil.RequireRoot(t, tools...)
 	n, err := testutils.NewNS()
 	if err != nil {
 		t.Fatalf("new netns: %v", err)
@@ -38,7 +38,7 @@ func threadNS() (string, error) {
 }
 
 func TestDo(t *testing.T) {
-	n := newTestNS(t)
+	n := newTestNS(t, "readlink")
 	var want string
 	if err := n.Do(func(ns.NetNS) (err error) { want, err = threadNS(); return err }); err != nil {
 		t.Fatal(err)
@@ -109,10 +109,7 @@ func TestHandle(t *testing.T) {
 }
 
 func TestNFTables(t *testing.T) {
-	n := newTestNS(t)
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skip("needs the nft binary")
-	}
+	n := newTestNS(t, "nft")
 	ctx := context.Background()
 	const table = "kubelab-netns-test"
 	nft, err := NFTables(n.Path(), knftables.IPv4Family, table)

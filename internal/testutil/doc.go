@@ -17,4 +17,6 @@
 //     process, as hack/build.sh builds them, and give the kubectl a test drives: the real
 //     /usr/bin/kubectl when present, kubelab's embedded one otherwise, so no test skips
 //     for want of a kubectl.
+//   - NetNS (netns.go) makes a network namespace for a root test and removes it at the
+//     end.
 package testutil

@@ -8,29 +8,10 @@ import (
 	"testing"
 
 	"github.com/containernetworking/plugins/pkg/ns"
-	"github.com/containernetworking/plugins/pkg/testutils"
 	"sigs.k8s.io/knftables"
 
 	"github.com/kubelab/kubelab/internal/testutil"
 )
-
-// newTestNS makes a network namespace bound to a file of its own, removed when the test
-// ends; it skips the test unless root runs it with tools on PATH.
-func newTestNS(t *testing.T, tools ...string) ns.NetNS {
-	t.Helper()
-	testutil.RequireRoot(t, tools...)
-	n, err := testutils.NewNS()
-	if err != nil {
-		t.Fatalf("new netns: %v", err)
-	}
-	t.Cleanup(func() {
-		n.Close()
-		if err := testutils.UnmountNS(n); err != nil {
-			t.Errorf("remove netns %s: %v", n.Path(), err)
-		}
-	})
-	return n
-}
 
 // threadNS names the network namespace of the calling thread (net:[inode]).
 func threadNS() (string, error) {
@@ -38,7 +19,7 @@ func threadNS() (string, error) {
 }
 
 func TestDo(t *testing.T) {
-	n := newTestNS(t, "readlink")
+	n := testutil.NetNS(t, "readlink")
 	var want string
 	if err := n.Do(func(ns.NetNS) (err error) { want, err = threadNS(); return err }); err != nil {
 		t.Fatal(err)
@@ -88,7 +69,7 @@ func readNS(t *testing.T) string {
 }
 
 func TestHandle(t *testing.T) {
-	n := newTestNS(t)
+	n := testutil.NetNS(t)
 	h, err := Handle(n.Path())
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +90,7 @@ func TestHandle(t *testing.T) {
 }
 
 func TestNFTables(t *testing.T) {
-	n := newTestNS(t, "nft")
+	n := testutil.NetNS(t, "nft")
 	ctx := context.Background()
 	const table = "kubelab-netns-test"
 	nft, err := NFTables(n.Path(), knftables.IPv4Family, table)

@@ -10,7 +10,8 @@
 // What kubelab adds is the registry: one row per kind (resource.go; the rows are in
 // core.go, replicationcontrollers.go, apps.go, batch.go, autoscaling.go, policy.go,
 // storage.go, networking.go, scheduling.go, certificates.go, flowcontrol.go,
-// apiregistration.go, admissionregistration.go, other.go) saying its names, scope,
+// apiregistration.go, admissionregistration.go, discovery.go, coordination.go,
+// events.go, rbac.go, snapshots.go: one file per API group) saying its names, scope,
 // subresources, table columns and selectable fields, plus a few hooks for the kind's own
 // rules. A generic strategy (strategy.go) applies the rules all kinds share. A kind
 // served in two versions (HorizontalPodAutoscaler: autoscaling/v2 and v1) has one store,

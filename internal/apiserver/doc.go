@@ -13,7 +13,8 @@
 // apiregistration.go, admissionregistration.go, discovery.go, coordination.go,
 // events.go, rbac.go, snapshots.go: one file per API group) saying its names, scope,
 // subresources, table columns and selectable fields, plus a few hooks for the kind's own
-// rules. A generic strategy (strategy.go) applies the rules all kinds share. A kind
+// rules (a core kind's validation in <kind>_rules.go, e.g. pods_rules.go; the checks
+// kinds share in rules.go). A generic strategy (strategy.go) applies the rules all kinds share. A kind
 // served in two versions (HorizontalPodAutoscaler: autoscaling/v2 and v1) has one store,
 // converted through the scheme. CustomResourceDefinitions and custom resources are
 // served by k8s.io/apiextensions-apiserver as the delegate behind this server

@@ -37,9 +37,9 @@ import (
 	"github.com/kubelab/kubelab/internal/controller/resourcequota"
 	"github.com/kubelab/kubelab/internal/controller/rootcacertpublisher"
 	"github.com/kubelab/kubelab/internal/controller/serviceaccount"
+	"github.com/kubelab/kubelab/internal/controller/snapshot"
 	"github.com/kubelab/kubelab/internal/controller/statefulset"
 	"github.com/kubelab/kubelab/internal/controller/ttlafterfinished"
-	"github.com/kubelab/kubelab/internal/csi/sidecar/snapshotter"
 )
 
 // Config configures the controller-manager.
@@ -344,7 +344,7 @@ func New(cfg Config, restConfig *rest.Config) (*ControllerManager, error) {
 				if err != nil {
 					return nil, err
 				}
-				return snapshotter.NewSnapshotController(snapshotter.Config{Logger: log}, cl, snaps, factory, cm.snapFactory)
+				return snapshot.New(snapshot.Config{Logger: log}, cl, snaps, factory, cm.snapFactory)
 			})
 			return add("snapshot", c, err)
 		},

@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// Config tunes the snapshot controller and the sidecar.
+// Config tunes the sidecar.
 type Config struct {
-	// DriverName, when set, must be the name the driver reports (sidecar only).
+	// DriverName, when set, must be the name the driver reports.
 	DriverName string
 	// SnapshotNamePrefix names CSI snapshots <prefix>-<snapshot uid> (default "snapshot").
 	SnapshotNamePrefix string

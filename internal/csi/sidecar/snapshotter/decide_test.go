@@ -1,7 +1,6 @@
 package snapshotter
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -10,49 +9,16 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubelab/kubelab/internal/volumesnapshot"
 )
 
 const drv = "ebs.csi.aws.com"
 
-func class(name, driver string, def bool) *snapv1.VolumeSnapshotClass {
-	c := &snapv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Driver: driver}
-	if def {
-		c.Annotations = map[string]string{AnnDefaultClass: "true"}
-	}
-	return c
-}
-
-func TestPickClass(t *testing.T) {
-	named := &snapv1.VolumeSnapshot{Spec: snapv1.VolumeSnapshotSpec{VolumeSnapshotClassName: ptr.To("b")}}
-	unnamed := &snapv1.VolumeSnapshot{}
-	cases := []struct {
-		name    string
-		vs      *snapv1.VolumeSnapshot
-		classes []*snapv1.VolumeSnapshotClass
-		want    string
-		err     string
-	}{
-		{"named", named, []*snapv1.VolumeSnapshotClass{class("a", drv, true), class("b", drv, false)}, "b", ""},
-		{"named missing", named, []*snapv1.VolumeSnapshotClass{class("a", drv, true)}, "", `"b" not found`},
-		{"the driver's default", unnamed, []*snapv1.VolumeSnapshotClass{class("x", "other", true), class("a", drv, true)}, "a", ""},
-		{"no default", unnamed, []*snapv1.VolumeSnapshotClass{class("a", drv, false)}, "", "cannot find default"},
-		{"two defaults", unnamed, []*snapv1.VolumeSnapshotClass{class("a", drv, true), class("b", drv, true)}, "", "2 default"},
-	}
-	for _, tc := range cases {
-		c, err := pickClass(tc.vs, tc.classes, drv)
-		switch {
-		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("%s: err %v, want %q", tc.name, err, tc.err)
-		case tc.err == "" && (err != nil || c.Name != tc.want):
-			t.Errorf("%s: got %v %v, want %s", tc.name, c, err, tc.want)
-		}
-	}
-}
-
 func TestDecideContent(t *testing.T) {
 	now := metav1.Now()
 	mk := func(mut func(*snapv1.VolumeSnapshotContent)) *snapv1.VolumeSnapshotContent {
-		c := &snapv1.VolumeSnapshotContent{ObjectMeta: metav1.ObjectMeta{Finalizers: []string{FinalizerContentBound}},
+		c := &snapv1.VolumeSnapshotContent{ObjectMeta: metav1.ObjectMeta{Finalizers: []string{volumesnapshot.FinalizerContentBound}},
 			Spec: snapv1.VolumeSnapshotContentSpec{Driver: drv, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
 				Source: snapv1.VolumeSnapshotContentSource{VolumeHandle: ptr.To("vol-1")}}}
 		if mut != nil {
@@ -94,19 +60,11 @@ func TestDecideContent(t *testing.T) {
 	}
 }
 
-func TestStatusCopies(t *testing.T) {
+func TestContentStatus(t *testing.T) {
 	ts := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
 	cst := contentStatus(&csi.Snapshot{SnapshotId: "snap-1", SizeBytes: 1 << 30, ReadyToUse: true, CreationTime: timestamppb.New(ts)})
 	if *cst.SnapshotHandle != "snap-1" || *cst.RestoreSize != 1<<30 || !*cst.ReadyToUse || *cst.CreationTime != ts.UnixNano() {
 		t.Fatalf("content status %+v", cst)
-	}
-	content := &snapv1.VolumeSnapshotContent{ObjectMeta: metav1.ObjectMeta{Name: "snapcontent-1"}, Status: cst}
-	st := snapshotStatus(content)
-	if *st.BoundVolumeSnapshotContentName != "snapcontent-1" || !*st.ReadyToUse || st.RestoreSize.String() != "1Gi" || !st.CreationTime.Time.Equal(ts) {
-		t.Fatalf("snapshot status %+v", st)
-	}
-	if !sameStatus(st, snapshotStatus(content)) || sameStatus(st, snapshotStatus(&snapv1.VolumeSnapshotContent{ObjectMeta: metav1.ObjectMeta{Name: "snapcontent-1"}})) {
-		t.Fatal("sameStatus")
 	}
 	p := createParams(map[string]string{"a": "1", "csi.storage.k8s.io/snapshotter-secret-name": "s", "CSI.storage.k8s.io/x": "y"})
 	if len(p) != 1 || p["a"] != "1" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -24,6 +25,7 @@ import (
 
 	csiclient "github.com/kubelab/kubelab/internal/csi/client"
 	"github.com/kubelab/kubelab/internal/util/worker"
+	"github.com/kubelab/kubelab/internal/volumesnapshot"
 )
 
 // Controller is the CSI snapshotter sidecar of one driver.
@@ -86,7 +88,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		return fmt.Errorf("snapshotter: driver %s does not offer CREATE_DELETE_SNAPSHOT", info.Name)
 	}
 	c.driver = info.Name
-	c.recorder = csiclient.NewRecorder(c.client, "csi-snapshotter "+info.Name, eventScheme())
+	c.recorder = csiclient.NewRecorder(c.client, "csi-snapshotter "+info.Name, volumesnapshot.EventScheme())
 	stop := c.recorder.Start()
 	defer stop()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
@@ -163,7 +165,7 @@ func (c *Controller) create(ctx context.Context, content *snapv1.VolumeSnapshotC
 }
 
 func (c *Controller) contentError(ctx context.Context, content *snapv1.VolumeSnapshotContent, msg string) error {
-	c.recorder.Event(content, corev1.EventTypeWarning, ReasonSnapshotCreationFailed, msg)
+	c.recorder.Event(content, corev1.EventTypeWarning, volumesnapshot.ReasonSnapshotCreationFailed, msg)
 	out := content.DeepCopy()
 	if out.Status == nil {
 		out.Status = &snapv1.VolumeSnapshotContentStatus{ReadyToUse: ptr.To(false)}
@@ -178,7 +180,7 @@ func (c *Controller) contentError(ctx context.Context, content *snapv1.VolumeSna
 
 func (c *Controller) dropFinalizer(ctx context.Context, content *snapv1.VolumeSnapshotContent) error {
 	out := content.DeepCopy()
-	out.Finalizers = without(out.Finalizers, FinalizerContentBound)
+	out.Finalizers = slices.DeleteFunc(out.Finalizers, func(f string) bool { return f == volumesnapshot.FinalizerContentBound })
 	if _, err := c.snaps.SnapshotV1().VolumeSnapshotContents().Update(ctx, out, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizer from volumesnapshotcontent %s: %w", content.Name, err)
 	}

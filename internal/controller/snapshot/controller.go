@@ -1,4 +1,4 @@
-package snapshotter
+package snapshot
 
 import (
 	"context"
@@ -10,18 +10,15 @@ import (
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
-	snapscheme "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned/scheme"
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
 	snaplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -29,18 +26,12 @@ import (
 
 	csiclient "github.com/kubelab/kubelab/internal/csi/client"
 	"github.com/kubelab/kubelab/internal/util/worker"
+	"github.com/kubelab/kubelab/internal/volumesnapshot"
 )
 
-// eventScheme knows core and snapshot types, for Events about both.
-func eventScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = scheme.AddToScheme(s)
-	_ = snapscheme.AddToScheme(s)
-	return s
-}
-
-// SnapshotController binds VolumeSnapshots and VolumeSnapshotContents.
-type SnapshotController struct {
+// Controller is the controller-manager's snapshot controller: it binds VolumeSnapshots
+// and VolumeSnapshotContents.
+type Controller struct {
 	cfg    Config
 	client kubernetes.Interface
 	snaps  snapclient.Interface
@@ -56,9 +47,9 @@ type SnapshotController struct {
 	recorder  *csiclient.Recorder
 }
 
-// NewSnapshotController builds the snapshot controller and registers its handlers
+// New builds the snapshot controller and registers its handlers
 // on both factories (the caller starts them after all constructors).
-func NewSnapshotController(cfg Config, client kubernetes.Interface, snaps snapclient.Interface, factory informers.SharedInformerFactory, snapFactory snapinformers.SharedInformerFactory) (*SnapshotController, error) {
+func New(cfg Config, client kubernetes.Interface, snaps snapclient.Interface, factory informers.SharedInformerFactory, snapFactory snapinformers.SharedInformerFactory) (*Controller, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -71,13 +62,13 @@ func NewSnapshotController(cfg Config, client kubernetes.Interface, snaps snapcl
 	classInf := snapFactory.Snapshot().V1().VolumeSnapshotClasses()
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
 	pvInf := factory.Core().V1().PersistentVolumes()
-	c := &SnapshotController{
+	c := &Controller{
 		cfg: cfg, client: client, snaps: snaps, log: cfg.Logger.With("controller", "snapshot-controller"),
 		snapshots: vsInf.Lister(), contents: vscInf.Lister(), classes: classInf.Lister(), claims: pvcInf.Lister(), volumes: pvInf.Lister(),
 		synced: []cache.InformerSynced{vsInf.Informer().HasSynced, vscInf.Informer().HasSynced, classInf.Informer().HasSynced,
 			pvcInf.Informer().HasSynced, pvInf.Informer().HasSynced},
 		queue:    csiclient.NewQueue("snapshot-controller", cfg.RetryIntervalStart, cfg.RetryIntervalMax),
-		recorder: csiclient.NewRecorder(client, "snapshot-controller", eventScheme()),
+		recorder: csiclient.NewRecorder(client, "snapshot-controller", volumesnapshot.EventScheme()),
 	}
 	snapFn := func(obj interface{}) {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -122,7 +113,7 @@ func NewSnapshotController(cfg Config, client kubernetes.Interface, snaps snapcl
 }
 
 // Run works until ctx ends.
-func (c *SnapshotController) Run(ctx context.Context) error {
+func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	stop := c.recorder.Start()
 	defer stop()
@@ -136,19 +127,19 @@ func (c *SnapshotController) Run(ctx context.Context) error {
 	return nil
 }
 
-func (c *SnapshotController) worker(ctx context.Context) {
+func (c *Controller) worker(ctx context.Context) {
 	worker.Work(ctx, c.queue, c.sync, worker.LogInfo(c.log, "sync failed, will retry", "key"))
 }
 
 // sync syncs one queued key: "vsc/<name>" a content, "vs/<namespace/name>" a snapshot.
-func (c *SnapshotController) sync(ctx context.Context, key string) error {
+func (c *Controller) sync(ctx context.Context, key string) error {
 	if name, ok := strings.CutPrefix(key, "vsc/"); ok {
 		return c.syncContent(ctx, name)
 	}
 	return c.syncSnapshot(ctx, strings.TrimPrefix(key, "vs/"))
 }
 
-func (c *SnapshotController) syncSnapshot(ctx context.Context, key string) error {
+func (c *Controller) syncSnapshot(ctx context.Context, key string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return nil
@@ -163,9 +154,9 @@ func (c *SnapshotController) syncSnapshot(ctx context.Context, key string) error
 	if vs.DeletionTimestamp != nil {
 		return c.deleteSnapshot(ctx, vs)
 	}
-	if !has(vs.Finalizers, FinalizerSnapshotBound) || !has(vs.Finalizers, FinalizerSnapshotAsSource) {
+	if !has(vs.Finalizers, volumesnapshot.FinalizerSnapshotBound) || !has(vs.Finalizers, volumesnapshot.FinalizerSnapshotAsSource) {
 		out := vs.DeepCopy()
-		out.Finalizers = append(without(out.Finalizers, FinalizerSnapshotBound, FinalizerSnapshotAsSource), FinalizerSnapshotAsSource, FinalizerSnapshotBound)
+		out.Finalizers = append(without(out.Finalizers, volumesnapshot.FinalizerSnapshotBound, volumesnapshot.FinalizerSnapshotAsSource), volumesnapshot.FinalizerSnapshotAsSource, volumesnapshot.FinalizerSnapshotBound)
 		if vs, err = c.snaps.SnapshotV1().VolumeSnapshots(ns).Update(ctx, out, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("add finalizers to snapshot %s: %w", key, err)
 		}
@@ -196,7 +187,7 @@ func (c *SnapshotController) syncSnapshot(ctx context.Context, key string) error
 }
 
 // createContent creates the content of a dynamic snapshot.
-func (c *SnapshotController) createContent(ctx context.Context, vs *snapv1.VolumeSnapshot) (*snapv1.VolumeSnapshotContent, error) {
+func (c *Controller) createContent(ctx context.Context, vs *snapv1.VolumeSnapshot) (*snapv1.VolumeSnapshotContent, error) {
 	claimName := *vs.Spec.Source.PersistentVolumeClaimName
 	pvc, err := c.claims.PersistentVolumeClaims(vs.Namespace).Get(claimName)
 	if err != nil {
@@ -220,11 +211,11 @@ func (c *SnapshotController) createContent(ctx context.Context, vs *snapv1.Volum
 	if class.Driver != pv.Spec.CSI.Driver {
 		return nil, c.snapshotError(ctx, vs, fmt.Sprintf("snapshot class %s is for driver %s, the volume is %s's", class.Name, class.Driver, pv.Spec.CSI.Driver))
 	}
-	if !has(pvc.Finalizers, FinalizerPVCAsSource) {
+	if !has(pvc.Finalizers, volumesnapshot.FinalizerPVCAsSource) {
 		out := pvc.DeepCopy()
-		out.Finalizers = append(out.Finalizers, FinalizerPVCAsSource)
+		out.Finalizers = append(out.Finalizers, volumesnapshot.FinalizerPVCAsSource)
 		if _, err := c.client.CoreV1().PersistentVolumeClaims(pvc.Namespace).Update(ctx, out, metav1.UpdateOptions{}); err != nil {
-			return nil, fmt.Errorf("add %s to claim %s: %w", FinalizerPVCAsSource, claimName, err)
+			return nil, fmt.Errorf("add %s to claim %s: %w", volumesnapshot.FinalizerPVCAsSource, claimName, err)
 		}
 	}
 	content, err := c.snaps.SnapshotV1().VolumeSnapshotContents().Create(ctx, newContent(vs, class, pv), metav1.CreateOptions{})
@@ -232,16 +223,16 @@ func (c *SnapshotController) createContent(ctx context.Context, vs *snapv1.Volum
 		return c.snaps.SnapshotV1().VolumeSnapshotContents().Get(ctx, contentName(vs), metav1.GetOptions{})
 	}
 	if err != nil {
-		c.recorder.Eventf(vs, corev1.EventTypeWarning, ReasonSnapshotContentFailed, "Failed to create snapshot content: %v", err)
+		c.recorder.Eventf(vs, corev1.EventTypeWarning, volumesnapshot.ReasonSnapshotContentFailed, "Failed to create snapshot content: %v", err)
 		return nil, fmt.Errorf("create volumesnapshotcontent %s: %w", contentName(vs), err)
 	}
-	c.recorder.Eventf(vs, corev1.EventTypeNormal, ReasonCreatingSnapshot, "Waiting for a snapshot %s/%s to be created by the CSI driver.", vs.Namespace, vs.Name)
+	c.recorder.Eventf(vs, corev1.EventTypeNormal, volumesnapshot.ReasonCreatingSnapshot, "Waiting for a snapshot %s/%s to be created by the CSI driver.", vs.Namespace, vs.Name)
 	return content, nil
 }
 
 // updateStatus copies the content's status to the snapshot, with events for the
 // steps it reached, and frees the source claim once the snapshot is ready.
-func (c *SnapshotController) updateStatus(ctx context.Context, vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotContent) error {
+func (c *Controller) updateStatus(ctx context.Context, vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotContent) error {
 	st := snapshotStatus(content)
 	if sameStatus(vs.Status, st) {
 		return c.releaseIfReady(ctx, vs, st)
@@ -254,21 +245,21 @@ func (c *SnapshotController) updateStatus(ctx context.Context, vs *snapv1.Volume
 		return fmt.Errorf("snapshot %s/%s status: %w", vs.Namespace, vs.Name, err)
 	}
 	if !wasCreated && st.CreationTime != nil {
-		c.recorder.Eventf(vs, corev1.EventTypeNormal, ReasonSnapshotCreated, "Snapshot %s/%s was successfully created by the CSI driver.", vs.Namespace, vs.Name)
+		c.recorder.Eventf(vs, corev1.EventTypeNormal, volumesnapshot.ReasonSnapshotCreated, "Snapshot %s/%s was successfully created by the CSI driver.", vs.Namespace, vs.Name)
 	}
 	if !wasReady && ptr.Deref(st.ReadyToUse, false) {
-		c.recorder.Eventf(vs, corev1.EventTypeNormal, ReasonSnapshotReady, "Snapshot %s/%s is ready to use.", vs.Namespace, vs.Name)
+		c.recorder.Eventf(vs, corev1.EventTypeNormal, volumesnapshot.ReasonSnapshotReady, "Snapshot %s/%s is ready to use.", vs.Namespace, vs.Name)
 	}
 	return c.releaseIfReady(ctx, vs, st)
 }
 
 // releaseIfReady frees the source claim of a ready snapshot that still holds it.
-func (c *SnapshotController) releaseIfReady(ctx context.Context, vs *snapv1.VolumeSnapshot, st *snapv1.VolumeSnapshotStatus) error {
+func (c *Controller) releaseIfReady(ctx context.Context, vs *snapv1.VolumeSnapshot, st *snapv1.VolumeSnapshotStatus) error {
 	claim := ptr.Deref(vs.Spec.Source.PersistentVolumeClaimName, "")
 	if claim == "" || !ptr.Deref(st.ReadyToUse, false) {
 		return nil
 	}
-	if pvc, err := c.claims.PersistentVolumeClaims(vs.Namespace).Get(claim); err != nil || !has(pvc.Finalizers, FinalizerPVCAsSource) {
+	if pvc, err := c.claims.PersistentVolumeClaims(vs.Namespace).Get(claim); err != nil || !has(pvc.Finalizers, volumesnapshot.FinalizerPVCAsSource) {
 		return nil
 	}
 	return c.releaseClaim(ctx, vs.Namespace, claim)
@@ -276,7 +267,7 @@ func (c *SnapshotController) releaseIfReady(ctx context.Context, vs *snapv1.Volu
 
 // releaseClaim drops pvc-as-source-protection when no snapshot of the claim is
 // still being taken.
-func (c *SnapshotController) releaseClaim(ctx context.Context, ns, claim string) error {
+func (c *Controller) releaseClaim(ctx context.Context, ns, claim string) error {
 	all, err := c.snapshots.VolumeSnapshots(ns).List(labels.Everything())
 	if err != nil {
 		return err
@@ -294,19 +285,19 @@ func (c *SnapshotController) releaseClaim(ctx context.Context, ns, claim string)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	if err != nil || !has(pvc.Finalizers, FinalizerPVCAsSource) {
+	if err != nil || !has(pvc.Finalizers, volumesnapshot.FinalizerPVCAsSource) {
 		return err
 	}
-	pvc.Finalizers = without(pvc.Finalizers, FinalizerPVCAsSource)
+	pvc.Finalizers = without(pvc.Finalizers, volumesnapshot.FinalizerPVCAsSource)
 	if _, err := c.client.CoreV1().PersistentVolumeClaims(ns).Update(ctx, pvc, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("remove %s from claim %s/%s: %w", FinalizerPVCAsSource, ns, claim, err)
+		return fmt.Errorf("remove %s from claim %s/%s: %w", volumesnapshot.FinalizerPVCAsSource, ns, claim, err)
 	}
 	return nil
 }
 
 // snapshotError records msg in the snapshot's status.error and returns it.
-func (c *SnapshotController) snapshotError(ctx context.Context, vs *snapv1.VolumeSnapshot, msg string) error {
-	c.recorder.Event(vs, corev1.EventTypeWarning, ReasonSnapshotCreationFailed, msg)
+func (c *Controller) snapshotError(ctx context.Context, vs *snapv1.VolumeSnapshot, msg string) error {
+	c.recorder.Event(vs, corev1.EventTypeWarning, volumesnapshot.ReasonSnapshotCreationFailed, msg)
 	out := vs.DeepCopy()
 	if out.Status == nil {
 		out.Status = &snapv1.VolumeSnapshotStatus{ReadyToUse: ptr.To(false)}
@@ -321,7 +312,7 @@ func (c *SnapshotController) snapshotError(ctx context.Context, vs *snapv1.Volum
 
 // deleteSnapshot handles a deleted snapshot: its content goes under Delete (or is
 // released under Retain); its finalizers go once no claim is being restored from it.
-func (c *SnapshotController) deleteSnapshot(ctx context.Context, vs *snapv1.VolumeSnapshot) error {
+func (c *Controller) deleteSnapshot(ctx context.Context, vs *snapv1.VolumeSnapshot) error {
 	name := contentName(vs)
 	if vs.Status != nil && vs.Status.BoundVolumeSnapshotContentName != nil {
 		name = *vs.Status.BoundVolumeSnapshotContentName
@@ -340,15 +331,15 @@ func (c *SnapshotController) deleteSnapshot(ctx context.Context, vs *snapv1.Volu
 	}
 	for _, pvc := range claims {
 		if ds := pvc.Spec.DataSource; ds != nil && ds.Kind == "VolumeSnapshot" && ds.Name == vs.Name && pvc.Status.Phase != corev1.ClaimBound {
-			c.recorder.Eventf(vs, corev1.EventTypeNormal, ReasonSnapshotDeletePending, "Snapshot is being used to restore a PVC")
+			c.recorder.Eventf(vs, corev1.EventTypeNormal, volumesnapshot.ReasonSnapshotDeletePending, "Snapshot is being used to restore a PVC")
 			return nil // the claim's update requeues the snapshot
 		}
 	}
-	if !has(vs.Finalizers, FinalizerSnapshotBound) && !has(vs.Finalizers, FinalizerSnapshotAsSource) {
+	if !has(vs.Finalizers, volumesnapshot.FinalizerSnapshotBound) && !has(vs.Finalizers, volumesnapshot.FinalizerSnapshotAsSource) {
 		return nil
 	}
 	out := vs.DeepCopy()
-	out.Finalizers = without(out.Finalizers, FinalizerSnapshotBound, FinalizerSnapshotAsSource)
+	out.Finalizers = without(out.Finalizers, volumesnapshot.FinalizerSnapshotBound, volumesnapshot.FinalizerSnapshotAsSource)
 	if _, err := c.snaps.SnapshotV1().VolumeSnapshots(vs.Namespace).Update(ctx, out, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizers from snapshot %s/%s: %w", vs.Namespace, vs.Name, err)
 	}
@@ -360,7 +351,7 @@ func (c *SnapshotController) deleteSnapshot(ctx context.Context, vs *snapv1.Volu
 
 // releaseContent deletes a content whose snapshot is gone under Delete (the sidecar
 // then deletes the storage snapshot), or drops its finalizer under Retain.
-func (c *SnapshotController) releaseContent(ctx context.Context, content *snapv1.VolumeSnapshotContent) error {
+func (c *Controller) releaseContent(ctx context.Context, content *snapv1.VolumeSnapshotContent) error {
 	if content.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete {
 		err := c.snaps.SnapshotV1().VolumeSnapshotContents().Delete(ctx, content.Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -368,11 +359,11 @@ func (c *SnapshotController) releaseContent(ctx context.Context, content *snapv1
 		}
 		return nil
 	}
-	if !has(content.Finalizers, FinalizerContentBound) {
+	if !has(content.Finalizers, volumesnapshot.FinalizerContentBound) {
 		return nil
 	}
 	out := content.DeepCopy()
-	out.Finalizers = without(out.Finalizers, FinalizerContentBound)
+	out.Finalizers = without(out.Finalizers, volumesnapshot.FinalizerContentBound)
 	if _, err := c.snaps.SnapshotV1().VolumeSnapshotContents().Update(ctx, out, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("release volumesnapshotcontent %s: %w", content.Name, err)
 	}
@@ -380,7 +371,7 @@ func (c *SnapshotController) releaseContent(ctx context.Context, content *snapv1
 }
 
 // syncContent releases a content whose snapshot no longer exists.
-func (c *SnapshotController) syncContent(ctx context.Context, name string) error {
+func (c *Controller) syncContent(ctx context.Context, name string) error {
 	content, err := c.contents.Get(name)
 	if apierrors.IsNotFound(err) {
 		return nil

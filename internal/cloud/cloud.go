@@ -83,7 +83,7 @@ func New(cfg Config, opts ...Option) (*Cloud, error) {
 		return nil, err
 	}
 	c := &Cloud{
-		cfg: cfg, log: cfg.Logger.With("component", "cloud"), lat: profiles[cfg.Profile], now: time.Now,
+		cfg: cfg, log: cfg.Logger, lat: profiles[cfg.Profile], now: time.Now,
 		volumes: map[string]*Volume{}, instances: map[string]*Instance{}, snapshots: map[string]*Snapshot{},
 		mods: map[string]*Modification{}, tokens: map[string]tokenRecord{}, timers: map[*time.Timer]struct{}{},
 		imds: map[string]*imdsServer{}, ready: make(chan struct{}), done: make(chan struct{}),

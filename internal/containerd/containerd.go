@@ -58,7 +58,7 @@ func New(cfg Config) (*Containerd, error) {
 	return &Containerd{
 		cfg:   cfg,
 		p:     newPaths(cfg.Dir),
-		log:   cfg.Logger.With("component", "containerd", "node", cfg.Name),
+		log:   cfg.Logger,
 		ready: make(chan struct{}),
 	}, nil
 }

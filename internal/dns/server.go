@@ -41,7 +41,7 @@ func New(cfg Config, client kubernetes.Interface) (*Server, error) {
 		return nil, errors.New("dns: a cluster client is required")
 	}
 	cfg.defaults()
-	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "dns"),
+	s := &Server{cfg: cfg, log: cfg.Logger,
 		factory: informers.NewSharedInformerFactory(client, 0)}
 	s.serial.Store(serialNow())
 	svcInf := s.factory.Core().V1().Services().Informer()

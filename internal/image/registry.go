@@ -127,7 +127,7 @@ func New(cfg Config) (*Registry, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("image registry config: %w", err)
 	}
-	return &Registry{cfg: cfg, log: cfg.Logger.With("component", "image-registry"), ready: make(chan struct{})}, nil
+	return &Registry{cfg: cfg, log: cfg.Logger, ready: make(chan struct{})}, nil
 }
 
 // Ready is closed once the registry serves the default and imported images.

@@ -64,7 +64,7 @@ func New(cfg Config, client kubernetes.Interface, opts ...Option) (*Agent, error
 	cfg.setDefaults()
 	a := &Agent{
 		cfg: cfg,
-		log: cfg.Logger.With("component", "netpol", "node", cfg.NodeName),
+		log: cfg.Logger,
 		nft: o.nft,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 30*time.Second),

@@ -61,7 +61,7 @@ func New(cfg Config, client kubernetes.Interface) (*Agent, error) {
 		lister: inf.Lister(), synced: inf.Informer().HasSynced,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "overlay"}),
-		log:       cfg.Logger.With("component", "overlay", "node", cfg.NodeName, "mode", cfg.Mode),
+		log:       cfg.Logger.With("mode", cfg.Mode),
 		installed: map[string]entries{},
 		skipped:   map[string]string{},
 	}

@@ -71,7 +71,7 @@ func New(cfg Config, deps Deps) (*Driver, error) {
 	return &Driver{
 		cfg:          cfg,
 		deps:         deps,
-		log:          deps.Logger.With("component", "csi-driver", "mode", string(cfg.Mode)),
+		log:          deps.Logger.With("mode", string(cfg.Mode)),
 		metrics:      newMetrics(deps.Registry),
 		readyCh:      make(chan struct{}),
 		ctrlLocks:    newInflight(),

@@ -83,7 +83,7 @@ func New(cfg Config, client kubernetes.Interface) (*Manager, error) {
 	}
 	cfg.defaults()
 	return &Manager{
-		cfg: cfg, client: client, log: cfg.Logger.With("component", "pluginmanager", "node", cfg.NodeName),
+		cfg: cfg, client: client, log: cfg.Logger,
 		ready: make(chan struct{}), drivers: map[string]*driverInfo{}, conns: map[string]*driverConn{},
 		changed: make(chan struct{}),
 	}, nil

@@ -74,7 +74,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	}
 	c := &Controller{
 		cfg: cfg, client: client, conn: conn, csi: csi.NewControllerClient(conn),
-		log:         cfg.Logger.With("component", "csi-attacher"),
+		log:         cfg.Logger,
 		attachments: vaInf.Lister(), volumes: pvInf.Lister(), csiNodes: csiNodeInf.Lister(),
 		vaIdx:   vaInf.Informer().GetIndexer(),
 		synced:  []cache.InformerSynced{vaInf.Informer().HasSynced, pvInf.Informer().HasSynced, csiNodeInf.Informer().HasSynced},

@@ -82,7 +82,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	}
 	c := &Controller{
 		cfg: cfg, client: client, snapshots: snapshots, conn: conn, csi: csi.NewControllerClient(conn),
-		log:    cfg.Logger.With("component", "csi-provisioner"),
+		log:    cfg.Logger,
 		claims: pvcInf.Lister(), volumes: pvInf.Lister(), classes: classInf.Lister(), nodes: nodeInf.Lister(),
 		csiNodes: csiNodeInf.Lister(), vaIdx: vaInf.Informer().GetIndexer(),
 		synced: []cache.InformerSynced{pvcInf.Informer().HasSynced, pvInf.Informer().HasSynced, classInf.Informer().HasSynced,

@@ -71,7 +71,7 @@ func New(cfg Config, conn *grpc.ClientConn) (*Registrar, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Registrar{cfg: cfg, conn: conn, log: cfg.Logger.With("component", "node-driver-registrar"), ready: make(chan struct{})}, nil
+	return &Registrar{cfg: cfg, conn: conn, log: cfg.Logger, ready: make(chan struct{})}, nil
 }
 
 // Ready is closed once the registration socket serves.

@@ -56,7 +56,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
 	pvInf := factory.Core().V1().PersistentVolumes()
 	c := &Controller{
-		cfg: cfg, client: client, conn: conn, csi: csi.NewControllerClient(conn), log: cfg.Logger.With("component", "csi-resizer"),
+		cfg: cfg, client: client, conn: conn, csi: csi.NewControllerClient(conn), log: cfg.Logger,
 		claims: pvcInf.Lister(), volumes: pvInf.Lister(),
 		synced: []cache.InformerSynced{pvcInf.Informer().HasSynced, pvInf.Informer().HasSynced},
 		queue:  csiclient.NewQueue("resizer", cfg.RetryIntervalStart, cfg.RetryIntervalMax),

@@ -59,7 +59,7 @@ func New(cfg Config, client kubernetes.Interface, snaps snapclient.Interface, sn
 	vscInf := snapFactory.Snapshot().V1().VolumeSnapshotContents()
 	classInf := snapFactory.Snapshot().V1().VolumeSnapshotClasses()
 	c := &Controller{
-		cfg: cfg, client: client, snaps: snaps, conn: conn, csi: csi.NewControllerClient(conn), log: cfg.Logger.With("component", "csi-snapshotter"),
+		cfg: cfg, client: client, snaps: snaps, conn: conn, csi: csi.NewControllerClient(conn), log: cfg.Logger,
 		contents: vscInf.Lister(), classes: classInf.Lister(),
 		synced: []cache.InformerSynced{vscInf.Informer().HasSynced, classInf.Informer().HasSynced},
 		queue:  csiclient.NewQueue("csi-snapshotter", cfg.RetryIntervalStart, cfg.RetryIntervalMax),

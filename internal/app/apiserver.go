@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
@@ -71,6 +72,9 @@ func newAPIServerCommand() *cobra.Command {
 		Use:   "apiserver",
 		Short: "Run the Kubernetes-compatible API server (with an embedded etcd unless --etcd-servers is given)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := setupLogging(cmd, slog.LevelInfo); err != nil {
+				return err
+			}
 			cfg, err := f.config()
 			if err != nil {
 				return err
@@ -93,5 +97,6 @@ func newAPIServerCommand() *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	addLogFormatFlag(cmd)
 	return cmd
 }

@@ -2,13 +2,13 @@ package app
 
 import (
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubelab/kubelab/internal/cloud"
+	"github.com/kubelab/kubelab/internal/logging"
 )
 
 // newCloudCommand is `kubelab cloud`: the EC2/EBS-compatible cloud, standalone.
@@ -38,11 +38,15 @@ requests signed like EC2 calls (Signature Version 4, service ec2) with the same 
   curl --aws-sigv4 aws:amz:REGION:ec2 --user "$KEY_ID:$SECRET" ENDPOINT/_kubelab/faults`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+			level, err := logging.ParseLevel(logLevel)
+			if err != nil {
 				return fmt.Errorf("--log-level: %w", err)
 			}
-			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			log, err := setupLogging(cmd, level)
+			if err != nil {
+				return err
+			}
+			cfg.Logger = log.With("component", "cloud")
 			if zones != "" {
 				cfg.Zones = strings.Split(zones, ",")
 			}
@@ -89,5 +93,6 @@ requests signed like EC2 calls (Signature Version 4, service ec2) with the same 
 	f.BoolVar(&cfg.NoIMDSListeners, "no-imds-listeners", false, "do not serve each instance's IMDS on a loopback port")
 	f.IntVar(&cfg.MaxVolumes, "max-volumes", 5000, "the number of volumes beyond which CreateVolume fails with VolumeLimitExceeded")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	addLogFormatFlag(cmd)
 	return cmd
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -20,6 +21,9 @@ func newControllerManagerCommand() *cobra.Command {
 		Use:   "controller-manager",
 		Short: "Run the controllers (namespace, garbage collector, PV binder, attach/detach, workloads, …) against a kubelab API server",
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := setupLogging(cmd, slog.LevelInfo); err != nil {
+				return err
+			}
 			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 			if err != nil {
 				return fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
@@ -53,5 +57,6 @@ func newControllerManagerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&rootCAFile, "root-ca-file", "", "CA bundle published in every namespace as the kube-root-ca.crt ConfigMap (default: the kubeconfig's CA)")
 	cmd.Flags().StringVar(&signingCertFile, "cluster-signing-cert-file", "", "PEM CA certificate approved CertificateSigningRequests are signed with (none: nothing is signed)")
 	cmd.Flags().StringVar(&signingKeyFile, "cluster-signing-key-file", "", "PEM private key of --cluster-signing-cert-file")
+	addLogFormatFlag(cmd)
 	return cmd
 }

@@ -41,7 +41,11 @@ written by 'kubelab cloud'.`,
 			if verbose {
 				level = slog.LevelDebug
 			}
-			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			log, err := setupLogging(cmd, level)
+			if err != nil {
+				return err
+			}
+			logger := log.With("component", "csi-driver")
 			cfg.Mode = driver.Mode(mode)
 			cfg.Version = version.Kubelab
 			tags, err := parseTags(extraTags)
@@ -120,6 +124,7 @@ written by 'kubelab cloud'.`,
 	f.Int64Var(&cfg.ReservedAttachments, "reserved-volume-attachments", 0, "attachments to keep free of CSI volumes")
 	f.BoolVar(&cfg.Hollow, "hollow", false, "node: fake mounter and devices (no root; for scale tests)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log every CSI call (secrets stripped)")
+	addLogFormatFlag(cmd)
 	return cmd
 }
 

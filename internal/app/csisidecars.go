@@ -73,9 +73,11 @@ func (o *sidecarOptions) addFlags(cmd *cobra.Command, workersFlag string) {
 	addVerbosityFlag(cmd, &o.verbosity)
 }
 
-// addVerbosityFlag is upstream's -v/--v: 4 and more logs at debug level.
+// addVerbosityFlag is upstream's -v/--v (4 and more logs at debug level), with
+// --log-format.
 func addVerbosityFlag(cmd *cobra.Command, v *int) {
 	cmd.Flags().IntVarP(v, "v", "v", 2, "log verbosity: 4 and more log every CSI call")
+	addLogFormatFlag(cmd)
 }
 
 // ignored logs a warning for each flag of names that was set and that kubelab's sidecar
@@ -88,12 +90,18 @@ func ignored(ctx context.Context, cmd *cobra.Command, log *slog.Logger, names ..
 	}
 }
 
-func sidecarLogger(cmd *cobra.Command, component string, verbosity int) *slog.Logger {
+// sidecarLogger is the process's logger (setupLogging) at the level -v asks for, naming
+// the component; the sidecar's package adds no component of its own.
+func sidecarLogger(cmd *cobra.Command, component string, verbosity int) (*slog.Logger, error) {
 	level := slog.LevelInfo
 	if verbosity >= 4 {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})).With("component", component)
+	log, err := setupLogging(cmd, level)
+	if err != nil {
+		return nil, err
+	}
+	return log.With("component", component), nil
 }
 
 func (o *sidecarOptions) tuning(log *slog.Logger) csiclient.Tuning {
@@ -110,7 +118,10 @@ type sidecarRun func(ctx context.Context) error
 // --leader-election.
 func (o *sidecarOptions) run(cmd *cobra.Command, component, leasePrefix string,
 	build func(cfg *rest.Config, client kubernetes.Interface, factory informers.SharedInformerFactory, conn *grpc.ClientConn, log *slog.Logger) (sidecarRun, error)) error {
-	log := sidecarLogger(cmd, component, o.verbosity)
+	log, err := sidecarLogger(cmd, component, o.verbosity)
+	if err != nil {
+		return err
+	}
 	ctx := cmd.Context()
 	ignored(ctx, cmd, log, append([]string{"http-endpoint", "metrics-address"}, o.notActedOn...)...)
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
@@ -302,7 +313,11 @@ func newNodeDriverRegistrarCommand() *cobra.Command {
 		Short: "Register a CSI node plugin with the kubelet through its plugin registration socket",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg.PluginRegistrationDir, cfg.Logger = registrationDir, sidecarLogger(cmd, "node-driver-registrar", verbosity)
+			log, err := sidecarLogger(cmd, "node-driver-registrar", verbosity)
+			if err != nil {
+				return err
+			}
+			cfg.PluginRegistrationDir, cfg.Logger = registrationDir, log
 			conn, err := csiclient.Dial(csiAddress)
 			if err != nil {
 				return fmt.Errorf("node-driver-registrar: %w", err)
@@ -336,7 +351,11 @@ func newLivenessProbeCommand() *cobra.Command {
 			if cfg.Addr == "" {
 				cfg.Addr = fmt.Sprintf(":%d", port)
 			}
-			cfg.Logger = sidecarLogger(cmd, "liveness-probe", verbosity)
+			log, err := sidecarLogger(cmd, "liveness-probe", verbosity)
+			if err != nil {
+				return err
+			}
+			cfg.Logger = log
 			conn, err := csiclient.Dial(csiAddress)
 			if err != nil {
 				return fmt.Errorf("liveness-probe: %w", err)

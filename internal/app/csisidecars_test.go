@@ -83,7 +83,7 @@ func TestCSIAttacherLeaderElection(t *testing.T) {
 		}
 		return *l.Spec.HolderIdentity
 	}
-	leading := func(c *command) bool { return strings.Contains(c.out.String(), "msg=leading") }
+	leading := func(c *command) bool { return strings.Contains(c.out.String(), `] "leading"`) }
 	within(t, "an attacher to lead", func() bool { return leading(a) || leading(b) })
 	leader, standby := a, b
 	if leading(b) {
@@ -146,7 +146,7 @@ func TestCSIAttacherLeaderElection(t *testing.T) {
 	}
 	within(t, "the standby attacher to take the Lease over", func() bool {
 		h := holder()
-		return h != "" && h != first && strings.Contains(standby.out.String(), "msg=leading")
+		return h != "" && h != first && strings.Contains(standby.out.String(), `] "leading"`)
 	})
 	attachFails("va-second")
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,6 +23,9 @@ func newKubeletCommand() *cobra.Command {
 		Use:   "kubelet",
 		Short: "Run a node's kubelet (hollow mode: a fake runtime and mounter) against a kubelab API server",
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := setupLogging(cmd, slog.LevelInfo); err != nil {
+				return err
+			}
 			if !cfg.Hollow {
 				return errors.New("kubelet: only --hollow runs as a command of its own; real nodes (containerd, CNI, volumes) run in kubelab up")
 			}
@@ -59,5 +63,6 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringVar(&mem, "memory", "8Gi", "memory capacity")
 	fs.BoolVar(&cfg.Hollow, "hollow", false, "run a hollow node (fake runtime and mounter)")
 	cfg.CSIDriverName = "ebs.csi.aws.com"
+	addLogFormatFlag(cmd)
 	return cmd
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,6 +37,9 @@ func newSchedulerCommand() *cobra.Command {
 		Use:   "scheduler",
 		Short: "Run the scheduler (filter → score → bind, volume topology) against a kubelab API server",
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := setupLogging(cmd, slog.LevelInfo); err != nil {
+				return err
+			}
 			_, client, err := clientFor(kubeconfig, "kube-scheduler")
 			if err != nil {
 				return err
@@ -58,5 +62,6 @@ func newSchedulerCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", DefaultDataDir+"/kubeconfig", "kubeconfig of the API server")
 	cmd.Flags().BoolVar(&leaderElect, "leader-elect", true, "schedule only while holding the Lease kube-system/kube-scheduler, so that several schedulers are safe")
+	addLogFormatFlag(cmd)
 	return cmd
 }

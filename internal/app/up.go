@@ -2,15 +2,14 @@ package app
 
 import (
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
-	"k8s.io/klog/v2"
 
 	"github.com/kubelab/kubelab/internal/cluster"
+	"github.com/kubelab/kubelab/internal/logging"
 )
 
 // newUpCommand runs the whole cluster: etcd, the API server, the cloud, the CSI driver's
@@ -37,18 +36,21 @@ containerd and runc, the CSI node plugin with its registrar, a kubelet and a CNI
 volumes are loop devices formatted and mounted for real, images come from kubelab's
 local registry (pause, busybox and nginx built at start; 'kubelab image import' adds
 more). --hollow runs the cloud without loop devices and the nodes with the hollow
-kubelet (a fake container runtime and mounter); no root is needed.`,
+kubelet (a fake container runtime and mounter); no root is needed.
+
+The components log to stderr in klog's text format, as the Kubernetes components do
+(--log-format json: one JSON object per line), at --log-level.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+			level, err := logging.ParseLevel(logLevel)
+			if err != nil {
 				return fmt.Errorf("--log-level: %w", err)
 			}
-			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			// Components that log through the default logger, and the Kubernetes libraries
-			// that log through klog, follow --log-level too.
-			slog.SetDefault(cfg.Logger)
-			klog.SetSlogLogger(cfg.Logger)
+			// that log through klog, follow --log-level and --log-format too.
+			if cfg.Logger, err = setupLogging(cmd, level); err != nil {
+				return err
+			}
 			cp, err := f.config()
 			if err != nil {
 				return err
@@ -90,6 +92,7 @@ kubelet (a fake container runtime and mounter); no root is needed.`,
 	fs.StringVar(&zones, "zones", "", "comma-separated availability zones (default <region>a,<region>b,<region>c)")
 	fs.StringVar(&cfg.CloudProfile, "cloud-profile", "fast", "latencies of the cloud's asynchronous transitions: fast or aws")
 	fs.StringVar(&logLevel, "log-level", "warn", "log level of the components: debug, info, warn or error")
+	addLogFormatFlag(cmd)
 	return cmd
 }
 

@@ -310,13 +310,22 @@ func assertAddonDebugCommands(t *testing.T, bin, dir, kubectl, node string) {
 	instance := strings.TrimSpace(sh(`kubectl get node ` + node + ` -o jsonpath='{.spec.providerID}'`))
 	instance = instance[strings.LastIndex(instance, "/")+1:]
 	for _, c := range []struct{ line, want string }{
-		{`kubectl logs -n kube-system -l app=ebs-csi-controller -c csi-attacher --tail=50`, "msg=attached"},
+		{`kubectl logs -n kube-system -l app=ebs-csi-controller -c csi-attacher --tail=50`, `] "attached"`},
 		{`kubectl logs -n kube-system -l app=ebs-csi-controller -c ebs-plugin --tail=100`, "ControllerPublishVolume: done"},
 		{`kubectl logs -n kube-system $(kubectl get pod -n kube-system -l app=ebs-csi-node \
     --field-selector spec.nodeName=$NODE -o jsonpath='{.items[0].metadata.name}') -c ebs-plugin`, "NodeStageVolume: done"},
 	} {
-		if out := sh(c.line, "NODE="+node); !strings.Contains(out, c.want) || !strings.Contains(out, handle) {
+		out := sh(c.line, "NODE="+node)
+		if !strings.Contains(out, c.want) || !strings.Contains(out, handle) {
 			t.Errorf("%s\nprints no %q line for %s:\n%s", c.line, c.want, handle, out)
+		}
+		if !strings.Contains(c.line, "-c csi-attacher") {
+			continue
+		}
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if !klogTextLine.MatchString(l) || strings.Count(l, " component=") > 1 {
+				t.Errorf("%s\nprints a line not in klog's text format with each key once: %q", c.line, l)
+			}
 		}
 	}
 	out, err := exec.Command(bin, "node", "shell", node, "--data-dir", dir, "--", "sh", "-c", "PV_HANDLE="+handle+`
@@ -337,3 +346,7 @@ aws ec2 describe-volumes --volume-ids $PV_HANDLE \
 		t.Errorf("aws ec2 describe-volumes on node %s: %+v, want %s in-use, attached to %s", node, got, handle, instance)
 	}
 }
+
+// klogTextLine is a line in klog's text format: severity, date, time, process id,
+// file:line and the quoted message.
+var klogTextLine = regexp.MustCompile(`^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} +\d+ \S+:\d+\] "`)

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubelab/kubelab/internal/logging"
 	"github.com/kubelab/kubelab/internal/version"
 )
 
@@ -265,16 +266,17 @@ func (a *addonLogs) get(key string) *containerLog {
 }
 
 // componentLogger is the logger of component unit (with attrs): the cluster's log and,
-// for an add-on container, also that container's log at Info.
+// for an add-on container, also that container's log at Info, in klog's text format as
+// upstream's containers write it.
 func (c *Cluster) componentLogger(unit string, attrs ...any) *slog.Logger {
-	text := slog.NewTextHandler(c.addonLogs.get(unit), &slog.HandlerOptions{Level: slog.LevelInfo})
+	text := logging.NewHandler(c.addonLogs.get(unit), logging.Text, slog.LevelInfo)
 	return slog.New(teeHandler{c.cfg.Logger.Handler(), text}).With(attrs...)
 }
 
 // addonOnlyLogger is the logger of an add-on container that logs only to its pod's log,
 // not to the cluster's (the hollow nodes' stand-in node plugin, one line per mount).
 func (c *Cluster) addonOnlyLogger(key string, attrs ...any) *slog.Logger {
-	return slog.New(slog.NewTextHandler(c.addonLogs.get(key), &slog.HandlerOptions{Level: slog.LevelInfo})).With(attrs...)
+	return logging.New(c.addonLogs.get(key), logging.Text, slog.LevelInfo).With(attrs...)
 }
 
 // teeHandler hands each record to both handlers.

@@ -119,7 +119,7 @@ func (tc *testCluster) killControllerMidFlow(ns string) {
 	})
 	waitFor(t, "the new pod's csi-provisioner log shows its start", func() (bool, error) {
 		got := tc.kubectlSh(`kubectl logs -n kube-system -l app=ebs-csi-controller -c csi-provisioner --tail=200`)
-		return strings.Contains(got, "msg=started"), nil
+		return strings.Contains(got, `] "started"`), nil
 	})
 }
 

@@ -17,6 +17,8 @@ import (
 	"github.com/containernetworking/cni/pkg/version"
 	"github.com/containernetworking/plugins/pkg/ns"
 	"sigs.k8s.io/knftables"
+
+	"github.com/kubelab/kubelab/internal/logging"
 )
 
 // SupportedVersions are the CNI spec versions the plugin speaks.
@@ -109,7 +111,7 @@ func Main() {
 		// nft is.
 		_ = os.Setenv("PATH", strings.Trim(path+":/usr/local/sbin:/usr/sbin:/sbin", ":"))
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := logging.New(os.Stderr, logging.Text, slog.LevelWarn)
 	skel.PluginMainFuncs(New(Config{Logger: logger}).Funcs(), VersionInfo(), About())
 }
 

@@ -61,14 +61,14 @@ func (tc *testCluster) deletePodAndWait(ns, name string) {
 	})
 }
 
-// TestSeed001KeyStateTransitions runs the storage flow on a hollow cluster — the real
+// TestClaimProvisionedAttachedMountedAndPodRunning runs the storage flow on a hollow cluster — the real
 // API server, controller-manager, scheduler, CSI controller and sidecars, cloud and
 // hollow kubelets, each on its wire — from `kubectl apply` of the PVC and Pod of
 // examples/seed (default class gp2) to the pod running with its volume, and asserts each
 // key state transition of the claim, the PV and the VolumeAttachment (provisioned,
 // bound, attached, released under Retain, deleted under Delete) from the states the API
 // server's watch showed.
-func TestSeed001KeyStateTransitions(t *testing.T) {
+func TestClaimProvisionedAttachedMountedAndPodRunning(t *testing.T) {
 	tc := startCluster(t, nil)
 	tl := startTimeline(t, tc.client)
 	ctx := context.Background()

@@ -85,10 +85,10 @@ func TestStatefulSetAcrossZones(t *testing.T) {
 	}
 }
 
-// TestSeed003Deployment: the Deployment of 3 in examples/seed gets a ReplicaSet and pods
+// TestDeploymentScalesRollsOutAndIsGarbageCollected: the Deployment of 3 in examples/seed gets a ReplicaSet and pods
 // owned by it; it scales to 5 and to 1; a rolling image update keeps it available;
 // deleting it garbage-collects the ReplicaSets and pods.
-func TestSeed003Deployment(t *testing.T) {
+func TestDeploymentScalesRollsOutAndIsGarbageCollected(t *testing.T) {
 	tc := startCluster(t, nil)
 	ctx := context.Background()
 	ns := tc.namespace("seed003")

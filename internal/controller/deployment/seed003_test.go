@@ -235,11 +235,11 @@ func scaleTo(t *testing.T, c kubernetes.Interface, ns, name string, n int32) {
 	}
 }
 
-// TestSeed003Deployment: a Deployment of 3 gets a ReplicaSet and pods with
+// TestDeploymentScalesRollsBackAndTrimsHistory: a Deployment of 3 gets a ReplicaSet and pods with
 // ownerReferences; scale to 5 and to 1; a rolling image update keeps availability;
 // rollback re-uses the old ReplicaSet; history is trimmed; deleting the Deployment
 // garbage-collects the ReplicaSets and pods.
-func TestSeed003Deployment(t *testing.T) {
+func TestDeploymentScalesRollsBackAndTrimsHistory(t *testing.T) {
 	ns := "seed003"
 	c := cluster(t, ns)
 	ctx := context.Background()

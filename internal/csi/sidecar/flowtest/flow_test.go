@@ -147,11 +147,11 @@ func hasFinalizer(list []string, f string) bool {
 	return false
 }
 
-// TestSeed001Flow walks the storage flow with a gp2 class (WaitForFirstConsumer) and
+// TestClaimProvisionedBoundAttachedThenDeleted walks the storage flow with a gp2 class (WaitForFirstConsumer) and
 // the claim my-app-pvc and pod my-app-pod of examples/seed, asserting each state
 // transition (PVC Pending → Bound, PV Available → Bound, VolumeAttachment created →
 // attached), then tears it down under reclaim policy Delete.
-func TestSeed001Flow(t *testing.T) {
+func TestClaimProvisionedBoundAttachedThenDeleted(t *testing.T) {
 	e := newEnv(t)
 	ctrl := e.startControllers()
 	defer ctrl.stop(t)

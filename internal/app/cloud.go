@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubelab/kubelab/internal/cloud"
-	"github.com/kubelab/kubelab/internal/logging"
+	"github.com/kubelab/kubelab/internal/util/logging"
 )
 
 // newCloudCommand is `kubelab cloud`: the EC2/EBS-compatible cloud, standalone.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubelab/kubelab/internal/logging"
+	"github.com/kubelab/kubelab/internal/util/logging"
 )
 
 // Every command that runs a component logs in one format (package logging): klog's text

@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kubelab/kubelab/internal/cluster"
-	"github.com/kubelab/kubelab/internal/logging"
+	"github.com/kubelab/kubelab/internal/util/logging"
 )
 
 // newUpCommand runs the whole cluster: etcd, the API server, the cloud, the CSI driver's

@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubelab/kubelab/internal/logging"
+	"github.com/kubelab/kubelab/internal/util/logging"
 	"github.com/kubelab/kubelab/internal/version"
 )
 

@@ -18,7 +18,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 	"sigs.k8s.io/knftables"
 
-	"github.com/kubelab/kubelab/internal/logging"
+	"github.com/kubelab/kubelab/internal/util/logging"
 )
 
 // SupportedVersions are the CNI spec versions the plugin speaks.

@@ -25,8 +25,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	csiclient "github.com/kubelab/kubelab/internal/csi/client"
+	"github.com/kubelab/kubelab/internal/util/snapshotutil"
 	"github.com/kubelab/kubelab/internal/util/worker"
-	"github.com/kubelab/kubelab/internal/volumesnapshot"
 )
 
 // Controller is the controller-manager's snapshot controller: it binds VolumeSnapshots
@@ -68,7 +68,7 @@ func New(cfg Config, client kubernetes.Interface, snaps snapclient.Interface, fa
 		synced: []cache.InformerSynced{vsInf.Informer().HasSynced, vscInf.Informer().HasSynced, classInf.Informer().HasSynced,
 			pvcInf.Informer().HasSynced, pvInf.Informer().HasSynced},
 		queue:    csiclient.NewQueue("snapshot-controller", cfg.RetryIntervalStart, cfg.RetryIntervalMax),
-		recorder: csiclient.NewRecorder(client, "snapshot-controller", volumesnapshot.EventScheme()),
+		recorder: csiclient.NewRecorder(client, "snapshot-controller", snapshotutil.EventScheme()),
 	}
 	snapFn := func(obj interface{}) {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -154,9 +154,9 @@ func (c *Controller) syncSnapshot(ctx context.Context, key string) error {
 	if vs.DeletionTimestamp != nil {
 		return c.deleteSnapshot(ctx, vs)
 	}
-	if !has(vs.Finalizers, volumesnapshot.FinalizerSnapshotBound) || !has(vs.Finalizers, volumesnapshot.FinalizerSnapshotAsSource) {
+	if !has(vs.Finalizers, snapshotutil.FinalizerSnapshotBound) || !has(vs.Finalizers, snapshotutil.FinalizerSnapshotAsSource) {
 		out := vs.DeepCopy()
-		out.Finalizers = append(without(out.Finalizers, volumesnapshot.FinalizerSnapshotBound, volumesnapshot.FinalizerSnapshotAsSource), volumesnapshot.FinalizerSnapshotAsSource, volumesnapshot.FinalizerSnapshotBound)
+		out.Finalizers = append(without(out.Finalizers, snapshotutil.FinalizerSnapshotBound, snapshotutil.FinalizerSnapshotAsSource), snapshotutil.FinalizerSnapshotAsSource, snapshotutil.FinalizerSnapshotBound)
 		if vs, err = c.snaps.SnapshotV1().VolumeSnapshots(ns).Update(ctx, out, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("add finalizers to snapshot %s: %w", key, err)
 		}
@@ -211,11 +211,11 @@ func (c *Controller) createContent(ctx context.Context, vs *snapv1.VolumeSnapsho
 	if class.Driver != pv.Spec.CSI.Driver {
 		return nil, c.snapshotError(ctx, vs, fmt.Sprintf("snapshot class %s is for driver %s, the volume is %s's", class.Name, class.Driver, pv.Spec.CSI.Driver))
 	}
-	if !has(pvc.Finalizers, volumesnapshot.FinalizerPVCAsSource) {
+	if !has(pvc.Finalizers, snapshotutil.FinalizerPVCAsSource) {
 		out := pvc.DeepCopy()
-		out.Finalizers = append(out.Finalizers, volumesnapshot.FinalizerPVCAsSource)
+		out.Finalizers = append(out.Finalizers, snapshotutil.FinalizerPVCAsSource)
 		if _, err := c.client.CoreV1().PersistentVolumeClaims(pvc.Namespace).Update(ctx, out, metav1.UpdateOptions{}); err != nil {
-			return nil, fmt.Errorf("add %s to claim %s: %w", volumesnapshot.FinalizerPVCAsSource, claimName, err)
+			return nil, fmt.Errorf("add %s to claim %s: %w", snapshotutil.FinalizerPVCAsSource, claimName, err)
 		}
 	}
 	content, err := c.snaps.SnapshotV1().VolumeSnapshotContents().Create(ctx, newContent(vs, class, pv), metav1.CreateOptions{})
@@ -223,10 +223,10 @@ func (c *Controller) createContent(ctx context.Context, vs *snapv1.VolumeSnapsho
 		return c.snaps.SnapshotV1().VolumeSnapshotContents().Get(ctx, contentName(vs), metav1.GetOptions{})
 	}
 	if err != nil {
-		c.recorder.Eventf(vs, corev1.EventTypeWarning, volumesnapshot.ReasonSnapshotContentFailed, "Failed to create snapshot content: %v", err)
+		c.recorder.Eventf(vs, corev1.EventTypeWarning, snapshotutil.ReasonSnapshotContentFailed, "Failed to create snapshot content: %v", err)
 		return nil, fmt.Errorf("create volumesnapshotcontent %s: %w", contentName(vs), err)
 	}
-	c.recorder.Eventf(vs, corev1.EventTypeNormal, volumesnapshot.ReasonCreatingSnapshot, "Waiting for a snapshot %s/%s to be created by the CSI driver.", vs.Namespace, vs.Name)
+	c.recorder.Eventf(vs, corev1.EventTypeNormal, snapshotutil.ReasonCreatingSnapshot, "Waiting for a snapshot %s/%s to be created by the CSI driver.", vs.Namespace, vs.Name)
 	return content, nil
 }
 
@@ -245,10 +245,10 @@ func (c *Controller) updateStatus(ctx context.Context, vs *snapv1.VolumeSnapshot
 		return fmt.Errorf("snapshot %s/%s status: %w", vs.Namespace, vs.Name, err)
 	}
 	if !wasCreated && st.CreationTime != nil {
-		c.recorder.Eventf(vs, corev1.EventTypeNormal, volumesnapshot.ReasonSnapshotCreated, "Snapshot %s/%s was successfully created by the CSI driver.", vs.Namespace, vs.Name)
+		c.recorder.Eventf(vs, corev1.EventTypeNormal, snapshotutil.ReasonSnapshotCreated, "Snapshot %s/%s was successfully created by the CSI driver.", vs.Namespace, vs.Name)
 	}
 	if !wasReady && ptr.Deref(st.ReadyToUse, false) {
-		c.recorder.Eventf(vs, corev1.EventTypeNormal, volumesnapshot.ReasonSnapshotReady, "Snapshot %s/%s is ready to use.", vs.Namespace, vs.Name)
+		c.recorder.Eventf(vs, corev1.EventTypeNormal, snapshotutil.ReasonSnapshotReady, "Snapshot %s/%s is ready to use.", vs.Namespace, vs.Name)
 	}
 	return c.releaseIfReady(ctx, vs, st)
 }
@@ -259,7 +259,7 @@ func (c *Controller) releaseIfReady(ctx context.Context, vs *snapv1.VolumeSnapsh
 	if claim == "" || !ptr.Deref(st.ReadyToUse, false) {
 		return nil
 	}
-	if pvc, err := c.claims.PersistentVolumeClaims(vs.Namespace).Get(claim); err != nil || !has(pvc.Finalizers, volumesnapshot.FinalizerPVCAsSource) {
+	if pvc, err := c.claims.PersistentVolumeClaims(vs.Namespace).Get(claim); err != nil || !has(pvc.Finalizers, snapshotutil.FinalizerPVCAsSource) {
 		return nil
 	}
 	return c.releaseClaim(ctx, vs.Namespace, claim)
@@ -285,19 +285,19 @@ func (c *Controller) releaseClaim(ctx context.Context, ns, claim string) error {
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	if err != nil || !has(pvc.Finalizers, volumesnapshot.FinalizerPVCAsSource) {
+	if err != nil || !has(pvc.Finalizers, snapshotutil.FinalizerPVCAsSource) {
 		return err
 	}
-	pvc.Finalizers = without(pvc.Finalizers, volumesnapshot.FinalizerPVCAsSource)
+	pvc.Finalizers = without(pvc.Finalizers, snapshotutil.FinalizerPVCAsSource)
 	if _, err := c.client.CoreV1().PersistentVolumeClaims(ns).Update(ctx, pvc, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("remove %s from claim %s/%s: %w", volumesnapshot.FinalizerPVCAsSource, ns, claim, err)
+		return fmt.Errorf("remove %s from claim %s/%s: %w", snapshotutil.FinalizerPVCAsSource, ns, claim, err)
 	}
 	return nil
 }
 
 // snapshotError records msg in the snapshot's status.error and returns it.
 func (c *Controller) snapshotError(ctx context.Context, vs *snapv1.VolumeSnapshot, msg string) error {
-	c.recorder.Event(vs, corev1.EventTypeWarning, volumesnapshot.ReasonSnapshotCreationFailed, msg)
+	c.recorder.Event(vs, corev1.EventTypeWarning, snapshotutil.ReasonSnapshotCreationFailed, msg)
 	out := vs.DeepCopy()
 	if out.Status == nil {
 		out.Status = &snapv1.VolumeSnapshotStatus{ReadyToUse: ptr.To(false)}
@@ -331,15 +331,15 @@ func (c *Controller) deleteSnapshot(ctx context.Context, vs *snapv1.VolumeSnapsh
 	}
 	for _, pvc := range claims {
 		if ds := pvc.Spec.DataSource; ds != nil && ds.Kind == "VolumeSnapshot" && ds.Name == vs.Name && pvc.Status.Phase != corev1.ClaimBound {
-			c.recorder.Eventf(vs, corev1.EventTypeNormal, volumesnapshot.ReasonSnapshotDeletePending, "Snapshot is being used to restore a PVC")
+			c.recorder.Eventf(vs, corev1.EventTypeNormal, snapshotutil.ReasonSnapshotDeletePending, "Snapshot is being used to restore a PVC")
 			return nil // the claim's update requeues the snapshot
 		}
 	}
-	if !has(vs.Finalizers, volumesnapshot.FinalizerSnapshotBound) && !has(vs.Finalizers, volumesnapshot.FinalizerSnapshotAsSource) {
+	if !has(vs.Finalizers, snapshotutil.FinalizerSnapshotBound) && !has(vs.Finalizers, snapshotutil.FinalizerSnapshotAsSource) {
 		return nil
 	}
 	out := vs.DeepCopy()
-	out.Finalizers = without(out.Finalizers, volumesnapshot.FinalizerSnapshotBound, volumesnapshot.FinalizerSnapshotAsSource)
+	out.Finalizers = without(out.Finalizers, snapshotutil.FinalizerSnapshotBound, snapshotutil.FinalizerSnapshotAsSource)
 	if _, err := c.snaps.SnapshotV1().VolumeSnapshots(vs.Namespace).Update(ctx, out, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizers from snapshot %s/%s: %w", vs.Namespace, vs.Name, err)
 	}
@@ -359,11 +359,11 @@ func (c *Controller) releaseContent(ctx context.Context, content *snapv1.VolumeS
 		}
 		return nil
 	}
-	if !has(content.Finalizers, volumesnapshot.FinalizerContentBound) {
+	if !has(content.Finalizers, snapshotutil.FinalizerContentBound) {
 		return nil
 	}
 	out := content.DeepCopy()
-	out.Finalizers = without(out.Finalizers, volumesnapshot.FinalizerContentBound)
+	out.Finalizers = without(out.Finalizers, snapshotutil.FinalizerContentBound)
 	if _, err := c.snaps.SnapshotV1().VolumeSnapshotContents().Update(ctx, out, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("release volumesnapshotcontent %s: %w", content.Name, err)
 	}

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubelab/kubelab/internal/volumesnapshot"
+	"github.com/kubelab/kubelab/internal/util/snapshotutil"
 )
 
 func has(list []string, f string) bool {
@@ -54,7 +54,7 @@ func pickClass(vs *snapv1.VolumeSnapshot, classes []*snapv1.VolumeSnapshotClass,
 	}
 	var defaults []*snapv1.VolumeSnapshotClass
 	for _, c := range classes {
-		if c.Driver == driver && c.Annotations[volumesnapshot.AnnDefaultClass] == "true" {
+		if c.Driver == driver && c.Annotations[snapshotutil.AnnDefaultClass] == "true" {
 			defaults = append(defaults, c)
 		}
 	}
@@ -70,7 +70,7 @@ func pickClass(vs *snapv1.VolumeSnapshot, classes []*snapv1.VolumeSnapshotClass,
 // newContent is the content of a dynamic snapshot of the PV.
 func newContent(vs *snapv1.VolumeSnapshot, class *snapv1.VolumeSnapshotClass, pv *corev1.PersistentVolume) *snapv1.VolumeSnapshotContent {
 	return &snapv1.VolumeSnapshotContent{
-		ObjectMeta: metav1.ObjectMeta{Name: contentName(vs), Finalizers: []string{volumesnapshot.FinalizerContentBound}},
+		ObjectMeta: metav1.ObjectMeta{Name: contentName(vs), Finalizers: []string{snapshotutil.FinalizerContentBound}},
 		Spec: snapv1.VolumeSnapshotContentSpec{
 			VolumeSnapshotRef: corev1.ObjectReference{Kind: "VolumeSnapshot", APIVersion: "snapshot.storage.k8s.io/v1",
 				Namespace: vs.Namespace, Name: vs.Name, UID: vs.UID},

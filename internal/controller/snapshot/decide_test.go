@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubelab/kubelab/internal/volumesnapshot"
+	"github.com/kubelab/kubelab/internal/util/snapshotutil"
 )
 
 const drv = "ebs.csi.aws.com"
@@ -17,7 +17,7 @@ const drv = "ebs.csi.aws.com"
 func class(name, driver string, def bool) *snapv1.VolumeSnapshotClass {
 	c := &snapv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Driver: driver}
 	if def {
-		c.Annotations = map[string]string{volumesnapshot.AnnDefaultClass: "true"}
+		c.Annotations = map[string]string{snapshotutil.AnnDefaultClass: "true"}
 	}
 	return c
 }

@@ -17,7 +17,7 @@
 // claim while the snapshot is being taken, and volumesnapshotcontent-bound-protection on
 // the content (the sidecar removes it). Deleting a snapshot deletes its content under
 // deletionPolicy Delete (and releases it under Retain). The names it shares with the
-// sidecar are in internal/volumesnapshot.
+// sidecar are in internal/util/snapshotutil.
 //
 // Contract: client-go and the snapshot clientset only; New registers informers on the
 // factories given (started by the caller); decisions (pickClass, newContent,

@@ -22,7 +22,7 @@ import (
 
 	"github.com/kubelab/kubelab/internal/controller/snapshot"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/snapshotter"
-	"github.com/kubelab/kubelab/internal/volumesnapshot"
+	"github.com/kubelab/kubelab/internal/util/snapshotutil"
 )
 
 // startSnapshotter runs the snapshot controller and the CSI snapshotter sidecar.
@@ -78,7 +78,7 @@ func TestSnapshotAndRestore(t *testing.T) {
 	waitFor(t, "source Bound", func() (bool, error) { return e.getClaim(ns, "src").Status.Phase == corev1.ClaimBound, nil })
 
 	if _, err := snaps.SnapshotV1().VolumeSnapshotClasses().Create(ctx, &snapv1.VolumeSnapshotClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "csi-aws-vsc", Annotations: map[string]string{volumesnapshot.AnnDefaultClass: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "csi-aws-vsc", Annotations: map[string]string{snapshotutil.AnnDefaultClass: "true"}},
 		Driver:     driverName, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
 		// The secret key is the snapshotter's own; the driver refuses unknown keys, so
 		// this also checks that it never reaches the driver.
@@ -104,7 +104,7 @@ func TestSnapshotAndRestore(t *testing.T) {
 	if vs.Status.RestoreSize == nil || vs.Status.RestoreSize.Cmp(resource.MustParse("1Gi")) != 0 || vs.Status.CreationTime == nil {
 		t.Errorf("snapshot status %+v", vs.Status)
 	}
-	for _, f := range []string{volumesnapshot.FinalizerSnapshotBound, volumesnapshot.FinalizerSnapshotAsSource} {
+	for _, f := range []string{snapshotutil.FinalizerSnapshotBound, snapshotutil.FinalizerSnapshotAsSource} {
 		if !hasFinalizer(vs.Finalizers, f) {
 			t.Errorf("snapshot finalizers %v lack %s", vs.Finalizers, f)
 		}
@@ -116,7 +116,7 @@ func TestSnapshotAndRestore(t *testing.T) {
 	handle := ptr.Deref(content.Status.SnapshotHandle, "")
 	if content.Spec.Driver != driverName || content.Spec.DeletionPolicy != snapv1.VolumeSnapshotContentDelete ||
 		ptr.Deref(content.Spec.VolumeSnapshotClassName, "") != "csi-aws-vsc" || len(handle) < 6 || handle[:5] != "snap-" ||
-		!hasFinalizer(content.Finalizers, volumesnapshot.FinalizerContentBound) {
+		!hasFinalizer(content.Finalizers, snapshotutil.FinalizerContentBound) {
 		t.Fatalf("content %+v status %+v", content.Spec, content.Status)
 	}
 	cs, err := e.ec2.DescribeSnapshots(ctx, &ec2.DescribeSnapshotsInput{SnapshotIds: []string{handle}})
@@ -131,9 +131,9 @@ func TestSnapshotAndRestore(t *testing.T) {
 		t.Errorf("cloud snapshot tags %v", tags)
 	}
 	waitFor(t, "source claim released by the snapshot", func() (bool, error) {
-		return !hasFinalizer(e.getClaim(ns, "src").Finalizers, volumesnapshot.FinalizerPVCAsSource), nil
+		return !hasFinalizer(e.getClaim(ns, "src").Finalizers, snapshotutil.FinalizerPVCAsSource), nil
 	})
-	for _, r := range []string{volumesnapshot.ReasonCreatingSnapshot, volumesnapshot.ReasonSnapshotCreated, volumesnapshot.ReasonSnapshotReady} {
+	for _, r := range []string{snapshotutil.ReasonCreatingSnapshot, snapshotutil.ReasonSnapshotCreated, snapshotutil.ReasonSnapshotReady} {
 		e.waitEvent(ns, "snap1", r)
 	}
 

@@ -8,7 +8,7 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubelab/kubelab/internal/volumesnapshot"
+	"github.com/kubelab/kubelab/internal/util/snapshotutil"
 )
 
 // contentStep is what the sidecar does with a content.
@@ -30,7 +30,7 @@ func decideContent(c *snapv1.VolumeSnapshotContent, driver string) contentStep {
 		return contentNothing
 	}
 	if c.DeletionTimestamp != nil {
-		if !slices.Contains(c.Finalizers, volumesnapshot.FinalizerContentBound) {
+		if !slices.Contains(c.Finalizers, snapshotutil.FinalizerContentBound) {
 			return contentNothing
 		}
 		if c.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete && snapshotHandle(c) != "" {

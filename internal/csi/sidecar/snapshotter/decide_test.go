@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubelab/kubelab/internal/volumesnapshot"
+	"github.com/kubelab/kubelab/internal/util/snapshotutil"
 )
 
 const drv = "ebs.csi.aws.com"
@@ -18,7 +18,7 @@ const drv = "ebs.csi.aws.com"
 func TestDecideContent(t *testing.T) {
 	now := metav1.Now()
 	mk := func(mut func(*snapv1.VolumeSnapshotContent)) *snapv1.VolumeSnapshotContent {
-		c := &snapv1.VolumeSnapshotContent{ObjectMeta: metav1.ObjectMeta{Finalizers: []string{volumesnapshot.FinalizerContentBound}},
+		c := &snapv1.VolumeSnapshotContent{ObjectMeta: metav1.ObjectMeta{Finalizers: []string{snapshotutil.FinalizerContentBound}},
 			Spec: snapv1.VolumeSnapshotContentSpec{Driver: drv, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
 				Source: snapv1.VolumeSnapshotContentSource{VolumeHandle: ptr.To("vol-1")}}}
 		if mut != nil {

@@ -9,7 +9,7 @@
 // content's status (errors to status.error, then retried); for a content being deleted
 // under Delete it calls DeleteSnapshot, then removes the content's finalizer
 // (snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection; the names it
-// shares with the snapshot controller are in internal/volumesnapshot).
+// shares with the snapshot controller are in internal/util/snapshotutil).
 //
 // Contract: client-go and the snapshot clientset only; New registers informers on the
 // factory given (started by the caller); decisions are pure functions tested with

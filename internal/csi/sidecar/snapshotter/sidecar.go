@@ -24,8 +24,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	csiclient "github.com/kubelab/kubelab/internal/csi/client"
+	"github.com/kubelab/kubelab/internal/util/snapshotutil"
 	"github.com/kubelab/kubelab/internal/util/worker"
-	"github.com/kubelab/kubelab/internal/volumesnapshot"
 )
 
 // Controller is the CSI snapshotter sidecar of one driver.
@@ -88,7 +88,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		return fmt.Errorf("snapshotter: driver %s does not offer CREATE_DELETE_SNAPSHOT", info.Name)
 	}
 	c.driver = info.Name
-	c.recorder = csiclient.NewRecorder(c.client, "csi-snapshotter "+info.Name, volumesnapshot.EventScheme())
+	c.recorder = csiclient.NewRecorder(c.client, "csi-snapshotter "+info.Name, snapshotutil.EventScheme())
 	stop := c.recorder.Start()
 	defer stop()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
@@ -165,7 +165,7 @@ func (c *Controller) create(ctx context.Context, content *snapv1.VolumeSnapshotC
 }
 
 func (c *Controller) contentError(ctx context.Context, content *snapv1.VolumeSnapshotContent, msg string) error {
-	c.recorder.Event(content, corev1.EventTypeWarning, volumesnapshot.ReasonSnapshotCreationFailed, msg)
+	c.recorder.Event(content, corev1.EventTypeWarning, snapshotutil.ReasonSnapshotCreationFailed, msg)
 	out := content.DeepCopy()
 	if out.Status == nil {
 		out.Status = &snapv1.VolumeSnapshotContentStatus{ReadyToUse: ptr.To(false)}
@@ -180,7 +180,7 @@ func (c *Controller) contentError(ctx context.Context, content *snapv1.VolumeSna
 
 func (c *Controller) dropFinalizer(ctx context.Context, content *snapv1.VolumeSnapshotContent) error {
 	out := content.DeepCopy()
-	out.Finalizers = slices.DeleteFunc(out.Finalizers, func(f string) bool { return f == volumesnapshot.FinalizerContentBound })
+	out.Finalizers = slices.DeleteFunc(out.Finalizers, func(f string) bool { return f == snapshotutil.FinalizerContentBound })
 	if _, err := c.snaps.SnapshotV1().VolumeSnapshotContents().Update(ctx, out, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizer from volumesnapshotcontent %s: %w", content.Name, err)
 	}

@@ -1,4 +1,4 @@
-package volumesnapshot
+package snapshotutil
 
 import (
 	snapscheme "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned/scheme"

@@ -1,4 +1,4 @@
-package volumesnapshot
+package snapshotutil
 
 // The finalizer, annotation and Event reason names of snapshot.storage.k8s.io objects,
 // as upstream's snapshot-controller and csi-snapshotter write them.

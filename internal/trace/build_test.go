@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubelab/kubelab/internal/csi/calllog"
+	"github.com/kubelab/kubelab/internal/util/logging"
 )
 
 // The fixtures: pod default/my-app-pod uses claim my-app-pvc (class gp2,
@@ -236,10 +237,11 @@ func bldLog(pod string, ms int, text string) LogLine {
 
 // bldCall is a CSI call's "called" line at ms and its "done" line 50ms later, which says
 // the call took 12ms (the handler's time, not the gap between the two lines). The lines
-// are what the driver writes (calllog's), so that what trace reads is what it gets.
+// are what the driver writes (calllog's, in the commands' default format: klog's text),
+// so that what trace reads is what it gets.
 func bldCall(pod, method string, ms int) []LogLine {
 	var buf bytes.Buffer
-	log := slog.New(slog.NewTextHandler(&buf, nil)).With("method", method)
+	log := logging.New(&buf, logging.Text, slog.LevelInfo).With("method", method)
 	calllog.LogCalled(log, method, "volume", bldVolume, "node", bldInstance)
 	called := strings.TrimSpace(buf.String())
 	buf.Reset()

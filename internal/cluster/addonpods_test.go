@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
@@ -13,20 +13,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubelab/kubelab/internal/cloud"
+	"github.com/kubelab/kubelab/internal/cluster"
+	"github.com/kubelab/kubelab/internal/cluster/clustertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
-// kubectlSh runs a shell command line that calls the real kubectl (with the cluster's
-// kubeconfig in KUBECONFIG), as a user types it, and returns its output.
+// kubectlSh runs a shell command line that calls kubectl (the test's, testutil.KubectlDir,
+// with the cluster's kubeconfig in KUBECONFIG), as a user types it, and returns its
+// output.
 func (tc *testCluster) kubectlSh(line string) string {
-	tc.t.Helper()
-	if _, err := exec.LookPath("kubectl"); err != nil {
-		tc.t.Skip("kubectl is not installed: the add-on's debugging commands are the real kubectl's")
-	}
+	tc.T.Helper()
 	cmd := exec.Command("sh", "-c", line)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+tc.Kubeconfig())
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+tc.Kubeconfig(), "KUBECTL_KUBERC=false",
+		"PATH="+testutil.KubectlDir(tc.T)+":"+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		tc.t.Fatalf("%s: %v\n%s", line, err, out)
+		tc.T.Fatalf("%s: %v\n%s", line, err, out)
 	}
 	return string(out)
 }
@@ -39,14 +41,14 @@ func (tc *testCluster) kubectlSh(line string) string {
 func TestAddonPods(t *testing.T) {
 	tc := startCluster(t, nil)
 	ctx := context.Background()
-	ns := tc.namespace("addon-pods")
+	ns := tc.Namespace("addon-pods")
 	tc.seedPair(ns, "my-app-pvc", "my-app-pod", "gp2")
-	tc.waitPodRunning(ns, "my-app-pod")
-	pvc, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "my-app-pvc", metav1.GetOptions{})
+	tc.WaitPodRunning(ns, "my-app-pod")
+	pvc, err := tc.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "my-app-pvc", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pv, err := tc.client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+	pv, err := tc.Client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,33 +84,33 @@ kubectl logs -n kube-system $(kubectl get pod -n kube-system -l app=ebs-csi-node
 // holds CreateVolume's answer): the claims' pods run, each claim with one cloud volume, and
 // new controller pods take the deleted ones' place.
 func (tc *testCluster) killControllerMidFlow(ns string) {
-	t := tc.t
+	t := tc.T
 	t.Helper()
 	ctx := context.Background()
 	before := strings.Fields(tc.kubectlSh(`kubectl get pod -n kube-system -l app=ebs-csi-controller -o jsonpath='{.items[*].metadata.name}'`))
-	fault, err := tc.cloud.InjectFault(cloud.Fault{Action: "CreateVolume", Mode: "hang"})
+	fault, err := tc.Cloud().InjectFault(cloud.Fault{Action: "CreateVolume", Mode: "hang"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 2 {
 		c, _ := tc.seedPair(ns, fmt.Sprintf("claim-%d", i), fmt.Sprintf("pod-%d", i), "gp2")
-		waitFor(t, "the volume of "+c.Name+" creating in the cloud", func() (bool, error) {
-			return len(tc.cloudVolumes("pvc-"+string(c.UID))) == 1, nil
+		testutil.EventuallyWithin(t, clustertest.Timeout, "the volume of "+c.Name+" creating in the cloud", func() (bool, error) {
+			return len(tc.CloudVolumes("pvc-"+string(c.UID))) == 1, nil
 		})
 	}
 	tc.kubectlSh(`kubectl delete pod -n kube-system -l app=ebs-csi-controller --wait=false`)
-	tc.cloud.ClearFaults(fault)
+	tc.Cloud().ClearFaults(fault)
 	for i := range 2 {
-		tc.waitPodRunning(ns, fmt.Sprintf("pod-%d", i))
-		c, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, fmt.Sprintf("claim-%d", i), metav1.GetOptions{})
+		tc.WaitPodRunning(ns, fmt.Sprintf("pod-%d", i))
+		c, err := tc.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, fmt.Sprintf("claim-%d", i), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if vols := tc.cloudVolumes(c.Spec.VolumeName); len(vols) != 1 {
+		if vols := tc.CloudVolumes(c.Spec.VolumeName); len(vols) != 1 {
 			t.Errorf("claim-%d has %d cloud volumes, want 1", i, len(vols))
 		}
 	}
-	waitFor(t, "new ebs-csi-controller pods in place of the deleted ones", func() (bool, error) {
+	testutil.EventuallyWithin(t, clustertest.Timeout, "new ebs-csi-controller pods in place of the deleted ones", func() (bool, error) {
 		after := strings.Fields(tc.kubectlSh(`kubectl get pod -n kube-system -l app=ebs-csi-controller -o jsonpath='{.items[*].metadata.name}'`))
 		for _, p := range after {
 			if slices.Contains(before, p) {
@@ -117,7 +119,7 @@ func (tc *testCluster) killControllerMidFlow(ns string) {
 		}
 		return len(after) == len(before), nil
 	})
-	waitFor(t, "the new pod's csi-provisioner log shows its start", func() (bool, error) {
+	testutil.EventuallyWithin(t, clustertest.Timeout, "the new pod's csi-provisioner log shows its start", func() (bool, error) {
 		got := tc.kubectlSh(`kubectl logs -n kube-system -l app=ebs-csi-controller -c csi-provisioner --tail=200`)
 		return strings.Contains(got, `] "started"`), nil
 	})
@@ -128,19 +130,19 @@ func (tc *testCluster) killControllerMidFlow(ns string) {
 // controller pod's in the pod, and no add-on pod has a container restart or a probe
 // failure (Unhealthy) to show.
 func (tc *testCluster) assertAddonPodsHealthy() {
-	t := tc.t
+	t := tc.T
 	t.Helper()
 	for _, n := range tc.Nodes() {
-		if out, err := httpVia(tc.vpc.NodePath(n.Name), "http://127.0.0.1:9808/healthz"); err != nil || out != "ok" {
+		if out, err := httpVia(tc.VPC().NodePath(n.Name), "http://127.0.0.1:9808/healthz"); err != nil || out != "ok" {
 			t.Errorf("node plugin's /healthz on %s: %v %q", n.Name, err, out)
 		}
 	}
-	pods, err := tc.client.CoreV1().Pods(metav1.NamespaceSystem).List(context.Background(), metav1.ListOptions{LabelSelector: "app in (ebs-csi-controller, ebs-csi-node)"})
+	pods, err := tc.Client.CoreV1().Pods(metav1.NamespaceSystem).List(context.Background(), metav1.ListOptions{LabelSelector: "app in (ebs-csi-controller, ebs-csi-node)"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range pods.Items {
-		if p.Labels["app"] == appCSIController && p.DeletionTimestamp == nil {
+		if p.Labels["app"] == cluster.AppCSIController && p.DeletionTimestamp == nil {
 			if out := tc.kubectlSh(`kubectl exec -n kube-system ` + p.Name + ` -c liveness-probe -- wget -qO- http://127.0.0.1:9808/healthz`); strings.TrimSpace(out) != "ok" {
 				t.Errorf("controller pod %s's /healthz: %q", p.Name, out)
 			}
@@ -150,7 +152,7 @@ func (tc *testCluster) assertAddonPodsHealthy() {
 				t.Errorf("add-on pod %s: container %s restarted %d times (last state %+v)", p.Name, cs.Name, cs.RestartCount, cs.LastTerminationState)
 			}
 		}
-		for _, w := range tc.warnings(metav1.NamespaceSystem, p.Name) {
+		for _, w := range tc.Warnings(metav1.NamespaceSystem, p.Name) {
 			if strings.HasPrefix(w, "Unhealthy") || strings.HasPrefix(w, "BackOff") {
 				t.Errorf("add-on pod %s: %s", p.Name, w)
 			}
@@ -177,9 +179,9 @@ func containsLine(out string, words ...string) bool {
 // plugin's logs show the volume attached, the node plugin's on the pod's node show it
 // staged.
 func (tc *testCluster) assertAddonCommands(pod *corev1.Pod, pv string) {
-	t := tc.t
+	t := tc.T
 	t.Helper()
-	p, err := tc.client.CoreV1().PersistentVolumes().Get(context.Background(), pv, metav1.GetOptions{})
+	p, err := tc.Client.CoreV1().PersistentVolumes().Get(context.Background(), pv, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

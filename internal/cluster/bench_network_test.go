@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/kubelab/kubelab/internal/cluster/clustertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 	"github.com/kubelab/kubelab/internal/vpc"
 )
 
@@ -23,12 +25,12 @@ import (
 func BenchmarkRealServiceLatency(b *testing.B) {
 	tc := startRealBenchCluster(b)
 	ctx := context.Background()
-	ns := tc.namespace("svc-latency")
+	ns := tc.Namespace("svc-latency")
 	nodes := tc.Nodes()
-	if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, webPod(ns, "web", nodes[1].Name), metav1.CreateOptions{}); err != nil {
+	if _, err := tc.Client.CoreV1().Pods(ns).Create(ctx, webPod(ns, "web", nodes[1].Name), metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	svc, err := tc.client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+	svc, err := tc.Client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"},
 			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromString("http")}}},
@@ -36,10 +38,10 @@ func BenchmarkRealServiceLatency(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pod := tc.waitPodRunning(ns, "web")
-	from := tc.vpc.NodePath(nodes[0].Name)
+	pod := tc.WaitPodRunning(ns, "web")
+	from := tc.VPC().NodePath(nodes[0].Name)
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: vpc.DialContext(from), DisableKeepAlives: true}}
-	waitFor(b, "the Service to answer from node 0", func() (bool, error) {
+	testutil.EventuallyWithin(b, clustertest.Timeout, "the Service to answer from node 0", func() (bool, error) {
 		_, err := httpVia(from, "http://"+svc.Spec.ClusterIP+"/")
 		return err == nil, nil
 	})

@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"bytes"
@@ -27,15 +27,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/benchtest"
 	"github.com/kubelab/kubelab/internal/cloud/cloudtest"
-	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/cluster"
+	"github.com/kubelab/kubelab/internal/cluster/clustertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // The benchmarks of real nodes (root): the cluster's boot to three Ready nodes on a data
@@ -52,14 +52,7 @@ import (
 // kubelab cluster runs real nodes on the machine.
 func benchRealPrereqs(b *testing.B) {
 	b.Helper()
-	if os.Geteuid() != 0 {
-		b.Skip("real nodes need root (loop devices, mounts, containerd)")
-	}
-	for _, bin := range []string{"containerd", "runc", "ctr", "/usr/lib/cni/loopback", "mkfs.ext4", "losetup"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			b.Skipf("real node benchmarks need %s: %v", bin, err)
-		}
-	}
+	testutil.RequireRoot(b, append(clustertest.RealNodeTools, "ctr", "/usr/lib/cni/loopback", "losetup")...)
 	waitNoOtherRealNodes(b)
 }
 
@@ -138,21 +131,10 @@ func (w *othersWatch) take() float64 { return float64(w.most.Swap(0)) }
 func startRealBenchCluster(b *testing.B) *testCluster {
 	b.Helper()
 	benchRealPrereqs(b)
-	pause, plugin := buildCommand(b, "kubelab-pause"), buildCommand(b, "kubelab-cni")
-	var dataDir string
-	var started []Node
-	b.Cleanup(func() {
-		if dataDir != "" {
-			assertNothingLeft(b, dataDir, started)
-		}
-	})
-	tc := startCluster(b, func(c *Config) {
+	tc := &testCluster{clustertest.Start(b, clustertest.Options{Real: true, CSIInProcess: true, Tweak: func(c *cluster.Config) {
 		// The add-on in process, as the recorded figures were measured.
-		c.Hollow, c.PauseBinary, c.CNIBinary, c.CSIInProcess = false, pause, plugin, true
 		c.Logger = cloudtest.Logger(b, slog.LevelError)
-		dataDir = c.DataDir
-	})
-	started = tc.Nodes()
+	}})}
 	tc.runOnePodPerNode(b)
 	return tc
 }
@@ -166,7 +148,8 @@ func startRealBenchCluster(b *testing.B) *testCluster {
 // which shows how much of the boot is the wait for the kubelet's next node status.
 func BenchmarkRealUp(b *testing.B) {
 	benchRealPrereqs(b)
-	pause, plugin := buildCommand(b, "kubelab-pause"), buildCommand(b, "kubelab-cni")
+	bin := testutil.Commands(b)
+	pause, plugin := filepath.Join(bin, "kubelab-pause"), filepath.Join(bin, "kubelab-cni")
 	for _, interval := range []time.Duration{0, time.Second} {
 		name := map[time.Duration]string{0: "up-defaults", time.Second: "node-status-1s"}[interval]
 		b.Run(name, func(b *testing.B) {
@@ -177,17 +160,19 @@ func BenchmarkRealUp(b *testing.B) {
 			}
 			b.Cleanup(func() { os.RemoveAll(dir) })
 			// The ports stay across starts, as `kubelab up`'s defaults do.
-			cfg := Config{
-				ControlPlaneConfig: ControlPlaneConfig{DataDir: dir, SecurePort: apiservertest.FreePort(b),
+			cfg := cluster.Config{
+				ControlPlaneConfig: cluster.ControlPlaneConfig{DataDir: dir, SecurePort: apiservertest.FreePort(b),
 					EtcdClientPort: apiservertest.FreePort(b), EtcdPeerPort: apiservertest.FreePort(b)},
 				PauseBinary: pause, CNIBinary: plugin, NodeStatusInterval: interval, CSIInProcess: true,
 			}
-			var nodes []Node
-			b.Cleanup(func() { assertNothingLeft(b, dir, nodes) })
+			var nodes []string
+			b.Cleanup(func() { clustertest.AssertNothingLeft(b, dir, nodes...) })
 			others := watchOthers(b, dir)
 			load := loadAverage()
 			first := bootReal(b, cfg)
-			nodes = first.c.Nodes()
+			for _, n := range first.c.Nodes() {
+				nodes = append(nodes, n.Name)
+			}
 			first.runOnePodPerNode(b)
 			firstStop := first.stop(b)
 
@@ -217,7 +202,8 @@ func BenchmarkRealUp(b *testing.B) {
 
 // realBoot is one start of a cluster by BenchmarkRealUp.
 type realBoot struct {
-	c       *Cluster
+	c       *cluster.Cluster
+	cfg     cluster.Config
 	cancel  context.CancelFunc
 	done    chan error
 	stopped bool
@@ -227,18 +213,18 @@ type realBoot struct {
 }
 
 // bootReal builds and runs a cluster on cfg and waits until it is ready.
-func bootReal(b *testing.B, cfg Config) *realBoot {
+func bootReal(b *testing.B, cfg cluster.Config) *realBoot {
 	b.Helper()
 	steps := newStepLog(b)
 	cfg.Logger = slog.New(steps)
 	start := time.Now()
 	steps.t0 = start
-	c, err := New(cfg)
+	c, err := cluster.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &realBoot{c: c, cancel: cancel, done: make(chan error, 1), steps: steps}
+	r := &realBoot{c: c, cfg: cfg, cancel: cancel, done: make(chan error, 1), steps: steps}
 	go func() { r.done <- c.Run(ctx) }()
 	b.Cleanup(func() { // a benchmark that failed before stopping it
 		if !r.stopped {
@@ -249,7 +235,7 @@ func bootReal(b *testing.B, cfg Config) *realBoot {
 	for _, w := range []struct {
 		ch <-chan struct{}
 		at *time.Duration
-	}{{c.cp.APIServer.Ready(), &r.apiserver}, {c.registry.Ready(), &r.registry}} {
+	}{{c.APIServerReady(), &r.apiserver}, {c.Registry().Ready(), &r.registry}} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -298,26 +284,22 @@ func (r *realBoot) stop(b *testing.B) time.Duration {
 // containerd, as a node that ran pods before has them) and deletes them.
 func (r *realBoot) runOnePodPerNode(b *testing.B) {
 	b.Helper()
-	restCfg, err := clientcmd.BuildConfigFromFlags("", r.c.Kubeconfig())
-	if err != nil {
-		b.Fatal(err)
-	}
-	tc := &testCluster{Cluster: r.c, t: b, client: kubernetes.NewForConfigOrDie(restCfg)}
+	tc := &testCluster{clustertest.Attach(b, r.c, r.cfg)}
 	tc.runOnePodPerNode(b)
 }
 
 func (tc *testCluster) runOnePodPerNode(b *testing.B) {
 	b.Helper()
-	ns := tc.namespace("warm")
+	ns := tc.Namespace("warm")
 	for i, n := range tc.Nodes() {
 		p := busyboxPod(ns, fmt.Sprintf("warm-%d", i), corev1.RestartPolicyAlways, "sleep 3600")
 		p.Spec.NodeName = n.Name
-		if _, err := tc.client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		if _, err := tc.Client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for i := range tc.Nodes() {
-		tc.waitPodRunning(ns, fmt.Sprintf("warm-%d", i))
+		tc.WaitPodRunning(ns, fmt.Sprintf("warm-%d", i))
 	}
 	tc.deleteNamespace(ns)
 }
@@ -397,7 +379,7 @@ func (h *stepLog) String() string {
 // op. The 30-concurrent run also reports the process's memory with 3 nodes and 30 pods.
 func BenchmarkRealPodStart(b *testing.B) {
 	tc := startRealBenchCluster(b)
-	others := watchOthers(b, tc.cfg.DataDir)
+	others := watchOthers(b, tc.DataDir())
 	idle := readMemory()
 	floor := newCtrFloor(b, tc)
 	for _, concurrent := range []bool{false, true} {
@@ -410,13 +392,13 @@ func BenchmarkRealPodStart(b *testing.B) {
 			load := loadAverage()
 			others.take()
 			for i := 0; i < b.N; i++ {
-				ns := tc.namespace(fmt.Sprintf("bench-pods-%s-%d-%d", name, b.N, i))
+				ns := tc.Namespace(fmt.Sprintf("bench-pods-%s-%d-%d", name, b.N, i))
 				tl := newPairTimeline(b, tc, ns, false)
 				if concurrent {
-					floorCPU = startCPU(tc.cfg.DataDir)
+					floorCPU = startCPU(tc.DataDir())
 					runD, total := floor.runMany(b, 30, &floorCPU)
 					ctrs, ctrRunD = append(ctrs, total...), append(ctrRunD, runD...)
-					cpu = startCPU(tc.cfg.DataDir)
+					cpu = startCPU(tc.DataDir())
 					b.StartTimer()
 					pods = append(pods, tl.createAll(b, 30, false)...)
 					b.StopTimer()
@@ -463,7 +445,7 @@ func BenchmarkRealPodStart(b *testing.B) {
 // containers (→ pod Running and Ready).
 func BenchmarkRealClaimPodStart(b *testing.B) {
 	tc := startRealBenchCluster(b)
-	others := watchOthers(b, tc.cfg.DataDir)
+	others := watchOthers(b, tc.DataDir())
 	idle := readMemory()
 	for _, concurrent := range []bool{false, true} {
 		name := map[bool]string{false: "lone", true: "30-concurrent"}[concurrent]
@@ -476,12 +458,12 @@ func BenchmarkRealClaimPodStart(b *testing.B) {
 			load := loadAverage()
 			others.take()
 			for i := 0; i < b.N; i++ {
-				ns := tc.namespace(fmt.Sprintf("bench-claims-%s-%d-%d", name, b.N, i))
+				ns := tc.Namespace(fmt.Sprintf("bench-claims-%s-%d-%d", name, b.N, i))
 				tl := newPairTimeline(b, tc, ns, true)
 				if concurrent {
 					floor = append(floor, mkfsMountFloor(b, 30)...)
 					stopProfile := startProfile(b)
-					cpu = startCPU(tc.cfg.DataDir)
+					cpu = startCPU(tc.DataDir())
 					b.StartTimer()
 					tl.createAll(b, 30, true)
 					b.StopTimer()
@@ -531,16 +513,16 @@ func ratio(a, b []time.Duration, p int) float64 {
 // deleteNamespace deletes ns and waits until it is gone with every PersistentVolume its
 // claims had, so that the next measurement does not share the machine with the teardown.
 func (tc *testCluster) deleteNamespace(ns string) {
-	tc.t.Helper()
+	tc.T.Helper()
 	ctx := context.Background()
-	if err := tc.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
-		tc.t.Fatal(err)
+	if err := tc.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		tc.T.Fatal(err)
 	}
-	controllertest.WaitWithin(tc.t, 5*time.Minute, "namespace "+ns+" and its volumes gone", func() (bool, error) {
-		if _, err := tc.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	testutil.EventuallyWithin(tc.T, 5*time.Minute, "namespace "+ns+" and its volumes gone", func() (bool, error) {
+		if _, err := tc.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return false, nil
 		}
-		pvs, err := tc.client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+		pvs, err := tc.Client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -594,8 +576,8 @@ func newPairTimeline(b *testing.B, tc *testCluster, ns string, claims bool) *pai
 	tl := &pairTimeline{tc: tc, ns: ns, stopInf: make(chan struct{}),
 		created: map[string]time.Time{}, at: map[string]map[string]time.Time{},
 		pvOf: map[string]string{}, claimOf: map[string]string{}, pods: map[string]*corev1.Pod{}}
-	tl.factory = informers.NewSharedInformerFactoryWithOptions(tc.client, 0, informers.WithNamespace(ns))
-	tl.all = informers.NewSharedInformerFactory(tc.client, 0)
+	tl.factory = informers.NewSharedInformerFactoryWithOptions(tc.Client, 0, informers.WithNamespace(ns))
+	tl.all = informers.NewSharedInformerFactory(tc.Client, 0)
 	podSeen := func(o any) {
 		p, ok := o.(*corev1.Pod)
 		if !ok {
@@ -607,7 +589,7 @@ func newPairTimeline(b *testing.B, tc *testCluster, ns string, claims bool) *pai
 		if p.Spec.NodeName != "" {
 			tl.mark(stepPodBound, p.Name)
 		}
-		if podRunning(p) {
+		if clustertest.PodRunning(p) {
 			tl.mark(stepRunning, p.Name)
 		}
 	}
@@ -619,7 +601,7 @@ func newPairTimeline(b *testing.B, tc *testCluster, ns string, claims bool) *pai
 	must(tl.factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: podSeen, UpdateFunc: func(_, o any) { podSeen(o) }}))
 	if claims {
-		tl.mounts = watchMounts(b, tc.cfg.DataDir)
+		tl.mounts = watchMounts(b, tc.DataDir())
 		claimSeen := func(o any) {
 			if c, ok := o.(*corev1.PersistentVolumeClaim); ok && c.Status.Phase == corev1.ClaimBound {
 				tl.mark(stepBound, c.Name)
@@ -716,9 +698,9 @@ func (tl *pairTimeline) createAll(b *testing.B, n int, claims bool) []time.Durat
 			tl.created[name] = time.Now()
 			tl.mu.Unlock()
 			if claims {
-				if _, err := tl.tc.client.CoreV1().PersistentVolumeClaims(tl.ns).Create(ctx, &corev1.PersistentVolumeClaim{
+				if _, err := tl.tc.Client.CoreV1().PersistentVolumeClaims(tl.ns).Create(ctx, &corev1.PersistentVolumeClaim{
 					ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tl.ns},
-					Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(DefaultStorageClass),
+					Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(cluster.DefaultStorageClass),
 						AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 						Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
 				}, metav1.CreateOptions{}); err != nil {
@@ -729,7 +711,7 @@ func (tl *pairTimeline) createAll(b *testing.B, n int, claims bool) []time.Durat
 					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}}
 				pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 			}
-			if _, err := tl.tc.client.CoreV1().Pods(tl.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			if _, err := tl.tc.Client.CoreV1().Pods(tl.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 				b.Error(err)
 			}
 		}()
@@ -738,7 +720,7 @@ func (tl *pairTimeline) createAll(b *testing.B, n int, claims bool) []time.Durat
 	if b.Failed() {
 		b.FailNow()
 	}
-	controllertest.WaitWithin(b, 5*time.Minute, fmt.Sprintf("%d pods of %s Running", n, tl.ns), func() (bool, error) {
+	testutil.EventuallyWithin(b, 5*time.Minute, fmt.Sprintf("%d pods of %s Running", n, tl.ns), func() (bool, error) {
 		for _, name := range names {
 			if _, ok := tl.seen(stepRunning, name); !ok {
 				return false, nil
@@ -767,7 +749,7 @@ func (tl *pairTimeline) pairs() []pairTimes {
 	defer tl.mu.Unlock()
 	roots := map[string]string{}
 	for _, n := range tl.tc.Nodes() {
-		roots[n.Name] = tl.tc.kubeletRoot(n)
+		roots[n.Name] = tl.tc.KubeletRoot(n)
 	}
 	var out []pairTimes
 	for name, t0 := range tl.created {
@@ -782,7 +764,7 @@ func (tl *pairTimeline) pairs() []pairTimes {
 		attached, okA := tl.at[stepAttached][name]
 		running, okR := tl.at[stepRunning][name]
 		if !okS || !okP || !okB || !okA || !okR {
-			tl.tc.t.Errorf("pair %s: a step was not seen (staged %v, published %v, bound %v, attached %v, running %v)",
+			tl.tc.T.Errorf("pair %s: a step was not seen (staged %v, published %v, bound %v, attached %v, running %v)",
 				name, okS, okP, okB, okA, okR)
 			continue
 		}
@@ -916,10 +898,10 @@ type ctrFloor struct {
 
 func newCtrFloor(b *testing.B, tc *testCluster) *ctrFloor {
 	b.Helper()
-	f := &ctrFloor{ns: fmt.Sprintf("kubelab-bench-%d", os.Getpid()), image: tc.registry.Addr() + "/library/busybox:latest"}
+	f := &ctrFloor{ns: fmt.Sprintf("kubelab-bench-%d", os.Getpid()), image: tc.Registry().Addr() + "/library/busybox:latest"}
 	f.cgroup = "/" + f.ns
 	for _, n := range tc.Nodes() {
-		ctrd, err := tc.nodeContainerd(n)
+		ctrd, err := tc.NodeContainerd(n)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
@@ -19,7 +19,9 @@ import (
 
 	"github.com/kubelab/kubelab/internal/benchtest"
 	"github.com/kubelab/kubelab/internal/cloud/cloudtest"
-	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/cluster"
+	"github.com/kubelab/kubelab/internal/cluster/clustertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // BenchmarkCreateToRunning measures the whole storage flow on a hollow cluster of 10
@@ -31,7 +33,7 @@ import (
 // status. The reference in the same cluster, "pod-only", is the same 100 pods with no
 // volume: scheduler → kubelet → status.
 func BenchmarkCreateToRunning(b *testing.B) {
-	tc := startCluster(b, func(c *Config) {
+	tc := startCluster(b, func(c *cluster.Config) {
 		c.Nodes = 10
 		c.Logger = cloudtest.Logger(b, slog.LevelError)
 	})
@@ -43,7 +45,7 @@ func BenchmarkCreateToRunning(b *testing.B) {
 		b.Run(name+"/100-concurrent", func(b *testing.B) {
 			var all []time.Duration
 			for i := 0; i < b.N; i++ {
-				ns := tc.namespace(fmt.Sprintf("bench-%s-%d-%d", map[bool]string{true: "pvc", false: "pod"}[withClaim], b.N, i))
+				ns := tc.Namespace(fmt.Sprintf("bench-%s-%d-%d", map[bool]string{true: "pvc", false: "pod"}[withClaim], b.N, i))
 				all = append(all, tc.createToRunning(b, ns, 100, withClaim)...)
 			}
 			reportPercentiles(b, all)
@@ -72,7 +74,7 @@ func (tc *testCluster) createToRunning(b *testing.B, ns string, n int, withClaim
 		}
 	}
 	done := make(chan struct{})
-	factory := informers.NewSharedInformerFactoryWithOptions(tc.client, 0, informers.WithNamespace(ns))
+	factory := informers.NewSharedInformerFactoryWithOptions(tc.Client, 0, informers.WithNamespace(ns))
 	claimSeen := func(obj any) {
 		c, ok := obj.(*corev1.PersistentVolumeClaim)
 		if !ok {
@@ -99,7 +101,7 @@ func (tc *testCluster) createToRunning(b *testing.B, ns string, n int, withClaim
 		if p.Spec.NodeName != "" {
 			mark("5-pod-bound", p.Name)
 		}
-		if !podRunning(p) {
+		if !clustertest.PodRunning(p) {
 			return
 		}
 		at := time.Now()
@@ -117,7 +119,7 @@ func (tc *testCluster) createToRunning(b *testing.B, ns string, n int, withClaim
 		AddFunc: seen, UpdateFunc: func(_, o any) { seen(o) }}); err != nil {
 		b.Fatal(err)
 	}
-	pvFactory := informers.NewSharedInformerFactory(tc.client, 0)
+	pvFactory := informers.NewSharedInformerFactory(tc.Client, 0)
 	if withClaim {
 		if _, err := pvFactory.Core().V1().PersistentVolumes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(o any) {
@@ -175,9 +177,9 @@ func (tc *testCluster) createToRunning(b *testing.B, ns string, n int, withClaim
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}
 			if withClaim {
-				if _, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+				if _, err := tc.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
 					ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-					Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(DefaultStorageClass),
+					Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(cluster.DefaultStorageClass),
 						AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 						Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
 				}, metav1.CreateOptions{}); err != nil {
@@ -188,7 +190,7 @@ func (tc *testCluster) createToRunning(b *testing.B, ns string, n int, withClaim
 					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}}
 				pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 			}
-			if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			if _, err := tc.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 				b.Error(err)
 			}
 		}()
@@ -216,11 +218,11 @@ func (tc *testCluster) createToRunning(b *testing.B, ns string, n int, withClaim
 	}
 	// Tear down untimed, and wait for it, so that the next measurement does not share
 	// the machine with it: the pods go, then the claims and their volumes.
-	if err := tc.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+	if err := tc.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	controllertest.WaitWithin(b, 5*time.Minute, "namespace "+ns+" gone", func() (bool, error) {
-		_, err := tc.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	testutil.EventuallyWithin(b, 5*time.Minute, "namespace "+ns+" gone", func() (bool, error) {
+		_, err := tc.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	return out

@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
@@ -19,7 +19,8 @@ import (
 
 	"github.com/kubelab/kubelab/internal/apiserver"
 	"github.com/kubelab/kubelab/internal/apiserver/auth"
-	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/cluster"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // Every component of a hollow cluster reaches the API server as itself, never as the
@@ -33,23 +34,23 @@ func TestComponentIdentities(t *testing.T) {
 	}
 
 	// Who each component is.
-	used := map[string]identity{}
-	for _, ci := range tc.clientIdentities() {
+	used := map[string]cluster.Identity{}
+	for _, ci := range tc.ClientIdentities() {
 		used[ci.Component] = ci.Identity
 	}
-	want := map[string]identity{
-		"kube-scheduler":          schedulerIdentity,
-		"kube-controller-manager": controllerManagerIdentity,
-		"csi-provisioner":         csiControllerIdentity,
-		"csi-attacher":            csiControllerIdentity,
-		"csi-resizer":             csiControllerIdentity,
-		"csi-snapshotter":         csiControllerIdentity,
-		"kube-controller-manager/attachdetach-controller":  serviceAccountIdentity("kube-system", "attachdetach-controller"),
-		"kube-controller-manager/persistent-volume-binder": serviceAccountIdentity("kube-system", "persistent-volume-binder"),
-		"kube-controller-manager/deployment-controller":    serviceAccountIdentity("kube-system", "deployment-controller"),
+	want := map[string]cluster.Identity{
+		"kube-scheduler":          cluster.SchedulerIdentity,
+		"kube-controller-manager": cluster.ControllerManagerIdentity,
+		"csi-provisioner":         cluster.CSIControllerIdentity,
+		"csi-attacher":            cluster.CSIControllerIdentity,
+		"csi-resizer":             cluster.CSIControllerIdentity,
+		"csi-snapshotter":         cluster.CSIControllerIdentity,
+		"kube-controller-manager/attachdetach-controller":  cluster.ServiceAccountIdentity("kube-system", "attachdetach-controller"),
+		"kube-controller-manager/persistent-volume-binder": cluster.ServiceAccountIdentity("kube-system", "persistent-volume-binder"),
+		"kube-controller-manager/deployment-controller":    cluster.ServiceAccountIdentity("kube-system", "deployment-controller"),
 	}
 	for _, n := range nodes {
-		want["kubelet/"+n.Name] = identity{User: "system:node:" + n.Name, Groups: []string{"system:nodes"}}
+		want["kubelet/"+n.Name] = cluster.Identity{User: "system:node:" + n.Name, Groups: []string{"system:nodes"}}
 	}
 	for component, id := range want {
 		if got, ok := used[component]; !ok || got.String() != id.String() {
@@ -63,14 +64,14 @@ func TestComponentIdentities(t *testing.T) {
 		}
 		// Each controller is a service account the bootstrap policy has a role for.
 		if sa, ok := strings.CutPrefix(component, "kube-controller-manager/"); ok {
-			if id.String() != serviceAccountIdentity("kube-system", sa).String() || !slices.Contains(controllers, sa) {
+			if id.String() != cluster.ServiceAccountIdentity("kube-system", sa).String() || !slices.Contains(controllers, sa) {
 				t.Errorf("controller %s is %v; the bootstrap policy's controllers are %v", sa, id, controllers)
 			}
 		}
 	}
 
 	// The certificates under pki/clients are the components' and name no privileged group.
-	certs, err := filepath.Glob(filepath.Join(tc.cfg.DataDir, "pki", "clients", "*.crt"))
+	certs, err := filepath.Glob(filepath.Join(tc.DataDir(), "pki", "clients", "*.crt"))
 	if err != nil || len(certs) == 0 {
 		t.Fatalf("client certificates: %v %v", certs, err)
 	}
@@ -100,67 +101,67 @@ func TestComponentIdentities(t *testing.T) {
 	}
 
 	// What each may do, as the API server's authorizers answer the admin.
-	node := nodeIdentity(nodes[0].Name)
-	csiNode := serviceAccountIdentity("kube-system", csiNodeSA)
-	deployments := serviceAccountIdentity("kube-system", "deployment-controller")
+	node := cluster.NodeIdentity(nodes[0].Name)
+	csiNode := cluster.ServiceAccountIdentity("kube-system", cluster.CSINodeSA)
+	deployments := cluster.ServiceAccountIdentity("kube-system", "deployment-controller")
 	type attrs = authorizationv1.ResourceAttributes
 	type check struct {
-		who   identity
+		who   cluster.Identity
 		what  attrs
 		allow bool
 	}
 	cases := []check{
-		{csiControllerIdentity, attrs{Verb: "create", Resource: "persistentvolumes"}, true},
-		{csiControllerIdentity, attrs{Verb: "patch", Group: "storage.k8s.io", Resource: "volumeattachments", Subresource: "status"}, true},
-		{csiControllerIdentity, attrs{Verb: "update", Group: "snapshot.storage.k8s.io", Resource: "volumesnapshotcontents", Subresource: "status"}, true},
-		{csiControllerIdentity, attrs{Verb: "patch", Resource: "persistentvolumeclaims", Subresource: "status", Namespace: "default"}, true},
-		{csiControllerIdentity, attrs{Verb: "list", Resource: "secrets"}, false},
-		{csiControllerIdentity, attrs{Verb: "get", Resource: "secrets", Namespace: "kube-system"}, false},
-		{csiControllerIdentity, attrs{Verb: "update", Group: "storage.k8s.io", Resource: "volumeattachments"}, false},
-		{csiControllerIdentity, attrs{Verb: "update", Resource: "persistentvolumes"}, false},
-		{csiControllerIdentity, attrs{Verb: "delete", Resource: "nodes"}, false},
+		{cluster.CSIControllerIdentity, attrs{Verb: "create", Resource: "persistentvolumes"}, true},
+		{cluster.CSIControllerIdentity, attrs{Verb: "patch", Group: "storage.k8s.io", Resource: "volumeattachments", Subresource: "status"}, true},
+		{cluster.CSIControllerIdentity, attrs{Verb: "update", Group: "snapshot.storage.k8s.io", Resource: "volumesnapshotcontents", Subresource: "status"}, true},
+		{cluster.CSIControllerIdentity, attrs{Verb: "patch", Resource: "persistentvolumeclaims", Subresource: "status", Namespace: "default"}, true},
+		{cluster.CSIControllerIdentity, attrs{Verb: "list", Resource: "secrets"}, false},
+		{cluster.CSIControllerIdentity, attrs{Verb: "get", Resource: "secrets", Namespace: "kube-system"}, false},
+		{cluster.CSIControllerIdentity, attrs{Verb: "update", Group: "storage.k8s.io", Resource: "volumeattachments"}, false},
+		{cluster.CSIControllerIdentity, attrs{Verb: "update", Resource: "persistentvolumes"}, false},
+		{cluster.CSIControllerIdentity, attrs{Verb: "delete", Resource: "nodes"}, false},
 		{csiNode, attrs{Verb: "get", Resource: "nodes"}, true},
 		{csiNode, attrs{Verb: "list", Resource: "secrets"}, false},
-		{schedulerIdentity, attrs{Verb: "create", Resource: "pods", Subresource: "binding", Namespace: "default"}, true},
-		{schedulerIdentity, attrs{Verb: "patch", Resource: "persistentvolumeclaims", Namespace: "default"}, true},
-		{schedulerIdentity, attrs{Verb: "delete", Resource: "nodes"}, false},
-		{schedulerIdentity, attrs{Verb: "get", Resource: "secrets", Namespace: "default"}, false},
-		{controllerManagerIdentity, attrs{Verb: "list", Group: "apps", Resource: "deployments"}, true},
-		{controllerManagerIdentity, attrs{Verb: "delete", Resource: "pods", Namespace: "default"}, false},
+		{cluster.SchedulerIdentity, attrs{Verb: "create", Resource: "pods", Subresource: "binding", Namespace: "default"}, true},
+		{cluster.SchedulerIdentity, attrs{Verb: "patch", Resource: "persistentvolumeclaims", Namespace: "default"}, true},
+		{cluster.SchedulerIdentity, attrs{Verb: "delete", Resource: "nodes"}, false},
+		{cluster.SchedulerIdentity, attrs{Verb: "get", Resource: "secrets", Namespace: "default"}, false},
+		{cluster.ControllerManagerIdentity, attrs{Verb: "list", Group: "apps", Resource: "deployments"}, true},
+		{cluster.ControllerManagerIdentity, attrs{Verb: "delete", Resource: "pods", Namespace: "default"}, false},
 		{deployments, attrs{Verb: "create", Group: "apps", Resource: "replicasets", Namespace: "default"}, true},
 		{deployments, attrs{Verb: "get", Resource: "secrets", Namespace: "default"}, false},
 		{node, attrs{Verb: "get", Resource: "nodes", Name: nodes[0].Name}, true},
 		{node, attrs{Verb: "list", Resource: "secrets", Namespace: "default"}, false},
 		{node, attrs{Verb: "list", Resource: "secrets"}, false},
 		{node, attrs{Verb: "list", Resource: "persistentvolumeclaims"}, false},
-		{kubeProxyIdentity, attrs{Verb: "list", Group: "discovery.k8s.io", Resource: "endpointslices"}, true},
-		{kubeProxyIdentity, attrs{Verb: "get", Resource: "secrets", Namespace: "default"}, false},
-		{clusterDNSIdentity, attrs{Verb: "watch", Resource: "namespaces"}, true},
-		{clusterDNSIdentity, attrs{Verb: "list", Group: "discovery.k8s.io", Resource: "endpointslices"}, true},
-		{clusterDNSIdentity, attrs{Verb: "get", Resource: "secrets", Namespace: "kube-system"}, false},
-		{overlayIdentity, attrs{Verb: "patch", Resource: "nodes", Name: nodes[0].Name}, true},
-		{overlayIdentity, attrs{Verb: "list", Resource: "pods"}, false},
-		{netpolIdentity, attrs{Verb: "list", Group: "networking.k8s.io", Resource: "networkpolicies"}, true},
-		{netpolIdentity, attrs{Verb: "create", Resource: "pods", Namespace: "default"}, false},
+		{cluster.KubeProxyIdentity, attrs{Verb: "list", Group: "discovery.k8s.io", Resource: "endpointslices"}, true},
+		{cluster.KubeProxyIdentity, attrs{Verb: "get", Resource: "secrets", Namespace: "default"}, false},
+		{cluster.ClusterDNSIdentity, attrs{Verb: "watch", Resource: "namespaces"}, true},
+		{cluster.ClusterDNSIdentity, attrs{Verb: "list", Group: "discovery.k8s.io", Resource: "endpointslices"}, true},
+		{cluster.ClusterDNSIdentity, attrs{Verb: "get", Resource: "secrets", Namespace: "kube-system"}, false},
+		{cluster.OverlayIdentity, attrs{Verb: "patch", Resource: "nodes", Name: nodes[0].Name}, true},
+		{cluster.OverlayIdentity, attrs{Verb: "list", Resource: "pods"}, false},
+		{cluster.NetpolIdentity, attrs{Verb: "list", Group: "networking.k8s.io", Resource: "networkpolicies"}, true},
+		{cluster.NetpolIdentity, attrs{Verb: "create", Resource: "pods", Namespace: "default"}, false},
 	}
 	// The calls of the components of real nodes and of the VPC (not run by hollow
 	// clusters), each allowed.
 	for _, need := range []struct {
-		who       identity
+		who       cluster.Identity
 		verbs     []string
 		group     string
 		resources []string
 	}{
-		{kubeProxyIdentity, []string{"list", "watch"}, "", []string{"services"}},
-		{kubeProxyIdentity, []string{"list", "watch"}, "discovery.k8s.io", []string{"endpointslices"}},
-		{clusterDNSIdentity, []string{"list", "watch"}, "", []string{"services", "namespaces"}},
-		{clusterDNSIdentity, []string{"list", "watch"}, "discovery.k8s.io", []string{"endpointslices"}},
-		{overlayIdentity, []string{"list", "watch", "patch"}, "", []string{"nodes"}},
-		{netpolIdentity, []string{"list", "watch"}, "", []string{"pods", "namespaces"}},
-		{netpolIdentity, []string{"list", "watch"}, "networking.k8s.io", []string{"networkpolicies"}},
-		{csiControllerIdentity, []string{"list", "watch", "update"}, "snapshot.storage.k8s.io", []string{"volumesnapshotcontents"}},
-		{csiControllerIdentity, []string{"list", "watch"}, "snapshot.storage.k8s.io", []string{"volumesnapshotclasses"}},
-		{csiControllerIdentity, []string{"create", "patch"}, "", []string{"events"}},
+		{cluster.KubeProxyIdentity, []string{"list", "watch"}, "", []string{"services"}},
+		{cluster.KubeProxyIdentity, []string{"list", "watch"}, "discovery.k8s.io", []string{"endpointslices"}},
+		{cluster.ClusterDNSIdentity, []string{"list", "watch"}, "", []string{"services", "namespaces"}},
+		{cluster.ClusterDNSIdentity, []string{"list", "watch"}, "discovery.k8s.io", []string{"endpointslices"}},
+		{cluster.OverlayIdentity, []string{"list", "watch", "patch"}, "", []string{"nodes"}},
+		{cluster.NetpolIdentity, []string{"list", "watch"}, "", []string{"pods", "namespaces"}},
+		{cluster.NetpolIdentity, []string{"list", "watch"}, "networking.k8s.io", []string{"networkpolicies"}},
+		{cluster.CSIControllerIdentity, []string{"list", "watch", "update"}, "snapshot.storage.k8s.io", []string{"volumesnapshotcontents"}},
+		{cluster.CSIControllerIdentity, []string{"list", "watch"}, "snapshot.storage.k8s.io", []string{"volumesnapshotclasses"}},
+		{cluster.CSIControllerIdentity, []string{"create", "patch"}, "", []string{"events"}},
 	} {
 		for _, verb := range need.verbs {
 			for _, r := range need.resources {
@@ -170,7 +171,7 @@ func TestComponentIdentities(t *testing.T) {
 	}
 	for _, c := range cases {
 		what := c.what
-		review, err := tc.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+		review, err := tc.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{User: c.who.User, Groups: c.who.Groups, ResourceAttributes: &what}},
 			metav1.CreateOptions{})
 		if err != nil {
@@ -192,18 +193,18 @@ func TestAggregatedRoles(t *testing.T) {
 	extra := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "widgets-view",
 		Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
 		Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{"example.com"}, Resources: []string{"widgets"}}}}
-	if _, err := tc.client.RbacV1().ClusterRoles().Create(ctx, extra, metav1.CreateOptions{}); err != nil {
+	if _, err := tc.Client.RbacV1().ClusterRoles().Create(ctx, extra, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	allows := func(role string, verb, group, resource string) bool {
-		r, err := tc.client.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{})
+		r, err := tc.Client.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{})
 		if err != nil {
 			return false
 		}
 		a := authorizer.AttributesRecord{ResourceRequest: true, Verb: verb, APIGroup: group, Resource: resource}
 		return auth.RulesAllow(a, r.Rules...)
 	}
-	controllertest.WaitWithin(t, time.Minute, "view, edit and admin to be aggregated", func() (bool, error) {
+	testutil.EventuallyWithin(t, time.Minute, "view, edit and admin to be aggregated", func() (bool, error) {
 		return allows("view", "list", "", "pods") && allows("view", "get", "example.com", "widgets") &&
 			allows("edit", "create", "apps", "deployments") && allows("edit", "get", "example.com", "widgets") &&
 			allows("admin", "create", "rbac.authorization.k8s.io", "rolebindings"), nil

@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"bytes"
@@ -19,6 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubelab/kubelab/internal/cluster/clustertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // TestRealConfigVolumes runs, on a real node, a pod with a configMap, a secret, a
@@ -30,17 +33,17 @@ import (
 func TestRealConfigVolumes(t *testing.T) {
 	tc := startRealCluster(t, 1, "us-east-1a")
 	ctx := context.Background()
-	ns := tc.namespace("real-config")
-	root := tc.kubeletRoot(tc.Nodes()[0])
-	if _, err := tc.client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-config"},
+	ns := tc.Namespace("real-config")
+	root := tc.KubeletRoot(tc.Nodes()[0])
+	if _, err := tc.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-config"},
 		Data: map[string]string{"greeting": "hello", "mode": "fast"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tc.client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "app-secret"},
+	if _, err := tc.Client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "app-secret"},
 		Data: map[string][]byte{"user": []byte("admin"), "password": []byte("s3cret")}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	backend, err := tc.client.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "backend"},
+	backend, err := tc.Client.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "backend"},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 8080}}}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +81,7 @@ func TestRealConfigVolumes(t *testing.T) {
 	c.Env = []corev1.EnvVar{{Name: "GREETING", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, Key: "greeting"}}}}
 	c.EnvFrom = []corev1.EnvFromSource{{Prefix: "SECRET_", SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-secret"}}}}
-	if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := tc.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// A pod naming a ConfigMap that does not exist (yet).
@@ -86,11 +89,11 @@ func TestRealConfigVolumes(t *testing.T) {
 	missing.Spec.Volumes = []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "missing-cm"}}}}}
 	missing.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/config"}}
-	if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, missing, metav1.CreateOptions{}); err != nil {
+	if _, err := tc.Client.CoreV1().Pods(ns).Create(ctx, missing, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
-	p := tc.waitPodRunning(ns, "config-reader")
+	p := tc.WaitPodRunning(ns, "config-reader")
 	pid := tc.containerPID(p, "main")
 	inCtr := func(path string) string { return filepath.Join("/proc", strconv.Itoa(pid), "root", path) }
 	read := func(path string) string {
@@ -115,7 +118,7 @@ func TestRealConfigVolumes(t *testing.T) {
 		t.Errorf("ca.crt holds %q", ca)
 	}
 	// The token is the pod's: the API server says whose, and that it is bound to this pod.
-	review, err := tc.client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
+	review, err := tc.Client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
 		Spec: authenticationv1.TokenReviewSpec{Token: read("/var/run/secrets/kubernetes.io/serviceaccount/token")}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -159,16 +162,16 @@ func TestRealConfigVolumes(t *testing.T) {
 
 	// The ConfigMap changes: the running container sees the new file (the subPath mount
 	// keeps the old one, as subPath mounts do).
-	cm, err := tc.client.CoreV1().ConfigMaps(ns).Get(ctx, "app-config", metav1.GetOptions{})
+	cm, err := tc.Client.CoreV1().ConfigMaps(ns).Get(ctx, "app-config", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cm.Data["greeting"] = "bonjour"
-	if _, err := tc.client.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+	if _, err := tc.Client.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	updated := time.Now()
-	waitFor(t, "the container sees the updated ConfigMap", func() (bool, error) {
+	testutil.EventuallyWithin(t, clustertest.Timeout, "the container sees the updated ConfigMap", func() (bool, error) {
 		b, _ := os.ReadFile(inCtr("/etc/config/greeting"))
 		return string(b) == "bonjour", nil
 	})
@@ -179,11 +182,11 @@ func TestRealConfigVolumes(t *testing.T) {
 
 	// The pod naming a missing ConfigMap waits with upstream's event and status.
 	const wantEvent = `FailedMount: MountVolume.SetUp failed for volume "cfg" : configmap "missing-cm" not found`
-	waitFor(t, "FailedMount event of pod no-config", func() (bool, error) {
-		return slices.Contains(tc.warnings(ns, "no-config"), wantEvent), nil
+	testutil.EventuallyWithin(t, clustertest.Timeout, "FailedMount event of pod no-config", func() (bool, error) {
+		return slices.Contains(tc.Warnings(ns, "no-config"), wantEvent), nil
 	})
-	waitFor(t, "pod no-config ContainerCreating", func() (bool, error) {
-		p, err := tc.client.CoreV1().Pods(ns).Get(ctx, "no-config", metav1.GetOptions{})
+	testutil.EventuallyWithin(t, clustertest.Timeout, "pod no-config ContainerCreating", func() (bool, error) {
+		p, err := tc.Client.CoreV1().Pods(ns).Get(ctx, "no-config", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -192,11 +195,11 @@ func TestRealConfigVolumes(t *testing.T) {
 			cs[0].State.Waiting.Reason == "ContainerCreating", nil
 	})
 	// Once the ConfigMap exists, the pod starts with it.
-	if _, err := tc.client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "missing-cm"},
+	if _, err := tc.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "missing-cm"},
 		Data: map[string]string{"k": "here now"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	late := tc.waitPodRunning(ns, "no-config")
+	late := tc.WaitPodRunning(ns, "no-config")
 	if b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(tc.containerPID(late, "main")), "root/etc/config/k")); err != nil || string(b) != "here now" {
 		t.Errorf("no-config sees %q (%v)", b, err)
 	}
@@ -207,7 +210,7 @@ func TestRealConfigVolumes(t *testing.T) {
 		tc.deletePodAndWait(ns, name)
 	}
 	podDir := filepath.Join(root, "pods", string(p.UID))
-	waitFor(t, "pod config-reader's mounts and dir gone", func() (bool, error) {
+	testutil.EventuallyWithin(t, clustertest.Timeout, "pod config-reader's mounts and dir gone", func() (bool, error) {
 		ms, err := mountinfo.GetMounts(mountinfo.PrefixFilter(podDir))
 		if err != nil || len(ms) > 0 {
 			return false, err

@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
@@ -11,6 +11,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/cloud"
+	"github.com/kubelab/kubelab/internal/cluster"
+	"github.com/kubelab/kubelab/internal/cluster/clustertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 	"github.com/kubelab/kubelab/internal/trace"
 )
 
@@ -20,31 +23,31 @@ import (
 func TestRealVolumeFaults(t *testing.T) {
 	tc := startRealCluster(t, 1, "us-east-1a")
 	ctx := context.Background()
-	ns := tc.namespace("real-faults")
+	ns := tc.Namespace("real-faults")
 
 	// Attach fails in the cloud.
-	fault, err := tc.cloud.InjectFault(cloud.Fault{Action: "AttachVolume", Mode: "fail", Code: "InternalError", Message: "kubelab test: attach refused"})
+	fault, err := tc.Cloud().InjectFault(cloud.Fault{Action: "AttachVolume", Mode: "fail", Code: "InternalError", Message: "kubelab test: attach refused"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tc.seedPair(ns, "attach-claim", "attach-pod", "gp2")
-	waitFor(t, "FailedAttachVolume event of attach-pod", func() (bool, error) { return tc.hasEvent(ns, "attach-pod", "FailedAttachVolume"), nil })
+	testutil.EventuallyWithin(t, clustertest.Timeout, "FailedAttachVolume event of attach-pod", func() (bool, error) { return tc.HasEvent(ns, "attach-pod", "FailedAttachVolume"), nil })
 	tc.expectWhy(ns, "attach-pod", trace.StageAttach, "kubelab test: attach refused")
-	tc.cloud.ClearFaults(fault)
+	tc.Cloud().ClearFaults(fault)
 	assertContainerCreating(t, tc, ns, "attach-pod")
 	tc.deletePodAndWait(ns, "attach-pod")
 
 	// Stage fails on the node: mkfs.ext4 refuses an inode size of 100 bytes.
-	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "kubelab-badinode"}, Provisioner: DriverName,
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "kubelab-badinode"}, Provisioner: cluster.DriverName,
 		VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
 		Parameters:        map[string]string{"inodeSize": "100"}}
-	if _, err := tc.client.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
+	if _, err := tc.Client.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	tc.seedPair(ns, "mount-claim", "mount-pod", "kubelab-badinode")
 	var msg string
-	waitFor(t, "FailedMount event of mount-pod", func() (bool, error) {
-		for _, w := range tc.warnings(ns, "mount-pod") {
+	testutil.EventuallyWithin(t, clustertest.Timeout, "FailedMount event of mount-pod", func() (bool, error) {
+		for _, w := range tc.Warnings(ns, "mount-pod") {
 			if strings.HasPrefix(w, "FailedMount: MountVolume.MountDevice failed for volume ") {
 				msg = w
 				return true, nil
@@ -59,14 +62,14 @@ func TestRealVolumeFaults(t *testing.T) {
 	assertContainerCreating(t, tc, ns, "mount-pod")
 	tc.deletePodAndWait(ns, "mount-pod")
 	for _, claim := range []string{"attach-claim", "mount-claim"} {
-		c, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
+		c, err := tc.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if c.Spec.VolumeName == "" {
 			t.Fatalf("claim %s is not bound", claim)
 		}
-		if ms := volumeMounts(t, tc.cfg.DataDir, c.Spec.VolumeName, ""); len(ms) != 0 {
+		if ms := volumeMounts(t, tc.DataDir(), c.Spec.VolumeName, ""); len(ms) != 0 {
 			t.Fatalf("mounts of %s's volume left after the pods went: %s", claim, ms[0].Mountpoint)
 		}
 	}
@@ -76,7 +79,7 @@ func TestRealVolumeFaults(t *testing.T) {
 // ContainerCreating.
 func assertContainerCreating(t *testing.T, tc *testCluster, ns, name string) {
 	t.Helper()
-	p, err := tc.client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	p, err := tc.Client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
@@ -17,9 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/cluster"
+	"github.com/kubelab/kubelab/internal/cluster/clustertest"
 	"github.com/kubelab/kubelab/internal/overlay"
 	"github.com/kubelab/kubelab/internal/overlay/overlaytest"
+	"github.com/kubelab/kubelab/internal/testutil"
 	"github.com/kubelab/kubelab/internal/vpc"
 )
 
@@ -56,23 +58,19 @@ func httpVia(netns, url string) (string, error) {
 // answers in each node's namespace and in its pods, the API server and the EC2 endpoint
 // are reachable from a pod, and a NetworkPolicy denies, then allows.
 func TestRealNetwork(t *testing.T) {
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl is not installed: this test runs commands in pods with the real kubectl")
-	}
 	tc := startRealCluster(t, 2, "us-east-1a", "us-east-1b")
 	ctx := context.Background()
-	ns := tc.namespace("net")
+	ns := tc.Namespace("net")
 	nodes := tc.Nodes()
 	n0, n1 := nodes[0], nodes[1]
 	kexec := func(pod string, args ...string) (string, error) {
-		cmd := exec.Command(kubectl, append([]string{"--kubeconfig", tc.Kubeconfig(), "-n", ns, "exec", pod, "--"}, args...)...)
+		cmd := testutil.KubectlCommand(t, tc.Kubeconfig(), append([]string{"-n", ns, "exec", pod, "--"}, args...)...)
 		out, err := cmd.CombinedOutput()
 		return strings.TrimSpace(string(out)), err
 	}
 	create := func(p *corev1.Pod) {
 		t.Helper()
-		if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		if _, err := tc.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -86,7 +84,7 @@ func TestRealNetwork(t *testing.T) {
 	duo.Spec.NodeName = n1.Name
 	duo.Spec.Containers = append(duo.Spec.Containers, corev1.Container{Name: "nginx", Image: "nginx"})
 	create(duo)
-	svc, err := tc.client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+	svc, err := tc.Client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Type: corev1.ServiceTypeNodePort,
 			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromString("http")}}},
@@ -94,19 +92,19 @@ func TestRealNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tc.client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+	if _, err := tc.Client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-headless"},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, ClusterIP: corev1.ClusterIPNone,
 			Ports: []corev1.ServicePort{{Port: 80}}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	web0, web1 := tc.waitPodRunning(ns, "web-0"), tc.waitPodRunning(ns, "web-1")
-	cl := tc.waitPodRunning(ns, "client")
-	tc.waitPodRunning(ns, "duo")
+	web0, web1 := tc.WaitPodRunning(ns, "web-0"), tc.WaitPodRunning(ns, "web-1")
+	cl := tc.WaitPodRunning(ns, "client")
+	tc.WaitPodRunning(ns, "duo")
 	for _, p := range []*corev1.Pod{web0, web1, cl} {
 		ip := net.ParseIP(p.Status.PodIP)
-		node, err := tc.client.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
+		node, err := tc.Client.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +139,7 @@ func TestRealNetwork(t *testing.T) {
 		return seen
 	}
 	var seen map[string]int
-	controllertest.WaitWithin(t, time.Minute, "30 requests to the Service to reach both web-0 and web-1", func() (bool, error) {
+	testutil.EventuallyWithin(t, time.Minute, "30 requests to the Service to reach both web-0 and web-1", func() (bool, error) {
 		seen = spread()
 		return seen["web-0"] > 0 && seen["web-1"] > 0 && seen["web-0"]+seen["web-1"] == 30, nil
 	})
@@ -149,17 +147,17 @@ func TestRealNetwork(t *testing.T) {
 	if out, err := kexec("web-1", "rm", "/tmp/ready"); err != nil {
 		t.Fatalf("rm /tmp/ready in web-1: %v %s", err, out)
 	}
-	waitFor(t, "web-1 not ready in the Service's EndpointSlice", func() (bool, error) {
+	testutil.EventuallyWithin(t, clustertest.Timeout, "web-1 not ready in the Service's EndpointSlice", func() (bool, error) {
 		r := tc.endpointReady(ns, "web", "web-1")
 		return r != nil && !*r, nil
 	})
-	waitFor(t, "the proxies to stop sending to web-1", func() (bool, error) {
+	testutil.EventuallyWithin(t, clustertest.Timeout, "the proxies to stop sending to web-1", func() (bool, error) {
 		seen := spread()
 		return seen["web-1"] == 0 && seen["web-0"] == 30, nil
 	})
 	// NodePort: node 0 reaches it on node 1's address; node 1 sends it to web-0 on node 0.
 	url := "http://" + net.JoinHostPort(n1.IP, strconv.Itoa(int(svc.Spec.Ports[0].NodePort))) + "/"
-	if out, err := httpVia(tc.vpc.NodePath(n0.Name), url); err != nil || out != "web-0" {
+	if out, err := httpVia(tc.VPC().NodePath(n0.Name), url); err != nil || out != "web-0" {
 		t.Errorf("NodePort %s from node %s: %v %q", url, n0.Name, err, out)
 	}
 
@@ -180,7 +178,7 @@ func TestRealNetwork(t *testing.T) {
 	// IMDS: in each node's namespace, as that node's instance; and from a pod, its node's.
 	for _, n := range nodes {
 		for path, want := range map[string]string{"instance-id": n.InstanceID, "placement/availability-zone": n.Zone, "local-ipv4": n.IP} {
-			if out, err := httpVia(tc.vpc.NodePath(n.Name), "http://169.254.169.254/latest/meta-data/"+path); err != nil || out != want {
+			if out, err := httpVia(tc.VPC().NodePath(n.Name), "http://169.254.169.254/latest/meta-data/"+path); err != nil || out != want {
 				t.Errorf("IMDS %s in node %s: %v %q, want %q", path, n.Name, err, out, want)
 			}
 		}
@@ -193,7 +191,7 @@ func TestRealNetwork(t *testing.T) {
 	hostnet := busyboxPod(ns, "hostnet", corev1.RestartPolicyAlways, "sleep 3600")
 	hostnet.Spec.NodeName, hostnet.Spec.HostNetwork = n1.Name, true
 	create(hostnet)
-	if p := tc.waitPodRunning(ns, "hostnet"); p.Status.PodIP != n1.IP {
+	if p := tc.WaitPodRunning(ns, "hostnet"); p.Status.PodIP != n1.IP {
 		t.Errorf("host-network pod on %s has IP %q, want the node's %s", n1.Name, p.Status.PodIP, n1.IP)
 	}
 	if out, err := kexec("hostnet", "ip", "-4", "addr", "show", "eth0"); err != nil || !strings.Contains(out, "inet "+n1.IP+"/") {
@@ -211,23 +209,23 @@ func TestRealNetwork(t *testing.T) {
 	}
 	// A client in a node's namespace, as an in-cluster one: https://10.96.0.1 with the
 	// cluster's CA, through that node's proxy to the API server on the VPC.
-	inCluster, err := tc.restConfig("test", serviceAccountIdentity("default", "default"))
+	inCluster, err := tc.RestConfig("test", cluster.ServiceAccountIdentity("default", "default"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	inCluster.Host, inCluster.Dial = "https://10.96.0.1", vpc.DialContext(tc.vpc.NodePath(n1.Name))
+	inCluster.Host, inCluster.Dial = "https://10.96.0.1", vpc.DialContext(tc.VPC().NodePath(n1.Name))
 	if cs, err := kubernetes.NewForConfig(inCluster); err != nil {
 		t.Fatal(err)
 	} else if v, err := cs.Discovery().ServerVersion(); err != nil || v.GitVersion == "" {
 		t.Errorf("API server at https://10.96.0.1 from node %s: %v %+v", n1.Name, err, v)
 	}
-	if eps, err := tc.client.DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{}); err != nil ||
+	if eps, err := tc.Client.DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{}); err != nil ||
 		len(eps.Endpoints) != 1 || eps.Endpoints[0].Addresses[0] != vpc.ControlPlaneIP || *eps.Ports[0].Port != 443 {
 		t.Errorf("the kubernetes EndpointSlice: %v %+v; want %s:443", err, eps, vpc.ControlPlaneIP)
 	}
 
 	// NetworkPolicy: web pods accept no ingress, then only from pods with role=client.
-	np, err := tc.client.NetworkingV1().NetworkPolicies(ns).Create(ctx, &networkingv1.NetworkPolicy{
+	np, err := tc.Client.NetworkingV1().NetworkPolicies(ns).Create(ctx, &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}},
@@ -239,19 +237,19 @@ func TestRealNetwork(t *testing.T) {
 		args := []string{"timeout", "3", "wget", "-qO-", "http://" + ip + "/"}
 		if container != "" {
 			args = append([]string{"-c", container, "--"}, args...)
-			out, err := exec.Command(kubectl, append([]string{"--kubeconfig", tc.Kubeconfig(), "-n", ns, "exec", pod}, args...)...).CombinedOutput()
+			out, err := testutil.KubectlCommand(t, tc.Kubeconfig(), append([]string{"-n", ns, "exec", pod}, args...)...).CombinedOutput()
 			return err == nil && len(out) > 0
 		}
 		out, err := kexec(pod, args...)
 		return err == nil && out != ""
 	}
-	waitFor(t, "the policy to deny client → web-0", func() (bool, error) { return !reaches("client", "", web0.Status.PodIP), nil })
+	testutil.EventuallyWithin(t, clustertest.Timeout, "the policy to deny client → web-0", func() (bool, error) { return !reaches("client", "", web0.Status.PodIP), nil })
 	np.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{
 		{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "client"}}}}}}
-	if _, err := tc.client.NetworkingV1().NetworkPolicies(ns).Update(ctx, np, metav1.UpdateOptions{}); err != nil {
+	if _, err := tc.Client.NetworkingV1().NetworkPolicies(ns).Update(ctx, np, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the policy to allow client → web-0", func() (bool, error) { return reaches("client", "", web0.Status.PodIP), nil })
+	testutil.EventuallyWithin(t, clustertest.Timeout, "the policy to allow client → web-0", func() (bool, error) { return reaches("client", "", web0.Status.PodIP), nil })
 	if reaches("duo", "main", web0.Status.PodIP) {
 		t.Errorf("duo (no role=client) reached web-0 through a policy that allows only role=client")
 	}
@@ -261,10 +259,10 @@ func TestRealNetwork(t *testing.T) {
 // that a packet from the pod at src to the pod at dst crossed it inside VXLAN (VNI 1)
 // between the nodes' addresses.
 func (tc *testCluster) assertOverlay(from string, talk func(), src, dst string) {
-	tc.t.Helper()
-	capture, err := overlaytest.Capture(tc.vpc.Path(), tc.vpc.Port(from))
+	tc.T.Helper()
+	capture, err := overlaytest.Capture(tc.VPC().Path(), tc.VPC().Port(from))
 	if err != nil {
-		tc.t.Fatal(err)
+		tc.T.Fatal(err)
 	}
 	defer capture.Close()
 	talk()
@@ -274,22 +272,22 @@ func (tc *testCluster) assertOverlay(from string, talk func(), src, dst string) 
 		return p.VXLAN && p.Inner != nil && p.Inner.Src.String() == src && p.Inner.Dst.String() == dst
 	})
 	if err != nil {
-		tc.t.Fatalf("no VXLAN packet %s → %s on the VPC bridge: %v", src, dst, err)
+		tc.T.Fatalf("no VXLAN packet %s → %s on the VPC bridge: %v", src, dst, err)
 	}
 	if p.VNI != 1 || !strings.HasPrefix(p.Src.String(), "172.31.") || !strings.HasPrefix(p.Dst.String(), "172.31.") {
-		tc.t.Errorf("overlay packet %s: want VNI 1 between node addresses", p)
+		tc.T.Errorf("overlay packet %s: want VNI 1 between node addresses", p)
 	}
 }
 
 // logNetwork logs, for a failure's diagnosis, node's nftables rules and namespace ns's
 // EndpointSlices.
 func (tc *testCluster) logNetwork(ns, node string) {
-	out, err := exec.Command("ip", "netns", "exec", tc.vpc.NodeName(node), "nft", "list", "ruleset").CombinedOutput()
-	tc.t.Logf("nft list ruleset in node %s: %v\n%s", node, err, out)
-	slices, err := tc.client.DiscoveryV1().EndpointSlices(ns).List(context.Background(), metav1.ListOptions{})
+	out, err := exec.Command("ip", "netns", "exec", tc.VPC().NodeName(node), "nft", "list", "ruleset").CombinedOutput()
+	tc.T.Logf("nft list ruleset in node %s: %v\n%s", node, err, out)
+	slices, err := tc.Client.DiscoveryV1().EndpointSlices(ns).List(context.Background(), metav1.ListOptions{})
 	if err == nil {
 		for _, s := range slices.Items {
-			tc.t.Logf("EndpointSlice %s: ports %+v endpoints %+v", s.Name, s.Ports, s.Endpoints)
+			tc.T.Logf("EndpointSlice %s: ports %+v endpoints %+v", s.Name, s.Ports, s.Endpoints)
 		}
 	}
 }
@@ -298,19 +296,19 @@ func (tc *testCluster) logNetwork(ns, node string) {
 // their VPC addresses instead of the VXLAN overlay: a pod reaches a pod on the other node,
 // and its packets cross the VPC bridge unencapsulated, with the pods' own addresses.
 func TestRealNetworkDirectRoutes(t *testing.T) {
-	tc := startRealClusterWith(t, func(c *Config) { c.OverlayMode = overlay.ModeDirect }, 2, "us-east-1a", "us-east-1b")
+	tc := startRealClusterWith(t, func(c *cluster.Config) { c.OverlayMode = overlay.ModeDirect }, 2, "us-east-1a", "us-east-1b")
 	ctx := context.Background()
-	ns := tc.namespace("direct")
+	ns := tc.Namespace("direct")
 	n0, n1 := tc.Nodes()[0], tc.Nodes()[1]
 	client := busyboxPod(ns, "client", corev1.RestartPolicyAlways, "sleep 3600")
 	client.Spec.NodeName = n0.Name
 	for _, p := range []*corev1.Pod{client, webPod(ns, "web", n1.Name)} {
-		if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		if _, err := tc.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cl, web := tc.waitPodRunning(ns, "client"), tc.waitPodRunning(ns, "web")
-	capture, err := overlaytest.Capture(tc.vpc.Path(), tc.vpc.Port(n0.Name))
+	cl, web := tc.WaitPodRunning(ns, "client"), tc.WaitPodRunning(ns, "web")
+	capture, err := overlaytest.Capture(tc.VPC().Path(), tc.VPC().Port(n0.Name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
-package cluster
+package cluster_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/moby/sys/mountinfo"
@@ -23,108 +21,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
-	"github.com/kubelab/kubelab/internal/vpc"
+	"github.com/kubelab/kubelab/internal/cluster"
+	"github.com/kubelab/kubelab/internal/cluster/clustertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
-
-// startRealCluster runs a cluster of nodes real nodes (containerd, real mounts) spread
-// over zones, and checks at the end that stopping it left nothing on
-// the machine: no mount under its data dir, no loop device of its volumes, no process
-// of its containerds, no network namespace of its VPC or nodes, no cgroup of its pods.
-func startRealCluster(t *testing.T, nodes int, zones ...string) *testCluster {
-	t.Helper()
-	return startRealClusterWith(t, nil, nodes, zones...)
-}
-
-// startRealClusterWith is startRealCluster with tweak applied to the cluster's config.
-func startRealClusterWith(t *testing.T, tweak func(*Config), nodes int, zones ...string) *testCluster {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("real nodes need root (loop devices, mounts, containerd)")
-	}
-	for _, bin := range []string{"containerd", "runc", "/usr/lib/cni/bridge", "mkfs.ext4"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("real nodes need %s (hack/setup.sh installs it): %v", bin, err)
-		}
-	}
-	pause, plugin, kubelab := buildCommand(t, "kubelab-pause"), buildCommand(t, "kubelab-cni"), buildCommand(t, "kubelab")
-	var tc *testCluster
-	t.Cleanup(func() { // runs after the cluster has stopped
-		if tc != nil {
-			assertNothingLeft(t, tc.cfg.DataDir, tc.Nodes())
-		}
-	})
-	tc = startCluster(t, func(c *Config) {
-		c.Hollow, c.PauseBinary, c.CNIBinary, c.KubelabBinary = false, pause, plugin, kubelab
-		c.Zones, c.Nodes = zones, nodes
-		if tweak != nil {
-			tweak(c)
-		}
-	})
-	return tc
-}
-
-// builtCommands are the executables buildCommand has built, by name, in builtDir (made
-// by TestMain and removed when the tests end).
-var (
-	builtMu       sync.Mutex
-	builtCommands = map[string]string{}
-	builtDir      string
-)
-
-// buildCommand builds the static executable of cmd/<name> once per test process.
-func buildCommand(t testing.TB, name string) string {
-	t.Helper()
-	builtMu.Lock()
-	defer builtMu.Unlock()
-	if out, ok := builtCommands[name]; ok {
-		return out
-	}
-	out := filepath.Join(builtDir, name)
-	build := exec.Command("go", "build", "-o", out, "github.com/kubelab/kubelab/cmd/"+name)
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", name, err, b)
-	}
-	builtCommands[name] = out
-	return out
-}
-
-// assertNothingLeft checks that nothing of the cluster on dataDir is left on the machine.
-func assertNothingLeft(t testing.TB, dataDir string, nodes []Node) {
-	t.Helper()
-	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dataDir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range mounts {
-		t.Errorf("left mounted: %s (%s on %s)", m.Mountpoint, m.FSType, m.Source)
-	}
-	loops, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
-	for _, f := range loops {
-		if b, err := os.ReadFile(f); err == nil && strings.HasPrefix(string(b), dataDir) {
-			t.Errorf("loop device left: %s → %s", f, strings.TrimSpace(string(b)))
-		}
-	}
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, f := range procs {
-		if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte(dataDir)) {
-			t.Errorf("process left: %s: %s", f, bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
-		}
-	}
-	for _, ns := range vpc.Namespaces(dataDir) {
-		t.Errorf("network namespace left: %s", ns)
-	}
-	for _, n := range nodes {
-		if left, _ := filepath.Glob("/sys/fs/cgroup/*" + nodeCgroupParent(dataDir, n.Name)); len(left) > 0 {
-			t.Errorf("cgroups of node %s left: %v", n.Name, left)
-		}
-	}
-}
 
 // containerPID is the main process of the pod's container name, found through the
 // container's cgroup.
 func (tc *testCluster) containerPID(pod *corev1.Pod, name string) int {
-	tc.t.Helper()
+	tc.T.Helper()
 	var id string
 	for _, cs := range pod.Status.ContainerStatuses {
 		if cs.Name == name {
@@ -132,9 +37,9 @@ func (tc *testCluster) containerPID(pod *corev1.Pod, name string) int {
 		}
 	}
 	if id == "" {
-		tc.t.Fatalf("pod %s has no container %s in its status", pod.Name, name)
+		tc.T.Fatalf("pod %s has no container %s in its status", pod.Name, name)
 	}
-	procs, _ := filepath.Glob("/sys/fs/cgroup/*" + tc.cgroupParent(Node{Name: pod.Spec.NodeName}) + "/pod" + string(pod.UID) + "/" + id + "/cgroup.procs")
+	procs, _ := filepath.Glob("/sys/fs/cgroup/*" + cluster.CgroupRoot(tc.DataDir()) + "/" + pod.Spec.NodeName + "/pod" + string(pod.UID) + "/" + id + "/cgroup.procs")
 	for _, f := range procs {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -146,7 +51,7 @@ func (tc *testCluster) containerPID(pod *corev1.Pod, name string) int {
 			}
 		}
 	}
-	tc.t.Fatalf("no process of container %s (%s) of pod %s", name, id, pod.Name)
+	tc.T.Fatalf("no process of container %s (%s) of pod %s", name, id, pod.Name)
 	return 0
 }
 
@@ -185,26 +90,26 @@ func hostMount(t *testing.T, path string) *mountinfo.Info {
 func TestRealSeedFlow(t *testing.T) {
 	tc := startRealCluster(t, 2, "us-east-1a")
 	ctx := context.Background()
-	ns := tc.namespace("real-seed")
+	ns := tc.Namespace("real-seed")
 	nodes := tc.Nodes()
 	_, pod := tc.seedPair(ns, "my-app-pvc", "my-app-pod", "gp2")
-	pod = tc.waitPodRunning(ns, pod.Name)
+	pod = tc.WaitPodRunning(ns, pod.Name)
 	if pod.Status.PodIP == "" {
 		t.Fatalf("pod has no IP: %+v", pod.Status)
 	}
 
-	pvc, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "my-app-pvc", metav1.GetOptions{})
+	pvc, err := tc.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "my-app-pvc", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pv := pvc.Spec.VolumeName
-	var node Node
+	var node cluster.Node
 	for _, n := range nodes {
 		if n.Name == pod.Spec.NodeName {
 			node = n
 		}
 	}
-	root := tc.kubeletRoot(node)
+	root := tc.KubeletRoot(node)
 	staging := hostMount(t, filepath.Join(root, "plugins/kubernetes.io/csi/pv", pv, "globalmount"))
 	target := hostMount(t, filepath.Join(root, "pods", string(pod.UID), "volumes/kubernetes.io~csi", pv, "mount"))
 	if staging.FSType != "ext4" || !strings.HasPrefix(staging.Source, "/dev/loop") || target.Source != staging.Source {
@@ -222,7 +127,7 @@ func TestRealSeedFlow(t *testing.T) {
 	if err := os.WriteFile(index, []byte("hi from kubelab\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "nginx serves the volume's index.html", func() (bool, error) {
+	testutil.EventuallyWithin(t, clustertest.Timeout, "nginx serves the volume's index.html", func() (bool, error) {
 		out, err := exec.Command("nsenter", "-t", strconv.Itoa(pid), "-n", "busybox", "wget", "-qO-", "http://"+pod.Status.PodIP+"/").CombinedOutput()
 		return err == nil && string(out) == "hi from kubelab\n", nil
 	})
@@ -233,15 +138,15 @@ func TestRealSeedFlow(t *testing.T) {
 		other = nodes[1].Name
 	}
 	tc.deletePodAndWait(ns, pod.Name)
-	if ms := volumeMounts(t, tc.cfg.DataDir, pv, staging.Source); len(ms) != 0 {
+	if ms := volumeMounts(t, tc.DataDir(), pv, staging.Source); len(ms) != 0 {
 		t.Fatalf("mounts left on %s after the pod went: %s", node.Name, ms[0].Mountpoint)
 	}
-	again := seedObject[*corev1.Pod](t, "20-pod.yaml")
+	again := clustertest.SeedObject[*corev1.Pod](t, "20-pod.yaml")
 	again.Namespace, again.Spec.NodeName = ns, other
-	if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, again, metav1.CreateOptions{}); err != nil {
+	if _, err := tc.Client.CoreV1().Pods(ns).Create(ctx, again, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pod = tc.waitPodRunning(ns, again.Name)
+	pod = tc.WaitPodRunning(ns, again.Name)
 	pid = tc.containerPID(pod, "my-container")
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "root/usr/share/nginx/html/index.html"))
 	if err != nil || string(b) != "hi from kubelab\n" {
@@ -250,13 +155,13 @@ func TestRealSeedFlow(t *testing.T) {
 
 	// Claim deleted: mounts, loop device and cloud volume go.
 	tc.deletePodAndWait(ns, pod.Name)
-	if err := tc.client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, "my-app-pvc", metav1.DeleteOptions{}); err != nil {
+	if err := tc.Client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, "my-app-pvc", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "cloud volume of "+pv+" deleted", func() (bool, error) {
-		return len(tc.cloudVolumes(pv)) == 0, nil
+	testutil.EventuallyWithin(t, clustertest.Timeout, "cloud volume of "+pv+" deleted", func() (bool, error) {
+		return len(tc.CloudVolumes(pv)) == 0, nil
 	})
-	if ms := volumeMounts(t, tc.cfg.DataDir, pv, staging.Source); len(ms) != 0 {
+	if ms := volumeMounts(t, tc.DataDir(), pv, staging.Source); len(ms) != 0 {
 		t.Fatalf("mounts left after the claim went: %s", ms[0].Mountpoint)
 	}
 
@@ -282,10 +187,10 @@ func volumeMounts(t *testing.T, dataDir, pv, dev string) []*mountinfo.Info {
 
 // nodeReady is the node's Ready condition.
 func (tc *testCluster) nodeReady(name string) corev1.NodeCondition {
-	tc.t.Helper()
-	n, err := tc.client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	tc.T.Helper()
+	n, err := tc.Client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
-		tc.t.Fatal(err)
+		tc.T.Fatal(err)
 	}
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
@@ -301,17 +206,17 @@ func (tc *testCluster) nodeReady(name string) corev1.NodeCondition {
 func TestRealRuntimeDown(t *testing.T) {
 	tc := startRealCluster(t, 1, "us-east-1a")
 	ctx := context.Background()
-	ns := tc.namespace("runtime-down")
+	ns := tc.Namespace("runtime-down")
 	node := tc.Nodes()[0].Name
-	if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, busyboxPod(ns, "sleeper", corev1.RestartPolicyAlways, "sleep 3600"), metav1.CreateOptions{}); err != nil {
+	if _, err := tc.Client.CoreV1().Pods(ns).Create(ctx, busyboxPod(ns, "sleeper", corev1.RestartPolicyAlways, "sleep 3600"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tc.waitPodRunning(ns, "sleeper")
+	tc.WaitPodRunning(ns, "sleeper")
 
 	if err := tc.Stop(ctx, "containerd/"+node); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "node NotReady while its runtime is down", func() (bool, error) {
+	testutil.EventuallyWithin(t, clustertest.Timeout, "node NotReady while its runtime is down", func() (bool, error) {
 		c := tc.nodeReady(node)
 		return c.Status == corev1.ConditionFalse, nil
 	})
@@ -322,12 +227,12 @@ func TestRealRuntimeDown(t *testing.T) {
 	if err := tc.Start(ctx, "containerd/"+node); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "node Ready again", func() (bool, error) {
+	testutil.EventuallyWithin(t, clustertest.Timeout, "node Ready again", func() (bool, error) {
 		return tc.nodeReady(node).Status == corev1.ConditionTrue, nil
 	})
-	waitFor(t, "pod sleeper running again in a new sandbox", func() (bool, error) {
-		p, err := tc.client.CoreV1().Pods(ns).Get(ctx, "sleeper", metav1.GetOptions{})
-		if err != nil || !podRunning(p) {
+	testutil.EventuallyWithin(t, clustertest.Timeout, "pod sleeper running again in a new sandbox", func() (bool, error) {
+		p, err := tc.Client.CoreV1().Pods(ns).Get(ctx, "sleeper", metav1.GetOptions{})
+		if err != nil || !clustertest.PodRunning(p) {
 			return false, err
 		}
 		cs := p.Status.ContainerStatuses
@@ -338,35 +243,31 @@ func TestRealRuntimeDown(t *testing.T) {
 // TestRealKubectlStreams drives a real node's kubelet server through the API server with
 // the real kubectl: logs, exec (output, exit code, stdin), cp and port-forward.
 func TestRealKubectlStreams(t *testing.T) {
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl is not installed: this test drives the node with the real kubectl")
-	}
 	tc := startRealCluster(t, 1, "us-east-1a")
 	ctx := context.Background()
-	ns := tc.namespace("streams")
+	ns := tc.Namespace("streams")
 	run := func(stdin string, args ...string) (string, error) {
-		cmd := exec.Command(kubectl, append([]string{"--kubeconfig", tc.Kubeconfig(), "-n", ns}, args...)...)
+		cmd := testutil.KubectlCommand(t, tc.Kubeconfig(), append([]string{"-n", ns}, args...)...)
 		cmd.Stdin = strings.NewReader(stdin)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, busyboxPod(ns, "talker", corev1.RestartPolicyAlways,
+	if _, err := tc.Client.CoreV1().Pods(ns).Create(ctx, busyboxPod(ns, "talker", corev1.RestartPolicyAlways,
 		"echo hello from kubelab; echo to stderr >&2; sleep 3600"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	web := seedObject[*corev1.Pod](t, "20-pod.yaml")
+	web := clustertest.SeedObject[*corev1.Pod](t, "20-pod.yaml")
 	web.Name, web.Namespace, web.Spec.Volumes = "web", ns, nil
 	web.Spec.Containers[0].VolumeMounts = nil
-	if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, web, metav1.CreateOptions{}); err != nil {
+	if _, err := tc.Client.CoreV1().Pods(ns).Create(ctx, web, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tc.waitPodRunning(ns, "talker")
-	tc.waitPodRunning(ns, "web")
+	tc.WaitPodRunning(ns, "talker")
+	tc.WaitPodRunning(ns, "web")
 
 	// stdout and stderr reach the log through separate pipes: their order may vary.
 	var logs string
-	waitFor(t, "kubectl logs talker", func() (bool, error) {
+	testutil.EventuallyWithin(t, clustertest.Timeout, "kubectl logs talker", func() (bool, error) {
 		out, err := run("", "logs", "talker")
 		logs = out
 		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
@@ -397,7 +298,7 @@ func TestRealKubectlStreams(t *testing.T) {
 
 	// Port-forward to nginx in the pod: a local port on 127.0.0.1 reaches port 80 in the
 	// pod's network namespace.
-	pf := exec.Command(kubectl, "--kubeconfig", tc.Kubeconfig(), "-n", ns, "port-forward", "pod/web", ":80")
+	pf := testutil.KubectlCommand(t, tc.Kubeconfig(), "-n", ns, "port-forward", "pod/web", ":80")
 	var pfOut apiservertest.SyncBuffer
 	pf.Stdout, pf.Stderr = &pfOut, &pfOut
 	if err := pf.Start(); err != nil {
@@ -405,7 +306,7 @@ func TestRealKubectlStreams(t *testing.T) {
 	}
 	t.Cleanup(func() { pf.Process.Kill(); pf.Wait() })
 	var port string
-	waitFor(t, "kubectl port-forward listening", func() (bool, error) {
+	testutil.EventuallyWithin(t, clustertest.Timeout, "kubectl port-forward listening", func() (bool, error) {
 		m := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 80`).FindStringSubmatch(pfOut.String())
 		if m != nil {
 			port = m[1]
@@ -433,8 +334,8 @@ func TestRealResizeInUse(t *testing.T) {
 	ctx := context.Background()
 	pod, pvc := tc.growInUse("real-resize")
 	if !hasCapSysResource(t) {
-		waitFor(t, "VolumeResizeFailed naming CAP_SYS_RESOURCE", func() (bool, error) {
-			for _, w := range tc.warnings(pod.Namespace, pod.Name) {
+		testutil.EventuallyWithin(t, clustertest.Timeout, "VolumeResizeFailed naming CAP_SYS_RESOURCE", func() (bool, error) {
+			for _, w := range tc.Warnings(pod.Namespace, pod.Name) {
 				if strings.HasPrefix(w, "VolumeResizeFailed: ") && strings.Contains(w, "CAP_SYS_RESOURCE") {
 					return true, nil
 				}
@@ -442,16 +343,16 @@ func TestRealResizeInUse(t *testing.T) {
 			return false, nil
 		})
 		tc.deletePodAndWait(pod.Namespace, pod.Name)
-		again := seedObject[*corev1.Pod](t, "20-pod.yaml")
+		again := clustertest.SeedObject[*corev1.Pod](t, "20-pod.yaml")
 		again.Name, again.Namespace = pod.Name, pod.Namespace
 		again.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = pvc.Name
-		if _, err := tc.client.CoreV1().Pods(pod.Namespace).Create(ctx, again, metav1.CreateOptions{}); err != nil {
+		if _, err := tc.Client.CoreV1().Pods(pod.Namespace).Create(ctx, again, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		pod = tc.waitPodRunning(pod.Namespace, pod.Name)
+		pod = tc.WaitPodRunning(pod.Namespace, pod.Name)
 	}
 	tc.waitResized(pod, pvc)
-	pod, err := tc.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	pod, err := tc.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,32 +388,32 @@ func hasCapSysResource(t *testing.T) bool {
 func TestRealPodDeletedWhileKubeletDown(t *testing.T) {
 	tc := startRealCluster(t, 1, "us-east-1a")
 	ctx := context.Background()
-	ns := tc.namespace("kubelet-down")
+	ns := tc.Namespace("kubelet-down")
 	node := tc.Nodes()[0]
 	_, pod := tc.seedPair(ns, "data", "app", "gp2")
-	tc.waitPodRunning(ns, pod.Name)
-	claim, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
+	tc.WaitPodRunning(ns, pod.Name)
+	claim, err := tc.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pv := claim.Spec.VolumeName
-	if ms := volumeMounts(t, tc.cfg.DataDir, pv, ""); len(ms) < 2 {
+	if ms := volumeMounts(t, tc.DataDir(), pv, ""); len(ms) < 2 {
 		t.Fatalf("mounts of %s with the pod running: %d, want the global mount and the pod's", pv, len(ms))
 	}
 	if err := tc.Stop(ctx, "kubelet/"+node.Name); err != nil {
 		t.Fatal(err)
 	}
-	if err := tc.client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+	if err := tc.Client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := tc.Start(ctx, "kubelet/"+node.Name); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "pod app gone", func() (bool, error) {
-		_, err := tc.client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+	testutil.EventuallyWithin(t, clustertest.Timeout, "pod app gone", func() (bool, error) {
+		_, err := tc.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	waitFor(t, "nothing of the volume mounted on the node", func() (bool, error) {
-		return len(volumeMounts(t, tc.cfg.DataDir, pv, "")) == 0, nil
+	testutil.EventuallyWithin(t, clustertest.Timeout, "nothing of the volume mounted on the node", func() (bool, error) {
+		return len(volumeMounts(t, tc.DataDir(), pv, "")) == 0, nil
 	})
 }

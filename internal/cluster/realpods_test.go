@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubelab/kubelab/internal/cluster/clustertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 	"github.com/kubelab/kubelab/internal/trace"
 )
 
@@ -31,11 +33,11 @@ func busyboxPod(ns, name string, policy corev1.RestartPolicy, script string) *co
 
 // waitContainer waits until the pod's container name satisfies cond and returns the pod.
 func (tc *testCluster) waitContainer(ns, pod, what string, cond func(corev1.ContainerStatus) bool) *corev1.Pod {
-	tc.t.Helper()
+	tc.T.Helper()
 	var p *corev1.Pod
-	waitFor(tc.t, "pod "+pod+": "+what, func() (bool, error) {
+	testutil.EventuallyWithin(tc.T, clustertest.Timeout, "pod "+pod+": "+what, func() (bool, error) {
 		var err error
-		if p, err = tc.client.CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{}); err != nil {
+		if p, err = tc.Client.CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{}); err != nil {
 			return false, err
 		}
 		for _, cs := range p.Status.ContainerStatuses {
@@ -53,10 +55,10 @@ func (tc *testCluster) waitContainer(ns, pod, what string, cond func(corev1.Cont
 func TestRealPods(t *testing.T) {
 	tc := startRealCluster(t, 1, "us-east-1a")
 	ctx := context.Background()
-	ns := tc.namespace("real-pods")
+	ns := tc.Namespace("real-pods")
 	create := func(p *corev1.Pod) {
 		t.Helper()
-		if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		if _, err := tc.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,13 +91,13 @@ func TestRealPods(t *testing.T) {
 	badCmd.Spec.Containers[0].Command = []string{"/kubelab/no-such-binary"}
 	create(badCmd)
 
-	p := tc.waitPodRunning(ns, "init-order")
+	p := tc.WaitPodRunning(ns, "init-order")
 	for _, cs := range p.Status.InitContainerStatuses {
 		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 || cs.State.Terminated.Reason != "Completed" {
 			t.Errorf("init container %s: %+v, want terminated Completed", cs.Name, cs.State)
 		}
 	}
-	b, err := os.ReadFile(filepath.Join(tc.kubeletRoot(tc.Nodes()[0]), "pods", string(p.UID), "volumes/kubernetes.io~empty-dir/work/order"))
+	b, err := os.ReadFile(filepath.Join(tc.KubeletRoot(tc.Nodes()[0]), "pods", string(p.UID), "volumes/kubernetes.io~empty-dir/work/order"))
 	if err != nil || string(b) != "init-1\ninit-2\n" {
 		t.Errorf("emptyDir holds %q (%v), want the init containers' lines in order", b, err)
 	}
@@ -109,12 +111,12 @@ func TestRealPods(t *testing.T) {
 	if p.Status.Phase != corev1.PodRunning {
 		t.Errorf("crash: phase %s, want Running while it is restarted", p.Status.Phase)
 	}
-	waitFor(t, "BackOff event of pod crash", func() (bool, error) { return tc.hasEvent(ns, "crash", "BackOff"), nil })
+	testutil.EventuallyWithin(t, clustertest.Timeout, "BackOff event of pod crash", func() (bool, error) { return tc.HasEvent(ns, "crash", "BackOff"), nil })
 	tc.expectWhy(ns, "crash", trace.StageCrash, "exits with code 3")
 	tc.expectWhy(ns, "oom", trace.StageOOM, "OOMKilled")
 
-	waitFor(t, "pod done Succeeded", func() (bool, error) {
-		p, err := tc.client.CoreV1().Pods(ns).Get(ctx, "done", metav1.GetOptions{})
+	testutil.EventuallyWithin(t, clustertest.Timeout, "pod done Succeeded", func() (bool, error) {
+		p, err := tc.Client.CoreV1().Pods(ns).Get(ctx, "done", metav1.GetOptions{})
 		return err == nil && p.Status.Phase == corev1.PodSucceeded, err
 	})
 
@@ -124,7 +126,7 @@ func TestRealPods(t *testing.T) {
 	if msg := p.Status.ContainerStatuses[0].State.Waiting.Message; !strings.Contains(msg, `Back-off pulling image "kubelab-test/no-such-image:v1"`) {
 		t.Errorf("no-image: waiting message %q", msg)
 	}
-	waitFor(t, "Failed event of pod no-image", func() (bool, error) { return tc.hasEvent(ns, "no-image", "Failed"), nil })
+	testutil.EventuallyWithin(t, clustertest.Timeout, "Failed event of pod no-image", func() (bool, error) { return tc.HasEvent(ns, "no-image", "Failed"), nil })
 	tc.expectWhy(ns, "no-image", trace.StageImage, "kubelab-test/no-such-image:v1")
 	if p.Status.Phase != corev1.PodPending {
 		t.Errorf("no-image: phase %s, want Pending", p.Status.Phase)
@@ -135,8 +137,8 @@ func TestRealPods(t *testing.T) {
 		return w != nil && (w.Reason == "RunContainerError" || w.Reason == "CrashLoopBackOff" && cs.RestartCount >= 1)
 	})
 	tc.expectWhy(ns, "bad-command", trace.StageCreate, "no-such-binary")
-	waitFor(t, "Failed event naming the missing binary", func() (bool, error) {
-		for _, w := range tc.warnings(ns, "bad-command") {
+	testutil.EventuallyWithin(t, clustertest.Timeout, "Failed event naming the missing binary", func() (bool, error) {
+		for _, w := range tc.Warnings(ns, "bad-command") {
 			if strings.HasPrefix(w, "Failed: ") && strings.Contains(w, "/kubelab/no-such-binary") {
 				return true, nil
 			}
@@ -146,8 +148,8 @@ func TestRealPods(t *testing.T) {
 
 	// kubectl top's source: the running pod's usage, from its node's kubelet summary of
 	// containerd's cgroup counters, through metrics.k8s.io.
-	waitFor(t, "metrics of pod init-order", func() (bool, error) {
-		raw, err := tc.client.CoreV1().RESTClient().Get().
+	testutil.EventuallyWithin(t, clustertest.Timeout, "metrics of pod init-order", func() (bool, error) {
+		raw, err := tc.Client.CoreV1().RESTClient().Get().
 			AbsPath("/apis/metrics.k8s.io/v1beta1/namespaces", ns, "pods", "init-order").DoRaw(ctx)
 		if err != nil {
 			return false, nil
@@ -169,11 +171,11 @@ func TestRealPods(t *testing.T) {
 	tmpl := busyboxPod(ns, "", corev1.RestartPolicyNever, "echo done").Spec
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "twice"}, Spec: batchv1.JobSpec{
 		Completions: ptr.To[int32](2), Parallelism: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: tmpl}}}
-	if _, err := tc.client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+	if _, err := tc.Client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "job twice complete", func() (bool, error) {
-		j, err := tc.client.BatchV1().Jobs(ns).Get(ctx, "twice", metav1.GetOptions{})
+	testutil.EventuallyWithin(t, clustertest.Timeout, "job twice complete", func() (bool, error) {
+		j, err := tc.Client.BatchV1().Jobs(ns).Get(ctx, "twice", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -186,7 +188,7 @@ func TestRealPods(t *testing.T) {
 			return c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue
 		}), nil
 	})
-	jobPods, err := tc.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=twice"})
+	jobPods, err := tc.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=twice"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
@@ -15,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubelab/kubelab/internal/cluster/clustertest"
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 	"github.com/kubelab/kubelab/internal/trace"
 )
 
@@ -26,7 +28,7 @@ func execAction(cmd ...string) corev1.ProbeHandler {
 // hasEventWith says whether an event about the pod has reason and a message starting
 // with prefix.
 func (tc *testCluster) hasEventWith(ns, name, reason, prefix string) bool {
-	for _, ev := range controllertest.EventsAbout(tc.t, tc.client, ns, name) {
+	for _, ev := range controllertest.EventsAbout(tc.T, tc.Client, ns, name) {
 		if ev.Reason == reason && strings.HasPrefix(ev.Message, prefix) {
 			return true
 		}
@@ -37,10 +39,10 @@ func (tc *testCluster) hasEventWith(ns, name, reason, prefix string) bool {
 // endpointReady is the ready condition of the pod's endpoint in the Service's
 // EndpointSlices (nil while it has none).
 func (tc *testCluster) endpointReady(ns, service, pod string) *bool {
-	slices, err := tc.client.DiscoveryV1().EndpointSlices(ns).List(context.Background(),
+	slices, err := tc.Client.DiscoveryV1().EndpointSlices(ns).List(context.Background(),
 		metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + service})
 	if err != nil {
-		tc.t.Fatal(err)
+		tc.T.Fatal(err)
 	}
 	for _, s := range slices.Items {
 		for _, ep := range s.Endpoints {
@@ -62,10 +64,10 @@ func (tc *testCluster) endpointReady(ns, service, pod string) *bool {
 func TestRealProbes(t *testing.T) {
 	tc := startRealCluster(t, 1, "us-east-1a")
 	ctx := context.Background()
-	ns := tc.namespace("real-probes")
+	ns := tc.Namespace("real-probes")
 	create := func(p *corev1.Pod) {
 		t.Helper()
-		if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		if _, err := tc.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -75,7 +77,7 @@ func TestRealProbes(t *testing.T) {
 	gated.Labels = map[string]string{"app": "ready-file"}
 	gated.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: execAction("cat", "/ready"), PeriodSeconds: 1}
 	create(gated)
-	if _, err := tc.client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+	if _, err := tc.Client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "ready-file"},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "ready-file"},
 			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
@@ -120,14 +122,14 @@ func TestRealProbes(t *testing.T) {
 	p := tc.waitContainer(ns, "ready-file", "running, not ready", func(cs corev1.ContainerStatus) bool {
 		return cs.State.Running != nil && cs.Started != nil && *cs.Started && !cs.Ready
 	})
-	if podRunning(p) || p.Status.Phase != corev1.PodRunning {
-		t.Errorf("ready-file: phase %s, Ready %v; want Running and not Ready", p.Status.Phase, podRunning(p))
+	if clustertest.PodRunning(p) || p.Status.Phase != corev1.PodRunning {
+		t.Errorf("ready-file: phase %s, Ready %v; want Running and not Ready", p.Status.Phase, clustertest.PodRunning(p))
 	}
-	waitFor(t, "Unhealthy event of the readiness probe", func() (bool, error) {
+	testutil.EventuallyWithin(t, clustertest.Timeout, "Unhealthy event of the readiness probe", func() (bool, error) {
 		return tc.hasEventWith(ns, "ready-file", "Unhealthy", "Readiness probe failed: cat: can't open '/ready'"), nil
 	})
 	tc.expectWhy(ns, "ready-file", trace.StageProbe, "Readiness probe failed: cat: can't open '/ready'")
-	waitFor(t, "endpoint of ready-file not ready", func() (bool, error) {
+	testutil.EventuallyWithin(t, clustertest.Timeout, "endpoint of ready-file not ready", func() (bool, error) {
 		r := tc.endpointReady(ns, "ready-file", "ready-file")
 		return r != nil && !*r, nil
 	})
@@ -135,14 +137,14 @@ func TestRealProbes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join("/proc", strconv.Itoa(pid), "root/ready"), []byte("yes\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tc.waitPodRunning(ns, "ready-file")
-	waitFor(t, "endpoint of ready-file ready", func() (bool, error) {
+	tc.WaitPodRunning(ns, "ready-file")
+	testutil.EventuallyWithin(t, clustertest.Timeout, "endpoint of ready-file ready", func() (bool, error) {
 		r := tc.endpointReady(ns, "ready-file", "ready-file")
 		return r != nil && *r, nil
 	})
 
 	// nginx: started and ready through the pod's network namespace.
-	p = tc.waitPodRunning(ns, "nginx")
+	p = tc.WaitPodRunning(ns, "nginx")
 	if cs := p.Status.ContainerStatuses[0]; !cs.Ready || cs.Started == nil || !*cs.Started || cs.RestartCount != 0 {
 		t.Errorf("nginx: %+v", cs)
 	}
@@ -154,13 +156,13 @@ func TestRealProbes(t *testing.T) {
 	if last := p.Status.ContainerStatuses[0].LastTerminationState.Terminated; last.ExitCode != 137 {
 		t.Errorf("liveness: last state %+v, want killed (137)", last)
 	}
-	waitFor(t, "Unhealthy and Killing events of the liveness probe", func() (bool, error) {
+	testutil.EventuallyWithin(t, clustertest.Timeout, "Unhealthy and Killing events of the liveness probe", func() (bool, error) {
 		return tc.hasEventWith(ns, "liveness", "Unhealthy", "Liveness probe failed: sick") &&
 			tc.hasEventWith(ns, "liveness", "Killing", "Container main failed liveness probe, will be restarted"), nil
 	})
 
 	// Hooks: postStart before Running; preStop before SIGTERM on deletion.
-	tc.waitPodRunning(ns, "hooks")
+	tc.WaitPodRunning(ns, "hooks")
 	b, err := os.ReadFile(filepath.Join(out, "log"))
 	if err != nil || !strings.Contains(string(b), "poststart\n") {
 		t.Errorf("log when the pod runs: %q (%v), want the postStart line", b, err)

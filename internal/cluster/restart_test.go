@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
@@ -13,6 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubelab/kubelab/internal/cluster"
+	"github.com/kubelab/kubelab/internal/cluster/clustertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // TestRestartsMidFlow kills and restarts the controller-manager, the scheduler, the
@@ -25,21 +29,30 @@ func TestRestartsMidFlow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the cloud's AWS-like latencies make this take a minute")
 	}
-	tc := startCluster(t, func(c *Config) { c.CloudProfile = "aws" })
+	tc := startCluster(t, func(c *cluster.Config) { c.CloudProfile = "aws" })
 	ctx := context.Background()
-	ns := tc.namespace("restarts")
+	ns := tc.Namespace("restarts")
 
 	// A kill before anything happens: with the scheduler down, the claim stays Pending.
 	if err := tc.Stop(ctx, "scheduler"); err != nil {
 		t.Fatal(err)
 	}
 	tc.seedPair(ns, "claim-0", "pod-0", "gp2")
-	time.Sleep(time.Second)
-	if c, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "claim-0", metav1.GetOptions{}); err != nil {
-		t.Fatal(err)
-	} else if c.Status.Phase != corev1.ClaimPending || c.Annotations[annSelectedNode] != "" {
-		t.Fatalf("claim with the scheduler down: %s %v", c.Status.Phase, c.Annotations)
-	}
+	// The PV controller has seen the claim and waits for its consumer to be scheduled;
+	// no node is picked for it while the scheduler is down.
+	testutil.EventuallyWithin(t, clustertest.Timeout, "WaitForFirstConsumer event on claim-0", func() bool {
+		return tc.HasEvent(ns, "claim-0", "WaitForFirstConsumer")
+	})
+	testutil.Consistently(t, time.Second, "claim-0 Pending with no node selected while the scheduler is down", func() error {
+		c, err := tc.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "claim-0", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if c.Status.Phase != corev1.ClaimPending || c.Annotations[annSelectedNode] != "" {
+			return fmt.Errorf("claim %s, annotations %v", c.Status.Phase, c.Annotations)
+		}
+		return nil
+	})
 	if err := tc.Start(ctx, "scheduler"); err != nil {
 		t.Fatal(err)
 	}
@@ -81,9 +94,9 @@ func TestRestartsMidFlow(t *testing.T) {
 	t.Logf("kills: %v", kills)
 
 	for i := 0; i < pairs; i++ {
-		tc.waitPodRunning(ns, fmt.Sprintf("pod-%d", i))
+		tc.WaitPodRunning(ns, fmt.Sprintf("pod-%d", i))
 	}
-	all, err := tc.ec2.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{})
+	all, err := tc.EC2.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,11 +104,11 @@ func TestRestartsMidFlow(t *testing.T) {
 		t.Errorf("cloud has %d volumes for %d claims", len(all.Volumes), pairs)
 	}
 	for i := 0; i < pairs; i++ {
-		c, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, fmt.Sprintf("claim-%d", i), metav1.GetOptions{})
+		c, err := tc.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, fmt.Sprintf("claim-%d", i), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		vols := tc.cloudVolumes(c.Spec.VolumeName)
+		vols := tc.CloudVolumes(c.Spec.VolumeName)
 		if len(vols) != 1 || vols[0].State != ec2types.VolumeStateInUse || len(vols[0].Attachments) != 1 {
 			t.Errorf("claim-%d (%s): cloud volumes %+v, want one, in use, attached once", i, c.Spec.VolumeName, vols)
 		}
@@ -104,10 +117,10 @@ func TestRestartsMidFlow(t *testing.T) {
 	// Tear down, with one more kill of the attacher and the controller-manager while
 	// volumes detach.
 	for i := 0; i < pairs; i++ {
-		if err := tc.client.CoreV1().Pods(ns).Delete(ctx, fmt.Sprintf("pod-%d", i), metav1.DeleteOptions{}); err != nil {
+		if err := tc.Client.CoreV1().Pods(ns).Delete(ctx, fmt.Sprintf("pod-%d", i), metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := tc.client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, fmt.Sprintf("claim-%d", i), metav1.DeleteOptions{}); err != nil {
+		if err := tc.Client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, fmt.Sprintf("claim-%d", i), metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -121,16 +134,16 @@ func TestRestartsMidFlow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "no PVs, VolumeAttachments, attachments or volumes left", func() (bool, error) {
-		pvs, err := tc.client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+	testutil.EventuallyWithin(t, clustertest.Timeout, "no PVs, VolumeAttachments, attachments or volumes left", func() (bool, error) {
+		pvs, err := tc.Client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
-		vas, err := tc.client.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+		vas, err := tc.Client.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
-		out, err := tc.ec2.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{})
+		out, err := tc.EC2.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{})
 		if err != nil {
 			return false, err
 		}
@@ -140,9 +153,9 @@ func TestRestartsMidFlow(t *testing.T) {
 				live++
 			}
 		}
-		return len(pvs.Items) == 0 && len(vas.Items) == 0 && live == 0 && len(tc.attachedVolumes()) == 0, nil
+		return len(pvs.Items) == 0 && len(vas.Items) == 0 && live == 0 && len(tc.AttachedVolumes()) == 0, nil
 	})
-	if _, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "claim-0", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := tc.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "claim-0", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("claim-0 after delete: %v", err)
 	}
 }

@@ -1,17 +1,19 @@
-package cluster
+package cluster_test
 
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // timeline records, from the API server's watch, every state each PVC, PV and
@@ -98,19 +100,15 @@ func (tl *timeline) of(key string) []string {
 
 // expectOrder checks that key went through want in this order, starting with want[0]
 // (other states may lie between them). A PV starts Pending, as the API server creates it.
-// The watch may lag what a GET showed: the check waits up to 30s for the last states.
+// The watch may lag what a GET showed: the check waits for the last states.
 func (tl *timeline) expectOrder(t testing.TB, key string, want ...string) {
 	t.Helper()
-	var got []string
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		got = tl.of(key)
-		if inOrder(got, want) || time.Now().After(deadline) {
-			break
+	testutil.Eventually(t, key+" through "+strings.Join(want, ", "), func() error {
+		if got := tl.of(key); !inOrder(got, want) {
+			return fmt.Errorf("%s went through %v, want %v in this order, starting with %s", key, got, want, want[0])
 		}
-	}
-	if !inOrder(got, want) {
-		t.Errorf("%s went through %v, want %v in this order, starting with %s", key, got, want, want[0])
-	}
+		return nil
+	})
 }
 
 // inOrder tells whether got starts with want[0] and holds want as a subsequence.

@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"bytes"
@@ -19,7 +19,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/cloud"
-	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/cluster"
+	"github.com/kubelab/kubelab/internal/cluster/clustertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 	"github.com/kubelab/kubelab/internal/trace"
 	"github.com/kubelab/kubelab/internal/trace/tracetest"
 )
@@ -39,17 +41,17 @@ var keyStateTransitions = [][4]string{
 // through the pod's and the claim's deletion, and returns the trace it ends with, the one
 // it made once the pod ran (live), and the trace of the running pod taken by a plain trace.
 func (tc *testCluster) traceExampleFlow(ns string) (watched, live, running trace.Trace) {
-	t := tc.t
+	t := tc.T
 	t.Helper()
 	class := "gp2-retain-" + ns
 	retain, wffc := corev1.PersistentVolumeReclaimRetain, storagev1.VolumeBindingWaitForFirstConsumer
-	if _, err := tc.client.StorageV1().StorageClasses().Create(context.Background(), &storagev1.StorageClass{
-		ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: DriverName,
+	if _, err := tc.Client.StorageV1().StorageClasses().Create(context.Background(), &storagev1.StorageClass{
+		ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: cluster.DriverName,
 		ReclaimPolicy: &retain, VolumeBindingMode: &wffc,
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	src := trace.Sources{Client: tc.client, EC2: tc.ec2}
+	src := trace.Sources{Client: tc.Client, EC2: tc.EC2}
 	target := trace.Target{Kind: "pod", Namespace: ns, Name: "my-app-pod"}
 	ctx, stop := context.WithCancel(context.Background())
 	var streamed bytes.Buffer
@@ -94,13 +96,13 @@ func (tc *testCluster) traceExampleFlow(ns string) (watched, live, running trace
 		t.Fatal("trace --watch made no first trace in a minute")
 	}
 	tc.seedPair(ns, "my-app-pvc", "my-app-pod", class)
-	tc.waitPodRunning(ns, "my-app-pod")
+	tc.WaitPodRunning(ns, "my-app-pod")
 	s, err := trace.Collect(context.Background(), src, target)
 	if err != nil {
 		t.Fatal(err)
 	}
 	running = trace.Build(s)
-	waitFor(t, "trace --watch sees the pod running", func() (bool, error) {
+	testutil.EventuallyWithin(t, clustertest.Timeout, "trace --watch sees the pod running", func() (bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		live = latest
@@ -111,19 +113,19 @@ func (tc *testCluster) traceExampleFlow(ns string) (watched, live, running trace
 		}
 		return false, nil
 	})
-	pvc, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), "my-app-pvc", metav1.GetOptions{})
+	pvc, err := tc.Client.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), "my-app-pvc", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tc.deletePodAndWait(ns, "my-app-pod")
-	if err := tc.client.CoreV1().PersistentVolumeClaims(ns).Delete(context.Background(), "my-app-pvc", metav1.DeleteOptions{}); err != nil {
+	if err := tc.Client.CoreV1().PersistentVolumeClaims(ns).Delete(context.Background(), "my-app-pvc", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "volume "+pvc.Spec.VolumeName+" Released", func() (bool, error) {
-		pv, err := tc.client.CoreV1().PersistentVolumes().Get(context.Background(), pvc.Spec.VolumeName, metav1.GetOptions{})
+	testutil.EventuallyWithin(t, clustertest.Timeout, "volume "+pvc.Spec.VolumeName+" Released", func() (bool, error) {
+		pv, err := tc.Client.CoreV1().PersistentVolumes().Get(context.Background(), pvc.Spec.VolumeName, metav1.GetOptions{})
 		return err == nil && pv.Status.Phase == corev1.VolumeReleased, nil
 	})
-	waitFor(t, "trace --watch sees the volume Released", func() (bool, error) {
+	testutil.EventuallyWithin(t, clustertest.Timeout, "trace --watch sees the volume Released", func() (bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, r := range latest.Transitions {
@@ -186,7 +188,7 @@ func assertStepsInOrder(t testing.TB, tr trace.Trace, whats ...string) {
 // stuck stage.
 func TestTrace(t *testing.T) {
 	tc := startCluster(t, nil)
-	ns := tc.namespace("trace")
+	ns := tc.Namespace("trace")
 	watched, live, running := tc.traceExampleFlow(ns)
 	if running.Diagnosis.Stage != trace.StageNone {
 		t.Errorf("running pod diagnosed stuck: %+v", running.Diagnosis)
@@ -221,10 +223,10 @@ func TestTrace(t *testing.T) {
 // expectWhy waits until `kubelab why pod/NAME` names stage, with text in its reason or
 // evidence.
 func (tc *testCluster) expectWhy(ns, pod, stage, text string) trace.Diagnosis {
-	tc.t.Helper()
+	tc.T.Helper()
 	var d trace.Diagnosis
-	controllertest.WaitWithin(tc.t, 2*time.Minute, fmt.Sprintf("why pod/%s: %s (%q)", pod, stage, text), func() (bool, error) {
-		s, err := trace.Collect(context.Background(), trace.Sources{Client: tc.client, EC2: tc.ec2},
+	testutil.EventuallyWithin(tc.T, 2*time.Minute, fmt.Sprintf("why pod/%s: %s (%q)", pod, stage, text), func() (bool, error) {
+		s, err := trace.Collect(context.Background(), trace.Sources{Client: tc.Client, EC2: tc.EC2},
 			trace.Target{Kind: "pod", Namespace: ns, Name: pod})
 		if err != nil {
 			return false, err
@@ -244,11 +246,11 @@ func (tc *testCluster) expectWhy(ns, pod, stage, text string) trace.Diagnosis {
 // refuses, a volume attached to the other node (multi-attach), a pod on a node whose
 // podCIDR (a /29: five pod addresses) is full, and a deleted pod held by a finalizer.
 func TestWhy(t *testing.T) {
-	tc := startCluster(t, func(c *Config) { c.NodeCIDRMaskSize, c.Nodes, c.Zones = 29, 2, []string{"us-east-1a"} })
+	tc := startCluster(t, func(c *cluster.Config) { c.NodeCIDRMaskSize, c.Nodes, c.Zones = 29, 2, []string{"us-east-1a"} })
 	ctx := context.Background()
-	ns := tc.namespace("why")
+	ns := tc.Namespace("why")
 
-	fault, err := tc.cloud.InjectFault(cloud.Fault{Action: "CreateVolume", Mode: "fail", Code: "InsufficientVolumeCapacity",
+	fault, err := tc.Cloud().InjectFault(cloud.Fault{Action: "CreateVolume", Mode: "fail", Code: "InsufficientVolumeCapacity",
 		Message: "There is not enough capacity to fulfill your EBS volume provision request."})
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +262,7 @@ func TestWhy(t *testing.T) {
 	}
 	// Gone before the fault is: it takes no pod address later.
 	tc.deletePodAndWait(ns, "no-capacity")
-	tc.cloud.ClearFaults(fault)
+	tc.Cloud().ClearFaults(fault)
 
 	// A volume in us-east-1d, where no node is.
 	mode := corev1.PersistentVolumeFilesystem
@@ -269,24 +271,24 @@ func TestWhy(t *testing.T) {
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeMode: &mode,
-			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: DriverName, VolumeHandle: "vol-0123456789abcdef0"}},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: cluster.DriverName, VolumeHandle: "vol-0123456789abcdef0"}},
 			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"us-east-1d"}}},
 			}}}},
 		},
 	}
-	if _, err := tc.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+	if _, err := tc.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	claim := seedObject[*corev1.PersistentVolumeClaim](t, "10-pvc.yaml")
+	claim := clustertest.SeedObject[*corev1.PersistentVolumeClaim](t, "10-pvc.yaml")
 	claim.Name, claim.Namespace, claim.Spec.StorageClassName, claim.Spec.VolumeName = "zone-d", ns, ptr.To(""), pv.Name
-	if _, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+	if _, err := tc.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	zoned := seedObject[*corev1.Pod](t, "20-pod.yaml")
+	zoned := clustertest.SeedObject[*corev1.Pod](t, "20-pod.yaml")
 	zoned.Name, zoned.Namespace = "zone-d", ns
 	zoned.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "zone-d"
-	if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, zoned, metav1.CreateOptions{}); err != nil {
+	if _, err := tc.Client.CoreV1().Pods(ns).Create(ctx, zoned, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	tc.expectWhy(ns, "zone-d", trace.StageScheduling, "us-east-1d")
@@ -303,26 +305,26 @@ func TestWhy(t *testing.T) {
 			},
 		},
 	}
-	if _, err := tc.client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+	if _, err := tc.Client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// A claim's volume attached to one node, wanted by a pod on the other.
 	nodes := tc.Nodes()
-	shared := seedObject[*corev1.PersistentVolumeClaim](t, "10-pvc.yaml")
+	shared := clustertest.SeedObject[*corev1.PersistentVolumeClaim](t, "10-pvc.yaml")
 	shared.Name, shared.Namespace = "shared", ns
-	if _, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, shared, metav1.CreateOptions{}); err != nil {
+	if _, err := tc.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, shared, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for i, node := range []string{nodes[1].Name, nodes[0].Name} {
-		p := seedObject[*corev1.Pod](t, "20-pod.yaml")
+		p := clustertest.SeedObject[*corev1.Pod](t, "20-pod.yaml")
 		p.Name, p.Namespace = fmt.Sprintf("ma-%d", i), ns
 		p.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "shared"
 		p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
-		if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		if _, err := tc.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if i == 0 {
-			tc.waitPodRunning(ns, p.Name)
+			tc.WaitPodRunning(ns, p.Name)
 		}
 	}
 	tc.expectWhy(ns, "ma-1", trace.StageAttach, "Multi-Attach")
@@ -331,11 +333,11 @@ func TestWhy(t *testing.T) {
 	// A deleted pod held by a finalizer.
 	held := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns, Finalizers: []string{"kubelab.dev/test-hold"}},
 		Spec: corev1.PodSpec{NodeName: nodes[1].Name, Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
-	if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, held, metav1.CreateOptions{}); err != nil {
+	if _, err := tc.Client.CoreV1().Pods(ns).Create(ctx, held, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tc.waitPodRunning(ns, "held")
-	if err := tc.client.CoreV1().Pods(ns).Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
+	tc.WaitPodRunning(ns, "held")
+	if err := tc.Client.CoreV1().Pods(ns).Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	tc.expectWhy(ns, "held", trace.StageTerminating, "kubelab.dev/test-hold")
@@ -345,18 +347,18 @@ func TestWhy(t *testing.T) {
 	for i := range 6 {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cidr-%d", i), Namespace: ns},
 			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
-		if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		if _, err := tc.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if i < 5 {
-			tc.waitPodRunning(ns, p.Name)
+			tc.WaitPodRunning(ns, p.Name)
 		}
 	}
 	tc.expectWhy(ns, "cidr-5", trace.StageNetwork, "podCIDR")
 
 	var got trace.Diagnosis
-	waitFor(t, "why deployment/refused: admission", func() (bool, error) {
-		s, err := trace.Collect(ctx, trace.Sources{Client: tc.client}, trace.Target{Kind: "Deployment", Namespace: ns, Name: "refused"})
+	testutil.EventuallyWithin(t, clustertest.Timeout, "why deployment/refused: admission", func() (bool, error) {
+		s, err := trace.Collect(ctx, trace.Sources{Client: tc.Client}, trace.Target{Kind: "Deployment", Namespace: ns, Name: "refused"})
 		if err != nil {
 			return false, err
 		}
@@ -372,9 +374,9 @@ func TestWhy(t *testing.T) {
 // pod's trace drawn as SVG renders in a real browser. With KUBELAB_WRITE_DOCS=1 that
 // picture becomes docs/trace-example.svg.
 func (tc *testCluster) assertRealTrace() {
-	t := tc.t
+	t := tc.T
 	t.Helper()
-	ns := tc.namespace("real-trace")
+	ns := tc.Namespace("real-trace")
 	watched, live, running := tc.traceExampleFlow(ns)
 	realFlow := []string{
 		"kubectl→API server: POST PersistentVolumeClaim my-app-pvc",

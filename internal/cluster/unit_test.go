@@ -3,10 +3,13 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // A unit runs its component, stops and starts it on request (a fresh run each time),
@@ -36,13 +39,12 @@ func TestUnitStopStart(t *testing.T) {
 	if err := u.send(bg, true); err != nil { // already running: nothing happens
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for starts.Load() != 2 || running.Load() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("starts %d running %d, want 2 and 1", starts.Load(), running.Load())
+	testutil.EventuallyWithin(t, 5*time.Second, "two starts, one run", func() error {
+		if starts.Load() != 2 || running.Load() != 1 {
+			return fmt.Errorf("starts %d running %d, want 2 and 1", starts.Load(), running.Load())
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("supervise after the cluster stopped: %v", err)

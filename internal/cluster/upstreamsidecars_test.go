@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubelab/kubelab/internal/cloud/cloudtest"
+	"github.com/kubelab/kubelab/internal/cluster"
 )
 
 // upstreamSidecar is the upstream sidecar cmd as hack/setup.sh builds it; the test skips
@@ -31,9 +32,9 @@ func upstreamSidecar(t *testing.T, cmd string) string {
 // serviceAccountKubeconfig writes a kubeconfig of the API server as service account
 // kube-system/sa.
 func (tc *testCluster) serviceAccountKubeconfig(sa string) string {
-	t := tc.t
+	t := tc.T
 	t.Helper()
-	cfg, err := tc.restConfig("upstream-"+sa, serviceAccountIdentity(metav1.NamespaceSystem, sa))
+	cfg, err := tc.RestConfig("upstream-"+sa, cluster.ServiceAccountIdentity(metav1.NamespaceSystem, sa))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,17 +86,17 @@ func TestUpstreamSidecarsWithChartRBAC(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	kc := tc.serviceAccountKubeconfig(csiControllerSA)
-	common := []string{"--csi-address=" + tc.csiSocket(), "--kubeconfig=" + kc, "--leader-election",
+	kc := tc.serviceAccountKubeconfig(cluster.CSIControllerSA)
+	common := []string{"--csi-address=" + tc.CSISocket(), "--kubeconfig=" + kc, "--leader-election",
 		"--leader-election-namespace=kube-system", "--v=2"}
 	startProcess(t, provisioner, append(common, "--default-fstype=ext4", "--extra-create-metadata", "--feature-gates=Topology=true")...)
 	startProcess(t, attacher, common...)
 
-	ns := tc.namespace("upstream")
+	ns := tc.Namespace("upstream")
 	tc.seedPair(ns, "my-app-pvc", "my-app-pod", "gp2")
-	tc.waitPodRunning(ns, "my-app-pod")
+	tc.WaitPodRunning(ns, "my-app-pod")
 	for _, lease := range []string{"ebs-csi-aws-com", "external-attacher-leader-ebs-csi-aws-com"} {
-		l, err := tc.client.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, lease, metav1.GetOptions{})
+		l, err := tc.Client.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, lease, metav1.GetOptions{})
 		if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
 			t.Errorf("Lease kube-system/%s: %v, want one held by the upstream sidecar", lease, err)
 		}

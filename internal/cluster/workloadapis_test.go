@@ -1,9 +1,8 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -19,8 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/cluster/clustertest"
 	"github.com/kubelab/kubelab/internal/hollow"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // TestWorkloadAPIs runs, on one hollow cluster and side by side, the workload APIs
@@ -41,15 +41,15 @@ func TestWorkloadAPIs(t *testing.T) {
 func testControlPlaneStatus(t *testing.T, tc *testCluster) {
 	ctx := context.Background()
 	for _, name := range []string{"kube-scheduler", "kube-controller-manager"} {
-		waitFor(t, "lease "+name+" held", func() (bool, error) {
-			l, err := tc.client.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, name, metav1.GetOptions{})
+		testutil.EventuallyWithin(t, clustertest.Timeout, "lease "+name+" held", func() (bool, error) {
+			l, err := tc.Client.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, nil
 			}
 			return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", nil
 		})
 	}
-	list, err := tc.client.CoreV1().ComponentStatuses().List(ctx, metav1.ListOptions{})
+	list, err := tc.Client.CoreV1().ComponentStatuses().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,17 +77,17 @@ func hollowPod(image string, annotations map[string]string, labels map[string]st
 // testJob: 5 completions at parallelism 2 complete, never more than 2 pods at once.
 func testJob(t *testing.T, tc *testCluster) {
 	ctx := context.Background()
-	ns := tc.namespace("job")
+	ns := tc.Namespace("job")
 	tmpl := hollowPod("busybox", map[string]string{hollow.RunSecondsAnnotation: "1"}, nil)
 	tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "five"},
 		Spec: batchv1.JobSpec{Completions: ptr.To[int32](5), Parallelism: ptr.To[int32](2), Template: tmpl}}
-	if _, err := tc.client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+	if _, err := tc.Client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	maxActive := int32(0)
-	waitFor(t, "job five complete", func() (bool, error) {
-		j, err := tc.client.BatchV1().Jobs(ns).Get(ctx, "five", metav1.GetOptions{})
+	testutil.EventuallyWithin(t, clustertest.Timeout, "job five complete", func() (bool, error) {
+		j, err := tc.Client.BatchV1().Jobs(ns).Get(ctx, "five", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -108,7 +108,7 @@ func testJob(t *testing.T, tc *testCluster) {
 	if maxActive > 2 {
 		t.Errorf("job had %d pods active at once; parallelism is 2", maxActive)
 	}
-	pods, err := tc.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=five"})
+	pods, err := tc.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=five"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,18 +130,18 @@ func testJob(t *testing.T, tc *testCluster) {
 // minute.
 func testCronJob(t *testing.T, tc *testCluster) {
 	ctx := context.Background()
-	ns := tc.namespace("cronjob")
+	ns := tc.Namespace("cronjob")
 	tmpl := hollowPod("busybox", map[string]string{hollow.RunSecondsAnnotation: "1"}, nil)
 	tmpl.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 	cj := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: "minutely"},
 		Spec: batchv1.CronJobSpec{Schedule: "* * * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tmpl}}}}
-	created, err := tc.client.BatchV1().CronJobs(ns).Create(ctx, cj, metav1.CreateOptions{})
+	created, err := tc.Client.BatchV1().CronJobs(ns).Create(ctx, cj, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var job batchv1.Job
-	controllertest.WaitWithin(t, 2*time.Minute, "the cronjob's first job", func() (bool, error) {
-		jobs, err := tc.client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+	testutil.EventuallyWithin(t, 2*time.Minute, "the cronjob's first job", func() (bool, error) {
+		jobs, err := tc.Client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
 		if err != nil || len(jobs.Items) == 0 {
 			return false, err
 		}
@@ -158,8 +158,8 @@ func testCronJob(t *testing.T, tc *testCluster) {
 	if ref := metav1.GetControllerOf(&job); ref == nil || ref.Kind != "CronJob" || ref.Name != "minutely" {
 		t.Errorf("job controller ref %+v", ref)
 	}
-	waitFor(t, "cronjob status lists its job", func() (bool, error) {
-		c, err := tc.client.BatchV1().CronJobs(ns).Get(ctx, "minutely", metav1.GetOptions{})
+	testutil.EventuallyWithin(t, clustertest.Timeout, "cronjob status lists its job", func() (bool, error) {
+		c, err := tc.Client.BatchV1().CronJobs(ns).Get(ctx, "minutely", metav1.GetOptions{})
 		return err == nil && c.Status.LastScheduleTime != nil && c.Status.LastScheduleTime.Time.Equal(scheduled), err
 	})
 }
@@ -167,34 +167,30 @@ func testCronJob(t *testing.T, tc *testCluster) {
 // testDrainStopsAtPDB: kubectl drain of a node that runs a pod of a Deployment whose
 // budget allows no disruption is refused with upstream's message, and the pod stays.
 func testDrainStopsAtPDB(t *testing.T, tc *testCluster) {
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl is not installed: drain is the real kubectl's")
-	}
 	ctx := context.Background()
-	ns := tc.namespace("drain")
+	ns := tc.Namespace("drain")
 	labels := map[string]string{"app": "guarded"}
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "guarded"}, Spec: appsv1.DeploymentSpec{
 		Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: hollowPod("nginx", nil, labels)}}
-	if _, err := tc.client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+	if _, err := tc.Client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "guarded"}, Spec: policyv1.PodDisruptionBudgetSpec{
 		MinAvailable: ptr.To(intstr.FromInt32(2)), Selector: &metav1.LabelSelector{MatchLabels: labels}}}
-	if _, err := tc.client.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+	if _, err := tc.Client.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "budget with 2 healthy pods and no disruption allowed", func() (bool, error) {
-		p, err := tc.client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "guarded", metav1.GetOptions{})
+	testutil.EventuallyWithin(t, clustertest.Timeout, "budget with 2 healthy pods and no disruption allowed", func() (bool, error) {
+		p, err := tc.Client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "guarded", metav1.GetOptions{})
 		return err == nil && p.Status.ObservedGeneration == p.Generation && p.Status.CurrentHealthy == 2 &&
 			p.Status.ExpectedPods == 2 && p.Status.DisruptionsAllowed == 0, err
 	})
-	pods, err := tc.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=guarded"})
+	pods, err := tc.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=guarded"})
 	if err != nil || len(pods.Items) == 0 {
 		t.Fatalf("pods: %v", err)
 	}
 	pod := pods.Items[0]
-	out, err := exec.Command(kubectl, "--kubeconfig", tc.Kubeconfig(), "drain", pod.Spec.NodeName,
+	out, err := testutil.KubectlCommand(t, tc.Kubeconfig(), "drain", pod.Spec.NodeName,
 		"--ignore-daemonsets", "--delete-emptydir-data", "--pod-selector=app=guarded", "--timeout=12s").CombinedOutput()
 	if err == nil {
 		t.Fatalf("drain succeeded past the budget:\n%s", out)
@@ -202,10 +198,10 @@ func testDrainStopsAtPDB(t *testing.T, tc *testCluster) {
 	if !strings.Contains(string(out), "Cannot evict pod as it would violate the pod's disruption budget.") {
 		t.Errorf("drain output lacks the budget's refusal:\n%s", out)
 	}
-	if _, err := exec.Command(kubectl, "--kubeconfig", tc.Kubeconfig(), "uncordon", pod.Spec.NodeName).CombinedOutput(); err != nil {
+	if _, err := testutil.KubectlCommand(t, tc.Kubeconfig(), "uncordon", pod.Spec.NodeName).CombinedOutput(); err != nil {
 		t.Errorf("uncordon: %v", err)
 	}
-	p, err := tc.client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+	p, err := tc.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
 	if err != nil || p.UID != pod.UID || p.DeletionTimestamp != nil {
 		t.Errorf("pod %s after the refused drain: %v, deleting %v", pod.Name, err, p.DeletionTimestamp)
 	}
@@ -215,12 +211,12 @@ func testDrainStopsAtPDB(t *testing.T, tc *testCluster) {
 // target, and back down once they idle.
 func testHPA(t *testing.T, tc *testCluster) {
 	ctx := context.Background()
-	ns := tc.namespace("hpa")
+	ns := tc.Namespace("hpa")
 	labels := map[string]string{"app": "busy"}
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "busy"}, Spec: appsv1.DeploymentSpec{
 		Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
 		Template: hollowPod("nginx", map[string]string{hollow.CPUUsageAnnotation: "100m"}, labels)}}
-	if _, err := tc.client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+	if _, err := tc.Client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "busy"}, Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
@@ -230,24 +226,24 @@ func testHPA(t *testing.T, tc *testCluster) {
 			Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](50)}}}},
 		Behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](0)}},
 	}}
-	if _, err := tc.client.AutoscalingV2().HorizontalPodAutoscalers(ns).Create(ctx, hpa, metav1.CreateOptions{}); err != nil {
+	if _, err := tc.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Create(ctx, hpa, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	replicas := func(want int32) func() (bool, error) {
 		return func() (bool, error) {
-			d, err := tc.client.AppsV1().Deployments(ns).Get(ctx, "busy", metav1.GetOptions{})
+			d, err := tc.Client.AppsV1().Deployments(ns).Get(ctx, "busy", metav1.GetOptions{})
 			return err == nil && ptr.Deref(d.Spec.Replicas, 0) == want, err
 		}
 	}
 	// 100m used of 100m requested is 200% of the 50% target: the autoscaler doubles
 	// the pods, and again, up to its maximum.
-	waitFor(t, "busy scaled up to 3", replicas(3))
+	testutil.EventuallyWithin(t, clustertest.Timeout, "busy scaled up to 3", replicas(3))
 	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:"5m"}}}}}`, hollow.CPUUsageAnnotation)
-	if _, err := tc.client.AppsV1().Deployments(ns).Patch(ctx, "busy", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if _, err := tc.Client.AppsV1().Deployments(ns).Patch(ctx, "busy", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "busy scaled down to 1", replicas(1))
-	h, err := tc.client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "busy", metav1.GetOptions{})
+	testutil.EventuallyWithin(t, clustertest.Timeout, "busy scaled down to 1", replicas(1))
+	h, err := tc.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "busy", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
@@ -20,14 +20,18 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubelab/kubelab/internal/cluster"
+	"github.com/kubelab/kubelab/internal/cluster/clustertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // TestStatefulSetAcrossZones: a StatefulSet with a volumeClaimTemplate and a zone
 // topology spread runs one pod per zone, and each pod's volume is made in its pod's zone.
 func TestStatefulSetAcrossZones(t *testing.T) {
-	tc := startCluster(t, func(c *Config) { c.Nodes = 6 })
+	tc := startCluster(t, func(c *cluster.Config) { c.Nodes = 6 })
 	ctx := context.Background()
-	ns := tc.namespace("sts")
+	ns := tc.Namespace("sts")
 	sel := map[string]string{"app": "db"}
 	set := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns},
@@ -49,33 +53,33 @@ func TestStatefulSetAcrossZones(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Name: "data"},
 				Spec: corev1.PersistentVolumeClaimSpec{
 					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					StorageClassName: ptr.To(DefaultStorageClass),
+					StorageClassName: ptr.To(cluster.DefaultStorageClass),
 					Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("4Gi")}},
 				},
 			}},
 		},
 	}
-	if _, err := tc.client.AppsV1().StatefulSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
+	if _, err := tc.Client.AppsV1().StatefulSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "StatefulSet db 3/3 ready", func() (bool, error) {
-		s, err := tc.client.AppsV1().StatefulSets(ns).Get(ctx, "db", metav1.GetOptions{})
+	testutil.EventuallyWithin(t, clustertest.Timeout, "StatefulSet db 3/3 ready", func() (bool, error) {
+		s, err := tc.Client.AppsV1().StatefulSets(ns).Get(ctx, "db", metav1.GetOptions{})
 		return err == nil && s.Status.ReadyReplicas == 3, err
 	})
 	zones := map[string]string{} // zone → pod
 	for i := 0; i < 3; i++ {
 		name := fmt.Sprintf("db-%d", i)
-		pod := tc.waitPodRunning(ns, name)
-		zone := tc.zoneOf[pod.Spec.NodeName]
+		pod := tc.WaitPodRunning(ns, name)
+		zone := tc.ZoneOf[pod.Spec.NodeName]
 		if other, ok := zones[zone]; ok {
 			t.Errorf("%s and %s both in %s: the spread wants one per zone", other, name, zone)
 		}
 		zones[zone] = name
-		claim, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-"+name, metav1.GetOptions{})
+		claim, err := tc.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-"+name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		vols := tc.cloudVolumes(claim.Spec.VolumeName)
+		vols := tc.CloudVolumes(claim.Spec.VolumeName)
 		if len(vols) != 1 {
 			t.Fatalf("cloud volumes of %s: %d, want 1", claim.Spec.VolumeName, len(vols))
 		}
@@ -91,18 +95,18 @@ func TestStatefulSetAcrossZones(t *testing.T) {
 func TestDeploymentScalesRollsOutAndIsGarbageCollected(t *testing.T) {
 	tc := startCluster(t, nil)
 	ctx := context.Background()
-	ns := tc.namespace("seed003")
-	d := seedObject[*appsv1.Deployment](t, "30-deployment.yaml")
+	ns := tc.Namespace("seed003")
+	d := clustertest.SeedObject[*appsv1.Deployment](t, "30-deployment.yaml")
 	d.Namespace = ns
-	d, err := tc.client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
+	d, err := tc.Client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	selector := labels.SelectorFromSet(d.Spec.Selector.MatchLabels).String()
 	waitReady := func(n int32) {
 		t.Helper()
-		waitFor(t, fmt.Sprintf("deployment web %d/%d available", n, n), func() (bool, error) {
-			d, err := tc.client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		testutil.EventuallyWithin(t, clustertest.Timeout, fmt.Sprintf("deployment web %d/%d available", n, n), func() (bool, error) {
+			d, err := tc.Client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
@@ -113,7 +117,7 @@ func TestDeploymentScalesRollsOutAndIsGarbageCollected(t *testing.T) {
 	waitReady(3)
 
 	// Ownership: Deployment → ReplicaSet → Pods.
-	rss, err := tc.client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	rss, err := tc.Client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil || len(rss.Items) != 1 {
 		t.Fatalf("ReplicaSets: %v %v, want one", rss, err)
 	}
@@ -121,7 +125,7 @@ func TestDeploymentScalesRollsOutAndIsGarbageCollected(t *testing.T) {
 	if ref := metav1.GetControllerOf(&rs); ref == nil || ref.UID != d.UID || ref.Kind != "Deployment" {
 		t.Errorf("ReplicaSet controller ref %+v, want Deployment web", ref)
 	}
-	pods, _ := tc.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	pods, _ := tc.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	for _, p := range pods.Items {
 		if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID != rs.UID {
 			t.Errorf("pod %s controller ref %+v, want ReplicaSet %s", p.Name, ref, rs.Name)
@@ -135,12 +139,12 @@ func TestDeploymentScalesRollsOutAndIsGarbageCollected(t *testing.T) {
 		t.Helper()
 		// The Scale carries the Deployment's resourceVersion, which status writes move on.
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			s, err := tc.client.AppsV1().Deployments(ns).GetScale(ctx, "web", metav1.GetOptions{})
+			s, err := tc.Client.AppsV1().Deployments(ns).GetScale(ctx, "web", metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
 			s.Spec.Replicas = n
-			_, err = tc.client.AppsV1().Deployments(ns).UpdateScale(ctx, "web", s, metav1.UpdateOptions{})
+			_, err = tc.Client.AppsV1().Deployments(ns).UpdateScale(ctx, "web", s, metav1.UpdateOptions{})
 			return err
 		})
 		if err != nil {
@@ -170,7 +174,7 @@ func TestDeploymentScalesRollsOutAndIsGarbageCollected(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if p.DeletionTimestamp == nil && podRunning(p) {
+		if p.DeletionTimestamp == nil && clustertest.PodRunning(p) {
 			ready[p.Name] = true
 		} else {
 			delete(ready, p.Name)
@@ -179,7 +183,7 @@ func TestDeploymentScalesRollsOutAndIsGarbageCollected(t *testing.T) {
 			minReady.Store(n)
 		}
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(tc.client, 0, informers.WithNamespace(ns))
+	factory := informers.NewSharedInformerFactoryWithOptions(tc.Client, 0, informers.WithNamespace(ns))
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: count, UpdateFunc: func(_, o any) { count(o) }, DeleteFunc: func(o any) {
 			if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
@@ -198,27 +202,27 @@ func TestDeploymentScalesRollsOutAndIsGarbageCollected(t *testing.T) {
 	factory.WaitForCacheSync(stop)
 	// The informer's first list may be served from the watch cache a little behind what
 	// waitReady saw: start counting once it shows the 3 ready pods.
-	waitFor(t, "the pod watch shows 3 ready pods", func() (bool, error) {
+	testutil.EventuallyWithin(t, clustertest.Timeout, "the pod watch shows 3 ready pods", func() (bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(ready) == 3, nil
 	})
 	tracking.Store(true)
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		d, err := tc.client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		d, err := tc.Client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		d.Spec.Template.Spec.Containers[0].Image = "nginx:1.28"
-		_, err = tc.client.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{})
+		_, err = tc.Client.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitReady(3)
-	waitFor(t, "old pods gone", func() (bool, error) {
-		pods, err := tc.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	testutil.EventuallyWithin(t, clustertest.Timeout, "old pods gone", func() (bool, error) {
+		pods, err := tc.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
 			return false, err
 		}
@@ -234,24 +238,24 @@ func TestDeploymentScalesRollsOutAndIsGarbageCollected(t *testing.T) {
 	if m := minReady.Load(); m < 3 {
 		t.Errorf("during the rollout only %d pods were ready; maxUnavailable 25%% of 3 rounds down to 0", m)
 	}
-	rss, _ = tc.client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	rss, _ = tc.Client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if len(rss.Items) != 2 {
 		t.Errorf("ReplicaSets after one rollout: %d, want the old (scaled to 0) and the new", len(rss.Items))
 	}
 
 	// Deleting the Deployment (background propagation) garbage-collects the rest.
-	if err := tc.client.AppsV1().Deployments(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+	if err := tc.Client.AppsV1().Deployments(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "ReplicaSets and pods collected", func() (bool, error) {
-		rss, err := tc.client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+	testutil.EventuallyWithin(t, clustertest.Timeout, "ReplicaSets and pods collected", func() (bool, error) {
+		rss, err := tc.Client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
-		pods, err := tc.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		pods, err := tc.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(rss.Items) == 0 && len(pods.Items) == 0, err
 	})
-	if _, err := tc.client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := tc.Client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("deployment after delete: %v", err)
 	}
 }
@@ -264,8 +268,8 @@ func TestDeploymentScalesRollsOutAndIsGarbageCollected(t *testing.T) {
 func TestClaimWithoutClassGetsTheDefault(t *testing.T) {
 	tc := startCluster(t, nil)
 	ctx := context.Background()
-	ns := tc.namespace("noclass")
-	claims := tc.client.CoreV1().PersistentVolumeClaims(ns)
+	ns := tc.Namespace("noclass")
+	claims := tc.Client.CoreV1().PersistentVolumeClaims(ns)
 	classOf := func(c *corev1.PersistentVolumeClaim) string {
 		if c.Spec.StorageClassName == nil {
 			return "<nil>"
@@ -273,27 +277,27 @@ func TestClaimWithoutClassGetsTheDefault(t *testing.T) {
 		return *c.Spec.StorageClassName
 	}
 	seedClaim := func(name string, class *string) *corev1.PersistentVolumeClaim {
-		pvc := seedObject[*corev1.PersistentVolumeClaim](t, "10-pvc.yaml")
+		pvc := clustertest.SeedObject[*corev1.PersistentVolumeClaim](t, "10-pvc.yaml")
 		pvc.Name, pvc.Namespace, pvc.Spec.StorageClassName = name, ns, class
 		return pvc
 	}
 	seedPod := func(name, claim string) {
-		p := seedObject[*corev1.Pod](t, "20-pod.yaml")
+		p := clustertest.SeedObject[*corev1.Pod](t, "20-pod.yaml")
 		p.Name, p.Namespace = name, ns
 		p.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = claim
-		if _, err := tc.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		if _, err := tc.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	markDefault := func(value string) {
 		t.Helper()
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, AnnDefaultStorageClass, value)
-		if _, err := tc.client.StorageV1().StorageClasses().Patch(ctx, DefaultStorageClass, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, cluster.AnnDefaultStorageClass, value)
+		if _, err := tc.Client.StorageV1().StorageClasses().Patch(ctx, cluster.DefaultStorageClass, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		// Admission reads classes from an informer; a dry run shows when it has the change.
-		want := map[string]string{"true": DefaultStorageClass, "false": "<nil>"}[value]
-		waitFor(t, "admission to see gp2's default annotation "+value, func() (bool, error) {
+		want := map[string]string{"true": cluster.DefaultStorageClass, "false": "<nil>"}[value]
+		testutil.EventuallyWithin(t, clustertest.Timeout, "admission to see gp2's default annotation "+value, func() (bool, error) {
 			got, err := claims.Create(ctx, seedClaim("probe", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			return err == nil && classOf(got) == want, err
 		})
@@ -301,8 +305,8 @@ func TestClaimWithoutClassGetsTheDefault(t *testing.T) {
 
 	// Created while gp2 is the default: admission names it.
 	created, err := claims.Create(ctx, seedClaim("at-create", nil), metav1.CreateOptions{})
-	if err != nil || classOf(created) != DefaultStorageClass {
-		t.Fatalf("claim created without a class: class %s, %v; want %s", classOf(created), err, DefaultStorageClass)
+	if err != nil || classOf(created) != cluster.DefaultStorageClass {
+		t.Fatalf("claim created without a class: class %s, %v; want %s", classOf(created), err, cluster.DefaultStorageClass)
 	}
 	// Created while there is no default: the PV controller names it once there is one.
 	markDefault("false")
@@ -317,17 +321,17 @@ func TestClaimWithoutClassGetsTheDefault(t *testing.T) {
 	seedPod("at-create", "at-create")
 	seedPod("late", "late")
 	for _, name := range []string{"at-create", "late"} {
-		tc.waitPodRunning(ns, name)
+		tc.WaitPodRunning(ns, name)
 		got, err := claims.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if classOf(got) != DefaultStorageClass || got.Status.Phase != corev1.ClaimBound {
-			t.Errorf("claim %s: class %s, phase %s; want %s, Bound", name, classOf(got), got.Status.Phase, DefaultStorageClass)
+		if classOf(got) != cluster.DefaultStorageClass || got.Status.Phase != corev1.ClaimBound {
+			t.Errorf("claim %s: class %s, phase %s; want %s, Bound", name, classOf(got), got.Status.Phase, cluster.DefaultStorageClass)
 		}
 	}
-	waitFor(t, "the claim that asks for no class reported unbindable", func() (bool, error) {
-		return tc.hasEvent(ns, "no-class", "FailedBinding"), nil
+	testutil.EventuallyWithin(t, clustertest.Timeout, "the claim that asks for no class reported unbindable", func() (bool, error) {
+		return tc.HasEvent(ns, "no-class", "FailedBinding"), nil
 	})
 	if got, err := claims.Get(ctx, "no-class", metav1.GetOptions{}); err != nil || classOf(got) != "" {
 		t.Errorf("claim with class \"\": class %s, %v; want it kept", classOf(got), err)
@@ -347,20 +351,20 @@ func TestResizeInUse(t *testing.T) {
 // growInUse runs the claim and pod of examples/seed in namespace ns on a class that
 // allows expansion and asks for 3Gi while the pod runs; it returns the pod and the claim.
 func (tc *testCluster) growInUse(ns string) (*corev1.Pod, *corev1.PersistentVolumeClaim) {
-	t := tc.t
+	t := tc.T
 	ctx := context.Background()
-	tc.namespace(ns)
+	tc.Namespace(ns)
 	wffc := storagev1.VolumeBindingWaitForFirstConsumer
-	if _, err := tc.client.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "gp3-expandable"}, Provisioner: DriverName,
+	if _, err := tc.Client.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "gp3-expandable"}, Provisioner: cluster.DriverName,
 		VolumeBindingMode: &wffc, AllowVolumeExpansion: ptr.To(true),
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	pvc, _ := tc.seedPair(ns, "data", "app", "gp3-expandable")
-	pod := tc.waitPodRunning(ns, "app")
+	pod := tc.WaitPodRunning(ns, "app")
 	patch := []byte(`{"spec":{"resources":{"requests":{"storage":"3Gi"}}}}`)
-	if _, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, pvc.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := tc.Client.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, pvc.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return pod, pvc
@@ -369,9 +373,9 @@ func (tc *testCluster) growInUse(ns string) (*corev1.Pod, *corev1.PersistentVolu
 // waitResized waits until the claim of pod has grown to 3Gi, the pod and the claim have
 // been told, and the cloud volume is 3 GiB.
 func (tc *testCluster) waitResized(pod *corev1.Pod, pvc *corev1.PersistentVolumeClaim) {
-	t, ctx, ns := tc.t, context.Background(), pvc.Namespace
-	waitFor(t, "the claim's capacity at 3Gi with no resize pending", func() (bool, error) {
-		got, err := tc.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pvc.Name, metav1.GetOptions{})
+	t, ctx, ns := tc.T, context.Background(), pvc.Namespace
+	testutil.EventuallyWithin(t, clustertest.Timeout, "the claim's capacity at 3Gi with no resize pending", func() (bool, error) {
+		got, err := tc.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pvc.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -380,10 +384,10 @@ func (tc *testCluster) waitResized(pod *corev1.Pod, pvc *corev1.PersistentVolume
 		return size.Cmp(resource.MustParse("3Gi")) == 0 && len(got.Status.Conditions) == 0 && !pending,
 			fmt.Errorf("capacity %s, conditions %v, resize statuses %v", size.String(), got.Status.Conditions, got.Status.AllocatedResourceStatuses)
 	})
-	waitFor(t, "FileSystemResizeSuccessful on the pod and on the claim", func() (bool, error) {
-		return tc.hasEvent(ns, pod.Name, "FileSystemResizeSuccessful") && tc.hasEvent(ns, pvc.Name, "FileSystemResizeSuccessful"), nil
+	testutil.EventuallyWithin(t, clustertest.Timeout, "FileSystemResizeSuccessful on the pod and on the claim", func() (bool, error) {
+		return tc.HasEvent(ns, pod.Name, "FileSystemResizeSuccessful") && tc.HasEvent(ns, pvc.Name, "FileSystemResizeSuccessful"), nil
 	})
-	vols := tc.cloudVolumes("pvc-" + string(pvc.UID))
+	vols := tc.CloudVolumes("pvc-" + string(pvc.UID))
 	if len(vols) != 1 || aws.ToInt32(vols[0].Size) != 3 {
 		t.Errorf("cloud volumes of the claim: %d, want one of 3 GiB", len(vols))
 	}

@@ -15,14 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
-	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
-
-// within waits up to a minute for cond.
-func within(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	controllertest.WaitWithin(t, time.Minute, what, func() (bool, error) { return cond(), nil })
-}
 
 func TestLeaseName(t *testing.T) {
 	for in, want := range map[string]string{"ebs.csi.aws.com": "ebs-csi-aws-com", "a/b_c": "a-b-c", "x.": "x-X"} {
@@ -32,7 +26,9 @@ func TestLeaseName(t *testing.T) {
 	}
 }
 
-// command is one `kubelab …` run in this process until the test ends or stop.
+// command is one `kubelab …` run in this process until the test ends or stop: unlike
+// testutil.Start, a test may stop it midway (the leading attacher) and read what it
+// returned.
 type command struct {
 	out  syncBuffer
 	stop context.CancelFunc
@@ -65,10 +61,10 @@ func TestCSIAttacherLeaderElection(t *testing.T) {
 	dir := t.TempDir()
 	cloudDir := filepath.Join(dir, "cloud")
 	cloud := startCommand(t, "cloud", "--hollow", "--data-dir", cloudDir)
-	within(t, "the cloud's credentials", func() bool { return strings.Contains(cloud.out.String(), "credentials:") })
+	testutil.EventuallyWithin(t, time.Minute, "the cloud's credentials", func() bool { return strings.Contains(cloud.out.String(), "credentials:") })
 	sock := filepath.Join(dir, "csi.sock")
 	startCommand(t, "csi-driver", "--mode", "controller", "--endpoint", "unix://"+sock, "--cloud-dir", cloudDir)
-	within(t, "the driver's socket", func() bool { _, err := os.Stat(sock); return err == nil })
+	testutil.EventuallyWithin(t, time.Minute, "the driver's socket", func() bool { _, err := os.Stat(sock); return err == nil })
 
 	attacher := func() *command {
 		return startCommand(t, "csi-attacher", "--kubeconfig", api.Kubeconfig, "--csi-address", sock, "--leader-election")
@@ -84,7 +80,7 @@ func TestCSIAttacherLeaderElection(t *testing.T) {
 		return *l.Spec.HolderIdentity
 	}
 	leading := func(c *command) bool { return strings.Contains(c.out.String(), `] "leading"`) }
-	within(t, "an attacher to lead", func() bool { return leading(a) || leading(b) })
+	testutil.EventuallyWithin(t, time.Minute, "an attacher to lead", func() bool { return leading(a) || leading(b) })
 	leader, standby := a, b
 	if leading(b) {
 		leader, standby = b, a
@@ -120,7 +116,7 @@ func TestCSIAttacherLeaderElection(t *testing.T) {
 		}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		controllertest.WaitWithin(t, time.Minute, "VolumeAttachment "+name+" to carry the cloud's error", func() (bool, error) {
+		testutil.EventuallyWithin(t, time.Minute, "VolumeAttachment "+name+" to carry the cloud's error", func() (bool, error) {
 			va, err := api.Client.StorageV1().VolumeAttachments().Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -144,7 +140,7 @@ func TestCSIAttacherLeaderElection(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the leading attacher did not stop")
 	}
-	within(t, "the standby attacher to take the Lease over", func() bool {
+	testutil.EventuallyWithin(t, time.Minute, "the standby attacher to take the Lease over", func() bool {
 		h := holder()
 		return h != "" && h != first && strings.Contains(standby.out.String(), `] "leading"`)
 	})

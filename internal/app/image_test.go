@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/kubelab/kubelab/internal/image"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // TestImageImportCommand runs `kubelab image import` against no registry, a recorded
@@ -68,17 +69,7 @@ func TestImageImportCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- reg.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case <-reg.Ready():
-	case err := <-done:
-		t.Fatalf("registry: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("registry not ready")
-	}
+	testutil.Start(t, "registry", time.Minute, reg.Run, testutil.Closed(reg.Ready()))
 	out, err := run(live)
 	if err != nil {
 		t.Fatalf("import: %v", err)

@@ -5,79 +5,71 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/cluster/clustertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
-// runUp runs `kubelab up` with args until the test ends it; it returns once the
-// cluster printed that it is up, with its output so far and a stop function.
-func runUp(t *testing.T, args ...string) (out *syncBuffer, stop func()) {
+// runUp runs `kubelab up` with args, the command under test, in this process until the
+// test ends; it returns once the cluster printed that it is up, with its output so far.
+// (Tests that need a cluster but do not test `kubelab up` start one with clustertest.)
+func runUp(t *testing.T, args ...string) *syncBuffer {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	out, errOut := &syncBuffer{}, &syncBuffer{}
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, append([]string{"up"}, args...), out, errOut) }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
+	testutil.Start(t, "kubelab up", upTimeout, func(ctx context.Context) error {
+		if err := Run(ctx, append([]string{"up"}, args...), out, errOut); err != nil {
+			return fmt.Errorf("%w\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
 		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("kubelab up returned %v\nstderr:\n%s", err, errOut.String())
-			}
-		case <-time.After(time.Minute):
-			t.Errorf("kubelab up did not stop within a minute")
-		}
-	}
-	t.Cleanup(stop)
-	deadline := time.After(3 * time.Minute)
-	for !strings.Contains(out.String(), "kubelab is up.") {
-		select {
-		case err := <-done:
-			stopped = true
-			t.Fatalf("kubelab up returned %v before it was up\nstderr:\n%s", err, errOut.String())
-		case <-deadline:
-			t.Fatalf("kubelab up not up after 3 minutes\nstdout:\n%s", out.String())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return out, stop
+		return nil
+	}, func() bool { return strings.Contains(out.String(), "kubelab is up.") })
+	return out
 }
 
-// TestUpHollow runs `kubelab up --hollow --nodes 4` and drives it with the real kubectl:
+// upTimeout is how long `kubelab up` may take to say it is up.
+const upTimeout = 3 * time.Minute
+
+// TestUpHollow runs `kubelab up --hollow --nodes 4` and drives it with kubectl (the real
+// one when installed, else kubelab's):
 // four nodes over three zones, the manifests of examples/seed applied, their pod
 // Running with its claim Bound. A second `up` on the same data dir finds the same
 // nodes (their instances are not launched again) and the pod still there.
 func TestUpHollow(t *testing.T) {
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl is not installed: this test drives `kubelab up` with the real kubectl")
-	}
 	dir := t.TempDir()
-	args := []string{"--hollow", "--nodes", "4", "--data-dir", dir, "--secure-port", "0",
-		"--etcd-client-port", fmt.Sprint(apiservertest.FreePort(t)), "--etcd-peer-port", fmt.Sprint(apiservertest.FreePort(t))}
-	out, stop := runUp(t, args...)
-	kc := filepath.Join(dir, "kubeconfig")
-	if !strings.Contains(out.String(), kc) {
-		t.Errorf("kubelab up did not print its kubeconfig %s:\n%s", kc, out.String())
+	args := func() []string {
+		return []string{"--hollow", "--nodes", "4", "--data-dir", dir, "--secure-port", "0",
+			"--etcd-client-port", fmt.Sprint(apiservertest.FreePort(t)), "--etcd-peer-port", fmt.Sprint(apiservertest.FreePort(t))}
 	}
+	kc := filepath.Join(dir, "kubeconfig")
+	var nodes string
+	t.Run("up", func(t *testing.T) {
+		out := runUp(t, args()...)
+		if !strings.Contains(out.String(), kc) {
+			t.Errorf("kubelab up did not print its kubeconfig %s:\n%s", kc, out.String())
+		}
+		nodes = assertUpHollow(t, dir)
+	})
+	if t.Failed() {
+		return
+	}
+	t.Run("up again on the same data dir", func(t *testing.T) {
+		restarted := time.Now().Add(-time.Second)
+		runUp(t, args()...)
+		assertUpAgain(t, kc, nodes, restarted)
+	})
+}
+
+// assertUpHollow drives the hollow cluster `kubelab up` runs on dir with kubectl, kubelab
+// trace and kubelab why, and returns its nodes as kubectl lists them.
+func assertUpHollow(t *testing.T, dir string) string {
+	kc := filepath.Join(dir, "kubeconfig")
 	run := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command(kubectl, append([]string{"--kubeconfig", kc}, args...)...)
-		b, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, b)
-		}
-		return string(b)
+		return clustertest.Kubectl(t, kc, args...)
 	}
 	nodes := run("get", "nodes", "-o", "jsonpath={range .items[*]}{.metadata.name} {.metadata.labels.topology\\.kubernetes\\.io/zone} {.spec.providerID}{\"\\n\"}{end}")
 	lines := strings.Split(strings.TrimSpace(nodes), "\n")
@@ -96,7 +88,7 @@ func TestUpHollow(t *testing.T) {
 	if got := run("get", "storageclass", "gp2", "-o", "jsonpath={.metadata.annotations.storageclass\\.kubernetes\\.io/is-default-class}"); got != "true" {
 		t.Errorf("gp2 default-class annotation %q", got)
 	}
-	run("apply", "-f", filepath.Join("..", "..", "examples", "seed"))
+	run("apply", "-f", clustertest.Seed())
 	run("wait", "--for=condition=Ready", "pod/my-app-pod", "--timeout=120s")
 	run("wait", "--for=jsonpath={.status.phase}=Bound", "pvc/my-app-pvc", "--timeout=60s")
 	run("rollout", "status", "deployment/web", "--timeout=120s")
@@ -121,13 +113,17 @@ func TestUpHollow(t *testing.T) {
 		!strings.Contains(err.Error(), `output "png": must be text, svg or html`) {
 		t.Errorf("kubelab trace -o png: %v, want an error naming the output", err)
 	}
-	stop()
+	return nodes
+}
 
-	// The same data dir again: same nodes, renewed by the new kubelets, the pod and its
-	// claim are still there.
-	args[len(args)-3], args[len(args)-1] = fmt.Sprint(apiservertest.FreePort(t)), fmt.Sprint(apiservertest.FreePort(t))
-	restarted := time.Now().Add(-time.Second)
-	runUp(t, args...)
+// assertUpAgain checks the cluster of kc after `kubelab up` ran again on its data dir at
+// restarted: the same nodes, renewed by the new kubelets, the pod and its claim still
+// there.
+func assertUpAgain(t *testing.T, kc, nodes string, restarted time.Time) {
+	run := func(args ...string) string {
+		t.Helper()
+		return clustertest.Kubectl(t, kc, args...)
+	}
 	renewed := run("get", "leases", "-n", "kube-node-lease", "-o", "jsonpath={range .items[*]}{.spec.renewTime}{\"\\n\"}{end}")
 	for _, line := range strings.Fields(renewed) {
 		at, err := time.Parse(time.RFC3339Nano, line)

@@ -19,23 +19,10 @@ import (
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/cluster"
+	"github.com/kubelab/kubelab/internal/cluster/clustertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 	"github.com/kubelab/kubelab/internal/vpc"
 )
-
-// buildKubelab builds kubelab, kubelab-pause and kubelab-cni into a temporary dir and returns
-// kubelab's path.
-func buildKubelab(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, pkg := range []string{"cmd/kubelab", "cmd/kubelab-pause", "cmd/kubelab-cni"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, filepath.Base(pkg)), "github.com/kubelab/kubelab/"+pkg)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", pkg, err, out)
-		}
-	}
-	return filepath.Join(dir, "kubelab")
-}
 
 // upProcess is a `kubelab up` run as its own process.
 type upProcess struct {
@@ -85,24 +72,15 @@ func startUpProcess(t *testing.T, bin string, args ...string) *upProcess {
 // data dir in use is refused naming the holder; `kubelab down` then stops it and nothing
 // is left on the machine: no mount, loop device or process of the data dir.
 func TestUpRealKill9(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("real nodes need root")
-	}
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl is not installed: this test drives `kubelab up` with the real kubectl")
-	}
-	if _, err := exec.LookPath("containerd"); err != nil {
-		t.Skip("containerd is not installed (hack/setup.sh installs it)")
-	}
-	bin := buildKubelab(t)
+	testutil.RequireRoot(t, clustertest.RealNodeTools...)
+	bin := filepath.Join(testutil.Commands(t), "kubelab")
 	dir, err := os.MkdirTemp("", "kl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	t.Cleanup(func() { releaseDataDir(t, dir) }) // after a failure midway: nothing stays
-	t.Cleanup(func() { assertDataDirReleased(t, dir) })
+	t.Cleanup(func() { clustertest.AssertNothingLeft(t, dir) })
 	args := func() []string {
 		return []string{"--data-dir", dir, "--nodes", "1", "--zones", "us-east-1a", "--secure-port", "0",
 			"--etcd-client-port", fmt.Sprint(apiservertest.FreePort(t)), "--etcd-peer-port", fmt.Sprint(apiservertest.FreePort(t))}
@@ -110,18 +88,14 @@ func TestUpRealKill9(t *testing.T) {
 	kc := filepath.Join(dir, "kubeconfig")
 	run := func(args ...string) string {
 		t.Helper()
-		b, err := exec.Command(kubectl, append([]string{"--kubeconfig", kc}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, b)
-		}
-		return string(b)
+		return clustertest.Kubectl(t, kc, args...)
 	}
 	first := startUpProcess(t, bin, args()...)
-	seed := filepath.Join("..", "..", "examples", "seed")
+	seed := clustertest.Seed()
 	run("apply", "-f", filepath.Join(seed, "10-pvc.yaml"), "-f", filepath.Join(seed, "20-pod.yaml"))
 	run("wait", "--for=condition=Ready", "pod/my-app-pod", "--timeout=120s")
 	ipBefore := run("get", "pod", "my-app-pod", "-o", "jsonpath={.status.podIP}")
-	assertAddonDebugCommands(t, bin, dir, kubectl, run("get", "pod", "my-app-pod", "-o", "jsonpath={.spec.nodeName}"))
+	assertAddonDebugCommands(t, bin, dir, run("get", "pod", "my-app-pod", "-o", "jsonpath={.spec.nodeName}"))
 	before := mountCounts(t, dir)
 	if len(before) < 2 {
 		t.Fatalf("mounts under %s with the pod running: %v, want its global mount and its pod mount", dir, before)
@@ -200,29 +174,6 @@ func mountCounts(t *testing.T, dir string) map[string]int {
 	return out
 }
 
-// assertDataDirReleased checks that nothing of the cluster on dir is left on the machine.
-func assertDataDirReleased(t *testing.T, dir string) {
-	t.Helper()
-	for mp := range mountCounts(t, dir) {
-		t.Errorf("left mounted: %s", mp)
-	}
-	loops, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
-	for _, f := range loops {
-		if b, err := os.ReadFile(f); err == nil && strings.HasPrefix(string(b), dir) {
-			t.Errorf("loop device left: %s → %s", f, strings.TrimSpace(string(b)))
-		}
-	}
-	for _, ns := range vpc.Namespaces(dir) {
-		t.Errorf("network namespace left: %s", ns)
-	}
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, f := range procs {
-		if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte(dir)) {
-			t.Errorf("process left: %s: %s", f, bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
-		}
-	}
-}
-
 // releaseDataDir ends and removes what a kubelab up on dir left on the machine when the
 // test failed before `kubelab down` (after its kill -9, say), so that removing dir never
 // reaches into a mounted volume: the processes of its pods (in its pods' cgroups) and its
@@ -289,16 +240,18 @@ func releaseDataDir(t *testing.T, dir string) {
 	}
 }
 
-// assertAddonDebugCommands runs the EBS CSI add-on's debugging commands for the example's pod (examples/seed),
-// verbatim: the real kubectl's (the attacher's and the controller plugin's logs, the node
-// plugin's on the pod's node) from this machine, and the aws CLI's from a shell on the
+// assertAddonDebugCommands runs the EBS CSI add-on's debugging commands for the example's
+// pod (examples/seed), verbatim: kubectl's (the attacher's and the controller plugin's
+// logs, the node plugin's on the pod's node; the test's kubectl, testutil.KubectlDir) from
+// this machine, and the aws CLI's from a shell on the
 // node, as on an EC2 instance; each shows the pod's volume, attached to the node.
-func assertAddonDebugCommands(t *testing.T, bin, dir, kubectl, node string) {
+func assertAddonDebugCommands(t *testing.T, bin, dir, node string) {
 	t.Helper()
 	sh := func(line string, env ...string) string {
 		t.Helper()
 		cmd := exec.Command("sh", "-c", line)
-		cmd.Env = append(append(os.Environ(), "KUBECONFIG="+filepath.Join(dir, "kubeconfig"), "PATH="+filepath.Dir(kubectl)+":"+os.Getenv("PATH")), env...)
+		cmd.Env = append(append(os.Environ(), "KUBECONFIG="+filepath.Join(dir, "kubeconfig"), "KUBECTL_KUBERC=false",
+			"PATH="+testutil.KubectlDir(t)+":"+os.Getenv("PATH")), env...)
 		b, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", line, err, b)

@@ -65,7 +65,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testutil.Start(t, "cluster", readyTimeout, c.Run, closed(c.Ready()))
+	testutil.Start(t, "cluster", readyTimeout, c.Run, testutil.Closed(c.Ready()))
 	started = attach(t, c, cfg)
 	return started
 }
@@ -110,18 +110,6 @@ func shortDir(t testing.TB) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
-}
-
-// closed is a condition that holds once ch is closed.
-func closed(ch <-chan struct{}) func() bool {
-	return func() bool {
-		select {
-		case <-ch:
-			return true
-		default:
-			return false
-		}
-	}
 }
 
 // RESTConfig is the admin client config of the cluster of kubeconfig, with room for the

@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // Runner is a controller: Run blocks until ctx ends.
@@ -14,8 +16,8 @@ type Runner interface {
 }
 
 // RunController builds a controller with build on a fresh informer factory of client,
-// starts the factory and the controller, and stops both when the test ends, failing the
-// test if the controller's Run returned an error.
+// starts the factory and the controller (testutil.Start), and stops both when the test
+// ends, failing the test if the controller's Run returned an error.
 func RunController(t testing.TB, client kubernetes.Interface, build func(informers.SharedInformerFactory) (Runner, error)) {
 	t.Helper()
 	factory := informers.NewSharedInformerFactory(client, 0)
@@ -23,15 +25,8 @@ func RunController(t testing.TB, client kubernetes.Interface, build func(informe
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	factory.Start(ctx.Done())
-	go func() { done <- c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("controller stopped with: %v", err)
-		}
-		factory.Shutdown()
-	})
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop); factory.Shutdown() }) // after the controller stopped
+	factory.Start(stop)
+	testutil.Start(t, "controller", 0, c.Run, (func() bool)(nil))
 }

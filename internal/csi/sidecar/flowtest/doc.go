@@ -15,5 +15,11 @@
 // components in the middle of the flow and checks that no cloud volume is created
 // twice and no attachment is left behind.
 //
+// The harness (harness_test.go) is not a whole cluster, which clustertest starts: it has
+// no scheduler and no kubelet, so that each test can play their steps one at a time and
+// stop and start the controllers and sidecars in the middle of the flow. Its nodes are
+// controllertest's fake node (AddNode), its cloud, driver and EC2 client the same pieces
+// the other harnesses run (testutil.Start, clustertest.EC2Client).
+//
 // The package has no non-test code besides this file.
 package flowtest

@@ -3,6 +3,7 @@ package flowtest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubelab/kubelab/internal/testutil"
 	"github.com/kubelab/kubelab/internal/util/volumeutil"
 )
 
@@ -132,7 +134,7 @@ func (e *env) deletePod(ns, name string) {
 	if err := e.client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil && !apierrors.IsNotFound(err) {
 		e.t.Fatal(err)
 	}
-	waitFor(e.t, "pod "+name+" gone", func() (bool, error) {
+	testutil.EventuallyWithin(e.t, flowTimeout, "pod "+name+" gone", func() (bool, error) {
 		_, err := e.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), err
 	})
@@ -164,22 +166,25 @@ func TestClaimProvisionedBoundAttachedThenDeleted(t *testing.T) {
 	// kubectl apply: the PVC is Pending and stays so until the pod is scheduled.
 	pvc := e.claim(ns, "my-app-pvc", "gp2", "1Gi")
 	e.pod(ns, "my-app-pod", "my-app-pvc")
-	waitFor(t, "WaitForFirstConsumer event and pvc-protection finalizer", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "WaitForFirstConsumer event and pvc-protection finalizer", func() (bool, error) {
 		c := e.getClaim(ns, "my-app-pvc")
 		return e.hasEvent(ns, "my-app-pvc", "WaitForFirstConsumer") && hasFinalizer(c.Finalizers, finPVC), nil
 	})
-	time.Sleep(500 * time.Millisecond) // give the provisioner every chance to misbehave
-	c := e.getClaim(ns, "my-app-pvc")
-	if c.Status.Phase != corev1.ClaimPending || c.Spec.VolumeName != "" {
-		t.Fatalf("claim before scheduling: phase %q volume %q, want Pending and none", c.Status.Phase, c.Spec.VolumeName)
-	}
-	if _, ok := c.Annotations[annStorageProvisioner]; ok {
-		t.Fatalf("claim handed to the provisioner before a node was selected: %v", c.Annotations)
-	}
+	// The provisioner has every chance to misbehave: the claim stays as it is.
 	pvName := "pvc-" + string(pvc.UID)
-	if vols := e.cloudVolumes(pvName); len(vols) != 0 {
-		t.Fatalf("cloud volume created before scheduling: %v", vols)
-	}
+	testutil.Consistently(t, 500*time.Millisecond, "the claim untouched before scheduling", func() error {
+		c := e.getClaim(ns, "my-app-pvc")
+		if c.Status.Phase != corev1.ClaimPending || c.Spec.VolumeName != "" {
+			return fmt.Errorf("phase %q volume %q, want Pending and none", c.Status.Phase, c.Spec.VolumeName)
+		}
+		if _, ok := c.Annotations[annStorageProvisioner]; ok {
+			return fmt.Errorf("handed to the provisioner before a node was selected: %v", c.Annotations)
+		}
+		if vols := e.cloudVolumes(pvName); len(vols) != 0 {
+			return fmt.Errorf("cloud volume created before scheduling: %v", vols)
+		}
+		return nil
+	})
 
 	// The scheduler picks node-b (us-east-1b) and sets selected-node.
 	node := "node-b"
@@ -188,12 +193,12 @@ func TestClaimProvisionedBoundAttachedThenDeleted(t *testing.T) {
 	// PV controller hands the claim to the provisioner, which creates the volume in
 	// the node's zone and the PV.
 	var pv *corev1.PersistentVolume
-	waitFor(t, "PV "+pvName, func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "PV "+pvName, func() (bool, error) {
 		var err error
 		pv, err = e.client.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
 		return err == nil, err
 	})
-	c = e.getClaim(ns, "my-app-pvc")
+	c := e.getClaim(ns, "my-app-pvc")
 	if c.Annotations[annStorageProvisioner] != driverName || c.Annotations[annBetaProvisioner] != driverName {
 		t.Errorf("claim provisioner annotations = %v, want %s", c.Annotations, driverName)
 	}
@@ -221,7 +226,7 @@ func TestClaimProvisionedBoundAttachedThenDeleted(t *testing.T) {
 	}
 
 	// Transition: PVC Pending → PV provisioned → Bound; PV → Bound.
-	waitFor(t, "claim Bound", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "claim Bound", func() (bool, error) {
 		c = e.getClaim(ns, "my-app-pvc")
 		return c.Status.Phase == corev1.ClaimBound, nil
 	})
@@ -231,7 +236,7 @@ func TestClaimProvisionedBoundAttachedThenDeleted(t *testing.T) {
 	if q := c.Status.Capacity[corev1.ResourceStorage]; q.Cmp(resource.MustParse("1Gi")) != 0 {
 		t.Errorf("claim capacity %s, want 1Gi", q.String())
 	}
-	waitFor(t, "PV Bound with pv-protection", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "PV Bound with pv-protection", func() (bool, error) {
 		pv, _ = e.client.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
 		return pv != nil && pv.Status.Phase == corev1.VolumeBound && hasFinalizer(pv.Finalizers, finPV), nil
 	})
@@ -244,7 +249,7 @@ func TestClaimProvisionedBoundAttachedThenDeleted(t *testing.T) {
 	e.bindPod(ns, "my-app-pod", node)
 	vaName := volumeutil.AttachmentName(pv.Spec.CSI.VolumeHandle, driverName, node)
 	var va *storagev1.VolumeAttachment
-	waitFor(t, "VolumeAttachment "+vaName+" attached", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "VolumeAttachment "+vaName+" attached", func() (bool, error) {
 		var err error
 		va, err = e.client.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{})
 		return err == nil && va.Status.Attached, err
@@ -267,7 +272,7 @@ func TestClaimProvisionedBoundAttachedThenDeleted(t *testing.T) {
 		t.Errorf("cloud volume state %s attachments %+v, want in-use on %s", vols[0].State, vols[0].Attachments, e.instances[node])
 	}
 	unique := volumeutil.UniqueVolumeName(driverName, pv.Spec.CSI.VolumeHandle)
-	waitFor(t, "node volumesAttached and SuccessfulAttachVolume", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "node volumesAttached and SuccessfulAttachVolume", func() (bool, error) {
 		n, err := e.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -283,40 +288,42 @@ func TestClaimProvisionedBoundAttachedThenDeleted(t *testing.T) {
 	if err := e.client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, "my-app-pvc", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second)
-	c = e.getClaim(ns, "my-app-pvc")
-	if c.DeletionTimestamp == nil || !hasFinalizer(c.Finalizers, finPVC) || c.Status.Phase != corev1.ClaimBound {
-		t.Fatalf("claim in use after delete: deletionTimestamp %v finalizers %v phase %s", c.DeletionTimestamp, c.Finalizers, c.Status.Phase)
-	}
+	testutil.Consistently(t, time.Second, "the claim in use kept Terminating", func() error {
+		c := e.getClaim(ns, "my-app-pvc")
+		if c.DeletionTimestamp == nil || !hasFinalizer(c.Finalizers, finPVC) || c.Status.Phase != corev1.ClaimBound {
+			return fmt.Errorf("deletionTimestamp %v finalizers %v phase %s", c.DeletionTimestamp, c.Finalizers, c.Status.Phase)
+		}
+		return nil
+	})
 
 	// The pod goes; the volume stays attached while the node reports it in use.
 	e.deletePod(ns, "my-app-pod")
-	time.Sleep(time.Second)
-	if _, err := e.client.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{}); err != nil {
-		t.Fatalf("VolumeAttachment gone while the node still uses the volume: %v", err)
-	}
+	testutil.Consistently(t, time.Second, "VolumeAttachment kept while the node still uses the volume", func() error {
+		_, err := e.client.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{})
+		return err
+	})
 	// The kubelet unmounts: now it is detached.
 	e.setVolumesInUse(node)
-	waitFor(t, "VolumeAttachment deleted", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "VolumeAttachment deleted", func() (bool, error) {
 		_, err := e.client.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	waitFor(t, "node volumesAttached empty", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "node volumesAttached empty", func() (bool, error) {
 		n, err := e.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		return err == nil && len(n.Status.VolumesAttached) == 0, err
 	})
 
 	// Transition: PV Bound → PVC deleted → deleted (Delete): the claim goes, the PV is
 	// Released, the provisioner deletes the cloud volume and the PV.
-	waitFor(t, "claim gone", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "claim gone", func() (bool, error) {
 		_, err := e.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "my-app-pvc", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	waitFor(t, "PV gone", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "PV gone", func() (bool, error) {
 		_, err := e.client.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	waitFor(t, "cloud volume deleted", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "cloud volume deleted", func() (bool, error) {
 		vols := e.cloudVolumes(pvName)
 		return len(vols) == 0 || vols[0].State == ec2types.VolumeStateDeleting || vols[0].State == ec2types.VolumeStateDeleted, nil
 	})
@@ -335,7 +342,7 @@ func TestRetainReleased(t *testing.T) {
 	e.storageClass("gp3-retain", storagev1.VolumeBindingImmediate, corev1.PersistentVolumeReclaimRetain, map[string]string{"type": "gp3"})
 	pvc := e.claim(ns, "data", "gp3-retain", "2Gi")
 	pvName := "pvc-" + string(pvc.UID)
-	waitFor(t, "claim Bound", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "claim Bound", func() (bool, error) {
 		return e.getClaim(ns, "data").Status.Phase == corev1.ClaimBound, nil
 	})
 	pv, err := e.client.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
@@ -348,19 +355,20 @@ func TestRetainReleased(t *testing.T) {
 	if err := e.client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, "data", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "PV Released", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "PV Released", func() (bool, error) {
 		pv, err = e.client.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
 		return err == nil && pv.Status.Phase == corev1.VolumeReleased, err
 	})
-	time.Sleep(time.Second)
-	pv, err = e.client.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
-	if err != nil || pv.Status.Phase != corev1.VolumeReleased {
-		t.Fatalf("retained PV after a second: %v %v", pv, err)
-	}
-	vols := e.cloudVolumes(pvName)
-	if len(vols) != 1 || vols[0].State != ec2types.VolumeStateAvailable {
-		t.Fatalf("retained cloud volume: %+v, want one available", vols)
-	}
+	testutil.Consistently(t, time.Second, "the retained PV and its cloud volume kept", func() error {
+		pv, err := e.client.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
+		if err != nil || pv.Status.Phase != corev1.VolumeReleased {
+			return fmt.Errorf("retained PV: %v %v", pv, err)
+		}
+		if vols := e.cloudVolumes(pvName); len(vols) != 1 || vols[0].State != ec2types.VolumeStateAvailable {
+			return fmt.Errorf("retained cloud volume: %+v, want one available", vols)
+		}
+		return nil
+	})
 }
 
 // TestStaticBinding: an administrator's PV is Available, and a matching claim without
@@ -390,13 +398,13 @@ func TestStaticBinding(t *testing.T) {
 	mk("static-big", "10Gi")
 	mk("static-small", "5Gi")
 	for _, name := range []string{"static-big", "static-small"} {
-		waitFor(t, name+" Available", func() (bool, error) {
+		testutil.EventuallyWithin(t, flowTimeout, name+" Available", func() (bool, error) {
 			pv, err := e.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
 			return err == nil && pv.Status.Phase == corev1.VolumeAvailable, err
 		})
 	}
 	e.claim(ns, "static-claim", "", "4Gi")
-	waitFor(t, "static claim Bound", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "static claim Bound", func() (bool, error) {
 		return e.getClaim(ns, "static-claim").Status.Phase == corev1.ClaimBound, nil
 	})
 	c := e.getClaim(ns, "static-claim")
@@ -406,7 +414,7 @@ func TestStaticBinding(t *testing.T) {
 	if q := c.Status.Capacity[corev1.ResourceStorage]; q.Cmp(resource.MustParse("5Gi")) != 0 {
 		t.Errorf("claim capacity %s, want the PV's 5Gi", q.String())
 	}
-	waitFor(t, "static-small Bound", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "static-small Bound", func() (bool, error) {
 		pv, err := e.client.CoreV1().PersistentVolumes().Get(ctx, "static-small", metav1.GetOptions{})
 		return err == nil && pv.Status.Phase == corev1.VolumeBound && pv.Annotations[annBoundByController] == "yes", err
 	})
@@ -418,7 +426,7 @@ func TestStaticBinding(t *testing.T) {
 	if err := e.client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, "static-claim", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "static-small Released", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "static-small Released", func() (bool, error) {
 		pv, err := e.client.CoreV1().PersistentVolumes().Get(ctx, "static-small", metav1.GetOptions{})
 		return err == nil && pv.Status.Phase == corev1.VolumeReleased, err
 	})

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
@@ -28,6 +26,7 @@ import (
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/cloud"
 	"github.com/kubelab/kubelab/internal/cloud/cloudtest"
+	"github.com/kubelab/kubelab/internal/cluster/clustertest"
 	"github.com/kubelab/kubelab/internal/controller/attachdetach"
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
 	"github.com/kubelab/kubelab/internal/controller/protection"
@@ -36,14 +35,19 @@ import (
 	"github.com/kubelab/kubelab/internal/csi/driver"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/attacher"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/provisioner"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 const driverName = "ebs.csi.aws.com"
 
 var zones = []string{"us-east-1a", "us-east-1b", "us-east-1c"}
 
-// env is a cluster of the storage flow: API server, hollow cloud, the driver's
-// controller on its socket, one node per zone with an instance and a CSINode.
+// env is the storage flow's control plane, not a whole cluster: the API server, the
+// hollow cloud, the driver's controller on its socket, and one node per zone with an
+// instance and a CSINode (controllertest.AddNode) but no kubelet or scheduler, whose
+// parts the tests play step by step. The components are started and stopped by the
+// tests themselves (start, running.stop), in the middle of the flow when they test a
+// restart. A test that needs the whole cluster starts one with clustertest.
 type env struct {
 	t         testing.TB
 	api       *apiservertest.Server
@@ -77,31 +81,9 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cctx, ccancel := context.WithCancel(context.Background())
-	cdone := make(chan error, 1)
-	go func() { cdone <- c.Run(cctx) }()
-	t.Cleanup(func() {
-		ccancel()
-		if err := <-cdone; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("cloud: %v", err)
-		}
-	})
-	select {
-	case <-c.Ready():
-	case err := <-cdone:
-		t.Fatalf("cloud stopped: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("cloud not ready")
-	}
+	testutil.Start(t, "cloud", 30*time.Second, c.Run, testutil.Closed(c.Ready()))
 	e.cloud = c
-	awsCfg, err := awsconfig.LoadDefaultConfig(context.Background(),
-		awsconfig.WithEC2IMDSClientEnableState(imds.ClientDisabled),
-		awsconfig.WithSharedConfigFiles([]string{c.ConfigFile()}),
-		awsconfig.WithSharedCredentialsFiles([]string{c.CredentialsFile()}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.ec2 = ec2.NewFromConfig(awsCfg, func(o *ec2.Options) { o.BaseEndpoint = aws.String(c.Endpoint()) })
+	e.ec2 = clustertest.EC2Client(t, c.Endpoint(), c.ConfigFile(), c.CredentialsFile())
 
 	// The driver's controller plugin, reaching the cloud through its EC2 API.
 	ec2c, err := driver.NewEC2Cloud(context.Background(), driver.EC2Config{Endpoint: c.Endpoint(), ConfigFile: c.ConfigFile(), CredentialsFile: c.CredentialsFile()})
@@ -114,22 +96,7 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dctx, dcancel := context.WithCancel(context.Background())
-	ddone := make(chan error, 1)
-	go func() { ddone <- d.Run(dctx) }()
-	t.Cleanup(func() {
-		dcancel()
-		if err := <-ddone; err != nil {
-			t.Errorf("driver: %v", err)
-		}
-	})
-	select {
-	case <-d.Ready():
-	case err := <-ddone:
-		t.Fatalf("driver stopped: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("driver not ready")
-	}
+	testutil.Start(t, "driver", 30*time.Second, d.Run, testutil.Closed(d.Ready()))
 
 	ctx := context.Background()
 	if _, err := e.client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{
@@ -146,7 +113,8 @@ func newEnv(t testing.TB) *env {
 }
 
 // addNode runs an instance in zone and registers it as a Ready node with the
-// driver's CSINode entry, as the kubelet and node-driver-registrar would.
+// driver's CSINode entry, as the kubelet and node-driver-registrar would
+// (controllertest.AddNode).
 func (e *env) addNode(ctx context.Context, name, zone string) {
 	t := e.t
 	t.Helper()
@@ -158,7 +126,7 @@ func (e *env) addNode(ctx context.Context, name, zone string) {
 		t.Fatal(err)
 	}
 	id := aws.ToString(out.Instances[0].InstanceId)
-	waitFor(t, "instance "+id+" running", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "instance "+id+" running", func() (bool, error) {
 		d, err := e.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
 		if err != nil {
 			return false, err
@@ -167,30 +135,15 @@ func (e *env) addNode(ctx context.Context, name, zone string) {
 	})
 	e.instances[name] = id
 	e.nodes = append(e.nodes, name)
-	node, err := e.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-		Name: name,
-		Labels: map[string]string{
-			"kubernetes.io/hostname": name, driver.TopologyKeyZone: zone, driver.TopologyKeyWellKnown: zone,
-		},
+	controllertest.AddNode(t, e.client, controllertest.Node{
+		Name: name, ProviderID: "aws:///" + zone + "/" + id,
+		Labels:      map[string]string{driver.TopologyKeyZone: zone, driver.TopologyKeyWellKnown: zone},
 		Annotations: map[string]string{attachdetach.AnnControllerManaged: "true"},
-	}, Spec: corev1.NodeSpec{ProviderID: "aws:///" + zone + "/" + id}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	if _, err := e.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.client.StorageV1().CSINodes().Create(ctx, &storagev1.CSINode{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{
+		CSIDrivers: []storagev1.CSINodeDriver{{
 			Name: driverName, NodeID: id, TopologyKeys: []string{driver.TopologyKeyZone, driver.TopologyKeyWellKnown},
 			Allocatable: &storagev1.VolumeNodeResources{Count: ptr.To[int32](25)},
-		}}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+		}},
+	})
 }
 
 // running is a set of components started together on one informer factory.
@@ -303,21 +256,8 @@ func (e *env) dial() *grpc.ClientConn {
 	return conn
 }
 
-// waitFor polls cond until it holds, failing the test after 60s.
-func waitFor(t testing.TB, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	var last error
-	for time.Now().Before(deadline) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		last = err
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s (last error: %v)", what, last)
-}
+// flowTimeout is how long the tests wait for a step of the flow.
+const flowTimeout = time.Minute
 
 // cloudVolumes lists the cloud's volumes made for the PV named name.
 func (e *env) cloudVolumes(name string) []ec2types.Volume {
@@ -338,5 +278,5 @@ func (e *env) hasEvent(ns, name, reason string) bool {
 // asynchronously, after the change they describe.
 func (e *env) waitEvent(ns, name, reason string) {
 	e.t.Helper()
-	waitFor(e.t, reason+" event on "+name, func() (bool, error) { return e.hasEvent(ns, name, reason), nil })
+	testutil.EventuallyWithin(e.t, flowTimeout, reason+" event on "+name, func() (bool, error) { return e.hasEvent(ns, name, reason), nil })
 }

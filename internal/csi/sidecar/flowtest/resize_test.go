@@ -16,6 +16,7 @@ import (
 
 	csiclient "github.com/kubelab/kubelab/internal/csi/client"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/resizer"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 func (e *env) startResizer() *running {
@@ -51,11 +52,11 @@ func TestResize(t *testing.T) {
 	e.storageClass("gp3", storagev1.VolumeBindingImmediate, corev1.PersistentVolumeReclaimDelete, nil)
 	pvc := e.claim(ns, "data", "gp3", "1Gi")
 	pvName := "pvc-" + string(pvc.UID)
-	waitFor(t, "claim Bound", func() (bool, error) { return e.getClaim(ns, "data").Status.Phase == corev1.ClaimBound, nil })
+	testutil.EventuallyWithin(t, flowTimeout, "claim Bound", func() (bool, error) { return e.getClaim(ns, "data").Status.Phase == corev1.ClaimBound, nil })
 
 	e.request(ns, "data", "3Gi")
 	var c *corev1.PersistentVolumeClaim
-	waitFor(t, "FileSystemResizePending", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "FileSystemResizePending", func() (bool, error) {
 		c = e.getClaim(ns, "data")
 		for _, cond := range c.Status.Conditions {
 			if cond.Type == corev1.PersistentVolumeClaimFileSystemResizePending && cond.Status == corev1.ConditionTrue {
@@ -89,7 +90,7 @@ func TestResize(t *testing.T) {
 
 	// 100 TiB is beyond any EBS volume: refused, and not retried.
 	e.request(ns, "data", "100Ti")
-	waitFor(t, "ControllerResizeInfeasible", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "ControllerResizeInfeasible", func() (bool, error) {
 		c = e.getClaim(ns, "data")
 		return c.Status.AllocatedResourceStatuses[corev1.ResourceStorage] == corev1.PersistentVolumeClaimControllerResizeInfeasible, nil
 	})

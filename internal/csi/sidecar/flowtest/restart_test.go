@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubelab/kubelab/internal/cloud"
+	"github.com/kubelab/kubelab/internal/testutil"
 	"github.com/kubelab/kubelab/internal/util/volumeutil"
 )
 
@@ -49,7 +50,7 @@ func TestRestartMidFlow(t *testing.T) {
 	}
 	pvc := e.claim(ns, "data", "gp3", "1Gi")
 	pvName := "pvc-" + string(pvc.UID)
-	waitFor(t, "cloud volume creating", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "cloud volume creating", func() (bool, error) {
 		vols := e.cloudVolumes(pvName)
 		return len(vols) == 1 && vols[0].State == ec2types.VolumeStateCreating, nil
 	})
@@ -58,7 +59,7 @@ func TestRestartMidFlow(t *testing.T) {
 	ctrl = e.startControllers()
 	prov = e.startProvisioner()
 	e.cloud.ClearFaults(createHang)
-	waitFor(t, "claim Bound after restart", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "claim Bound after restart", func() (bool, error) {
 		return e.getClaim(ns, "data").Status.Phase == corev1.ClaimBound, nil
 	})
 	vols := e.cloudVolumes(pvName)
@@ -94,7 +95,7 @@ func TestRestartMidFlow(t *testing.T) {
 	}
 	e.pod(ns, "app", "data")
 	e.bindPod(ns, "app", node)
-	waitFor(t, "cloud attachment under way", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "cloud attachment under way", func() (bool, error) {
 		v := e.cloudVolumes(pvName)
 		return len(v) == 1 && len(v[0].Attachments) == 1, nil
 	})
@@ -104,7 +105,7 @@ func TestRestartMidFlow(t *testing.T) {
 	att = e.startAttacher()
 	e.cloud.ClearFaults(attachHang)
 	vaName := volumeutil.AttachmentName(pv.Spec.CSI.VolumeHandle, driverName, node)
-	waitFor(t, "attached after restart", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "attached after restart", func() (bool, error) {
 		va, err := e.client.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{})
 		return err == nil && va.Status.Attached && va.Status.AttachmentMetadata["devicePath"] != "", err
 	})
@@ -132,18 +133,18 @@ func TestRestartMidFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctrl = e.startControllers()
-	waitFor(t, "cloud detach under way", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "cloud detach under way", func() (bool, error) {
 		v := e.cloudVolumes(pvName)
 		return len(v) == 1 && len(v[0].Attachments) == 1 && v[0].Attachments[0].State == ec2types.VolumeAttachmentStateDetaching, nil
 	})
 	att.stop(t)
 	att = e.startAttacher()
 	e.cloud.ClearFaults(detachHang)
-	waitFor(t, "VolumeAttachment gone", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "VolumeAttachment gone", func() (bool, error) {
 		_, err := e.client.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	waitFor(t, "cloud volume detached", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "cloud volume detached", func() (bool, error) {
 		v := e.cloudVolumes(pvName)
 		return len(v) == 1 && len(v[0].Attachments) == 0 && v[0].State == ec2types.VolumeStateAvailable, nil
 	})
@@ -164,18 +165,18 @@ func TestRestartMidFlow(t *testing.T) {
 	if err := e.client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, "data", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "PV Released and VolumeFailedDelete", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "PV Released and VolumeFailedDelete", func() (bool, error) {
 		pv, err := e.client.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
 		return err == nil && pv.Status.Phase == corev1.VolumeReleased && e.hasEvent("", pvName, "VolumeFailedDelete"), err
 	})
 	prov.stop(t)
 	prov = e.startProvisioner()
 	e.cloud.ClearFaults(deleteFail)
-	waitFor(t, "PV gone", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "PV gone", func() (bool, error) {
 		_, err := e.client.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	waitFor(t, "cloud volume deleted", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "cloud volume deleted", func() (bool, error) {
 		v := e.cloudVolumes(pvName)
 		return len(v) == 0 || v[0].State == ec2types.VolumeStateDeleted || v[0].State == ec2types.VolumeStateDeleting, nil
 	})

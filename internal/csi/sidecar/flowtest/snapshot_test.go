@@ -22,6 +22,7 @@ import (
 
 	"github.com/kubelab/kubelab/internal/controller/snapshot"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/snapshotter"
+	"github.com/kubelab/kubelab/internal/testutil"
 	"github.com/kubelab/kubelab/internal/util/snapshotutil"
 )
 
@@ -75,7 +76,7 @@ func TestSnapshotAndRestore(t *testing.T) {
 	ns := e.namespace("snap")
 	e.storageClass("gp3", storagev1.VolumeBindingImmediate, corev1.PersistentVolumeReclaimDelete, nil)
 	e.claim(ns, "src", "gp3", "1Gi")
-	waitFor(t, "source Bound", func() (bool, error) { return e.getClaim(ns, "src").Status.Phase == corev1.ClaimBound, nil })
+	testutil.EventuallyWithin(t, flowTimeout, "source Bound", func() (bool, error) { return e.getClaim(ns, "src").Status.Phase == corev1.ClaimBound, nil })
 
 	if _, err := snaps.SnapshotV1().VolumeSnapshotClasses().Create(ctx, &snapv1.VolumeSnapshotClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "csi-aws-vsc", Annotations: map[string]string{snapshotutil.AnnDefaultClass: "true"}},
@@ -93,7 +94,7 @@ func TestSnapshotAndRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "snapshot ready", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "snapshot ready", func() (bool, error) {
 		vs, err = snaps.SnapshotV1().VolumeSnapshots(ns).Get(ctx, "snap1", metav1.GetOptions{})
 		return err == nil && vs.Status != nil && ptr.Deref(vs.Status.ReadyToUse, false), err
 	})
@@ -130,7 +131,7 @@ func TestSnapshotAndRestore(t *testing.T) {
 	if tags["CSIVolumeSnapshotName"] != "snapshot-"+string(vs.UID) {
 		t.Errorf("cloud snapshot tags %v", tags)
 	}
-	waitFor(t, "source claim released by the snapshot", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "source claim released by the snapshot", func() (bool, error) {
 		return !hasFinalizer(e.getClaim(ns, "src").Finalizers, snapshotutil.FinalizerPVCAsSource), nil
 	})
 	for _, r := range []string{snapshotutil.ReasonCreatingSnapshot, snapshotutil.ReasonSnapshotCreated, snapshotutil.ReasonSnapshotReady} {
@@ -151,7 +152,7 @@ func TestSnapshotAndRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "restored claim Bound", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "restored claim Bound", func() (bool, error) {
 		return e.getClaim(ns, "restored").Status.Phase == corev1.ClaimBound, nil
 	})
 	vols := e.cloudVolumes("pvc-" + string(rc.UID))
@@ -163,12 +164,12 @@ func TestSnapshotAndRestore(t *testing.T) {
 	if err := snaps.SnapshotV1().VolumeSnapshots(ns).Delete(ctx, "snap1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "snapshot and content gone", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "snapshot and content gone", func() (bool, error) {
 		_, err1 := snaps.SnapshotV1().VolumeSnapshots(ns).Get(ctx, "snap1", metav1.GetOptions{})
 		_, err2 := snaps.SnapshotV1().VolumeSnapshotContents().Get(ctx, contentName, metav1.GetOptions{})
 		return apierrors.IsNotFound(err1) && apierrors.IsNotFound(err2), nil
 	})
-	waitFor(t, "cloud snapshot deleted", func() (bool, error) {
+	testutil.EventuallyWithin(t, flowTimeout, "cloud snapshot deleted", func() (bool, error) {
 		out, err := e.ec2.DescribeSnapshots(ctx, &ec2.DescribeSnapshotsInput{SnapshotIds: []string{handle}})
 		return err != nil || len(out.Snapshots) == 0, nil
 	})

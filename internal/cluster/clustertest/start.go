@@ -136,7 +136,7 @@ func attach(t testing.TB, c *cluster.Cluster, cfg cluster.Config) *Cluster {
 	restCfg := RESTConfig(t, c.Kubeconfig())
 	tc := &Cluster{Cluster: c, T: t, Config: cfg, RESTConfig: restCfg,
 		Client: kubernetes.NewForConfigOrDie(restCfg), ZoneOf: map[string]string{}}
-	tc.EC2 = EC2Client(t, c.CloudEndpoint(), c.CloudConfigFile(), c.CloudCredentialsFile())
+	tc.EC2 = cloudtest.EC2Client(t, c.CloudEndpoint(), c.CloudConfigFile(), c.CloudCredentialsFile())
 	for _, n := range c.Nodes() {
 		tc.ZoneOf[n.Name] = n.Zone
 	}

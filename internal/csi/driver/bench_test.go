@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kubelab/kubelab/internal/benchtest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // latencies collects one duration per iteration and reports percentiles.
@@ -41,7 +42,7 @@ func (l latencies) report(b *testing.B) {
 // volume (NodeStage-reference-mkfs+mount, so that both see the same load on a
 // shared machine) and as a run of its own (bare-mkfs-mount).
 func BenchmarkRealVolumePath(b *testing.B) {
-	requireRoot(b)
+	testutil.RequireRoot(b, realModeTools...)
 	b.Run("driver", func(b *testing.B) {
 		ce := startCloud(b, false)
 		root := shortDir(b)

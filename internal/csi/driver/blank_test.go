@@ -15,6 +15,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 func TestSignatureWindows(t *testing.T) {
@@ -242,11 +244,7 @@ func sparseImage(t *testing.T, dir, name string, size int64) string {
 // device whose windows are zero is one blkid calls unformatted. Images are files
 // (blkid probes them as whole disks); no root needed.
 func TestSignatureWindowsCoverBlkid(t *testing.T) {
-	for _, tool := range []string{"blkid", "mkfs.ext4", "mkfs.xfs", "mkswap"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s (hack/setup.sh installs it)", tool)
-		}
-	}
+	requireTools(t, "blkid", "mkfs.ext4", "mkfs.xfs", "mkswap")
 	dir := t.TempDir()
 	const size = GiB
 	img := sparseImage(t, dir, "blank.img", size)
@@ -307,7 +305,7 @@ func blkidValue(t *testing.T, dev, tag string) string {
 // end is refused, each left as it was; a device with bytes only where no
 // signature can be goes to blkid, finds nothing and is formatted.
 func TestNodeStageFormatsOnlyBlankReal(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, realModeTools...)
 	root := shortDir(t)
 	devDir := filepath.Join(root, "dev")
 	if err := os.MkdirAll(devDir, 0o755); err != nil {
@@ -438,7 +436,7 @@ func readWindows(t *testing.T, dev string) []byte {
 // BenchmarkBlankCheck compares the in-process blankness test with the blkid run
 // it replaces, on the same blank 1 GiB loop device.
 func BenchmarkBlankCheck(b *testing.B) {
-	requireRoot(b)
+	testutil.RequireRoot(b, realModeTools...)
 	dir := shortDir(b)
 	img := filepath.Join(dir, "vol.img")
 	if err := os.WriteFile(img, nil, 0o600); err != nil {

@@ -14,6 +14,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	mount "k8s.io/mount-utils"
 	utilexec "k8s.io/utils/exec"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 func TestParseBlkidVersion(t *testing.T) {
@@ -311,7 +313,7 @@ func outsideWindows(size, off, n int64) bool {
 // fresh copy of the device); the fast path skips blkid only where the windows
 // read blank.
 func TestBlankFastPathAgreesWithBlkidReal(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, realModeTools...)
 	tests := []struct {
 		name string
 		size int64
@@ -417,7 +419,7 @@ func ptr[T any](v T) *T { return &v }
 // decides it, forced on and forced off: the file and what was written while
 // staged are there every time and the filesystem keeps its UUID.
 func TestNodeStageKeepsExt4DataReal(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, realModeTools...)
 	modes := []struct {
 		name     string
 		fastPath func() BlankFastPath

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,14 +14,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"golang.org/x/sys/unix"
 
 	"github.com/kubelab/kubelab/internal/cloud"
 	"github.com/kubelab/kubelab/internal/cloud/cloudtest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // cloudEnv is the kubelab cloud running in-process for a test, and an EC2 client
@@ -43,35 +41,9 @@ func startCloud(t testing.TB, hollow bool) *cloudEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	runErr := make(chan error, 1)
-	go func() { runErr <- c.Run(ctx) }()
-	select {
-	case <-c.Ready():
-	case err := <-runErr:
-		cancel()
-		t.Fatalf("cloud stopped: %v", err)
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatal("cloud not ready after 30s")
-	}
-	awsCfg, err := config.LoadDefaultConfig(context.Background(),
-		config.WithEC2IMDSClientEnableState(imds.ClientDisabled),
-		config.WithSharedConfigFiles([]string{c.ConfigFile()}),
-		config.WithSharedCredentialsFiles([]string{c.CredentialsFile()}))
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	client := ec2.NewFromConfig(awsCfg, func(o *ec2.Options) { o.BaseEndpoint = aws.String(c.Endpoint()) })
-	e := &cloudEnv{c: c, dir: dir, ec2: client}
-	t.Cleanup(func() {
-		e.deleteAll(t)
-		cancel()
-		if err := <-runErr; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("cloud run: %v", err)
-		}
-	})
+	testutil.Start(t, "cloud", 30*time.Second, c.Run, testutil.Closed(c.Ready()))
+	e := &cloudEnv{c: c, dir: dir, ec2: cloudtest.EC2Client(t, c.Endpoint(), c.ConfigFile(), c.CredentialsFile())}
+	t.Cleanup(func() { e.deleteAll(t) }) // before the cloud stops
 	return e
 }
 
@@ -103,20 +75,13 @@ func (e *cloudEnv) runInstance(t testing.TB, zone, devDir string) (string, strin
 		t.Fatal(err)
 	}
 	id := aws.ToString(out.Instances[0].InstanceId)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testutil.Eventually(t, "instance "+id+" running", func() (bool, error) {
 		d, err := e.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
 		if err != nil {
-			t.Fatal(err)
+			return false, err
 		}
-		if d.Reservations[0].Instances[0].State.Name == types.InstanceStateNameRunning {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("instance %s not running after 30s", id)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return d.Reservations[0].Instances[0].State.Name == types.InstanceStateNameRunning, nil
+	})
 	ep := e.c.IMDSEndpoint(id)
 	if ep == "" {
 		t.Fatalf("instance %s has no IMDS endpoint", id)

@@ -1,7 +1,6 @@
 package driver
 
 import (
-	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kubelab/kubelab/internal/cloud/cloudtest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // shortDir makes a directory short enough for a unix socket path, removed at the end.
@@ -27,8 +27,11 @@ func shortDir(t testing.TB) string {
 	return dir
 }
 
-// StartDriver runs a driver in-process until the test ends and returns a client
-// connection to its socket.
+// StartDriver runs a driver in-process until the test ends (testutil.Start) and returns
+// a client connection to its socket. The driver's tests are CSI-only: they call the
+// driver over its socket, with a fake cloud (hollowEnv) or kubelab's cloud
+// (cloudenv_test.go), and no Kubernetes; tests of the driver in a cluster start one
+// with clustertest.
 func StartDriver(t testing.TB, cfg Config, deps Deps) (*Driver, *grpc.ClientConn) {
 	t.Helper()
 	if cfg.Endpoint == "" {
@@ -41,22 +44,7 @@ func StartDriver(t testing.TB, cfg Config, deps Deps) (*Driver, *grpc.ClientConn
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("driver run: %v", err)
-		}
-	})
-	select {
-	case <-d.Ready():
-	case err := <-done:
-		t.Fatalf("driver stopped: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("driver not ready after 10s")
-	}
+	testutil.Start(t, "driver", 10*time.Second, d.Run, testutil.Closed(d.Ready()))
 	conn, err := grpc.NewClient(cfg.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

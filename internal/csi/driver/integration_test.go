@@ -13,6 +13,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // realNode is a node plugin for one instance of the cloud, with its kubelet root.
@@ -91,10 +93,7 @@ func hasCapSysResource() bool {
 // another zone-b instance where the file is still there, grown from 1 to 2 GiB as
 // df sees it; and a zone-a volume refused by a zone-b instance.
 func TestIntegrationReal(t *testing.T) {
-	requireRoot(t)
-	if _, err := exec.LookPath("findmnt"); err != nil {
-		t.Skip("needs findmnt (util-linux)")
-	}
+	testutil.RequireRoot(t, append(realModeTools, "findmnt")...)
 	ce := startCloud(t, false)
 	base := shortDir(t)
 	cleanupMounts(t, base)

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // sanitySecret is put in every Secrets map csi-sanity sends; no log line may hold it.
@@ -122,7 +124,7 @@ func TestSanityReal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("csi-sanity run skipped in -short mode")
 	}
-	requireRoot(t)
+	testutil.RequireRoot(t, realModeTools...)
 	ce := startCloud(t, false)
 	root := shortDir(t)
 	cleanupMounts(t, root)
@@ -146,16 +148,6 @@ func TestSanityReal(t *testing.T) {
 	}
 }
 
-// requireRoot skips tests that make loop devices and mounts when not root, and when
-// the tools they drive are missing.
-func requireRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: real mode makes loop devices, filesystems and mounts")
-	}
-	for _, tool := range []string{"losetup", "blkid", "mkfs.ext4", "mkfs.xfs", "resize2fs", "xfs_growfs", "mount"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s (hack/setup.sh installs it)", tool)
-		}
-	}
-}
+// realModeTools are the programs the driver's real mode drives: tests that make loop
+// devices, filesystems and mounts need them and root (testutil.RequireRoot).
+var realModeTools = []string{"losetup", "blkid", "mkfs.ext4", "mkfs.xfs", "resize2fs", "xfs_growfs", "mount"}

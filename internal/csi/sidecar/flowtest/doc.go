@@ -19,7 +19,7 @@
 // no scheduler and no kubelet, so that each test can play their steps one at a time and
 // stop and start the controllers and sidecars in the middle of the flow. Its nodes are
 // controllertest's fake node (AddNode), its cloud, driver and EC2 client the same pieces
-// the other harnesses run (testutil.Start, clustertest.EC2Client).
+// the other harnesses run (testutil.Start, cloudtest.EC2Client).
 //
 // The package has no non-test code besides this file.
 package flowtest

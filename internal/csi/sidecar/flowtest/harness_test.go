@@ -26,7 +26,6 @@ import (
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/cloud"
 	"github.com/kubelab/kubelab/internal/cloud/cloudtest"
-	"github.com/kubelab/kubelab/internal/cluster/clustertest"
 	"github.com/kubelab/kubelab/internal/controller/attachdetach"
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
 	"github.com/kubelab/kubelab/internal/controller/protection"
@@ -83,7 +82,7 @@ func newEnv(t testing.TB) *env {
 	}
 	testutil.Start(t, "cloud", 30*time.Second, c.Run, testutil.Closed(c.Ready()))
 	e.cloud = c
-	e.ec2 = clustertest.EC2Client(t, c.Endpoint(), c.ConfigFile(), c.CredentialsFile())
+	e.ec2 = cloudtest.EC2Client(t, c.Endpoint(), c.ConfigFile(), c.CredentialsFile())
 
 	// The driver's controller plugin, reaching the cloud through its EC2 API.
 	ec2c, err := driver.NewEC2Cloud(context.Background(), driver.EC2Config{Endpoint: c.Endpoint(), ConfigFile: c.ConfigFile(), CredentialsFile: c.CredentialsFile()})

@@ -1,4 +1,4 @@
-package clustertest
+package cloudtest
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 )
 
 // EC2Client is a client of the EC2 API of kubelab's cloud at endpoint, with the config
-// and credentials files the cloud wrote.
+// and credentials files the cloud wrote (its Endpoint, ConfigFile and CredentialsFile).
 func EC2Client(t testing.TB, endpoint, configFile, credentialsFile string) *ec2.Client {
 	t.Helper()
 	awsCfg, err := awsconfig.LoadDefaultConfig(context.Background(),

@@ -95,7 +95,7 @@ func TestStatefulSetAcrossZones(t *testing.T) {
 func TestDeploymentScalesRollsOutAndIsGarbageCollected(t *testing.T) {
 	tc := startCluster(t, nil)
 	ctx := context.Background()
-	ns := tc.Namespace("seed003")
+	ns := tc.Namespace("deployment")
 	d := clustertest.SeedObject[*appsv1.Deployment](t, "30-deployment.yaml")
 	d.Namespace = ns
 	d, err := tc.Client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})

@@ -160,7 +160,7 @@ func TestClaimProvisionedBoundAttachedThenDeleted(t *testing.T) {
 	side := e.startSidecars()
 	defer side.stop(t)
 	ctx := context.Background()
-	ns := e.namespace("seed001")
+	ns := e.namespace("claim-flow")
 	e.storageClass("gp2", storagev1.VolumeBindingWaitForFirstConsumer, corev1.PersistentVolumeReclaimDelete, map[string]string{"type": "gp2"})
 
 	// kubectl apply: the PVC is Pending and stays so until the pod is scheduled.

@@ -240,7 +240,7 @@ func scaleTo(t *testing.T, c kubernetes.Interface, ns, name string, n int32) {
 // rollback re-uses the old ReplicaSet; history is trimmed; deleting the Deployment
 // garbage-collects the ReplicaSets and pods.
 func TestDeploymentScalesRollsBackAndTrimsHistory(t *testing.T) {
-	ns := "seed003"
+	ns := "rollback"
 	c := cluster(t, ns)
 	ctx := context.Background()
 	pw := watchPods(t, c, ns, "web")

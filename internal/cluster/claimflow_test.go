@@ -77,7 +77,7 @@ func TestClaimProvisionedAttachedMountedAndPodRunning(t *testing.T) {
 	tc := startCluster(t, nil)
 	tl := startTimeline(t, tc.Client)
 	ctx := context.Background()
-	ns := tc.Namespace("seed001")
+	ns := tc.Namespace("claim-flow")
 
 	// The gp2 class of examples/seed is the cluster's default class.
 	sc, err := tc.Client.StorageV1().StorageClasses().Get(ctx, "gp2", metav1.GetOptions{})

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 const advertised = "172.31.0.2"
@@ -173,9 +174,7 @@ func TestNoAdvertiseAddress(t *testing.T) {
 // TestListenerInAnotherNetworkNamespace is how the cluster uses it: a socket opened in
 // the cluster network's namespace, handed to the running server, reached there by pods.
 func TestListenerInAnotherNetworkNamespace(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("creating a network namespace needs root")
-	}
+	testutil.RequireRoot(t)
 	netns, err := testutils.NewNS()
 	if err != nil {
 		t.Fatal(err)

@@ -15,14 +15,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // TestEtcdOutOfSpace: when the filesystem of the embedded etcd fills up, writes answer a
 // 500 Status that says so, reads keep working, and writes work again once space is back.
 func TestEtcdOutOfSpace(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a small filesystem needs root")
-	}
+	testutil.RequireRoot(t)
 	fs := t.TempDir()
 	if err := unix.Mount("kubelab-apiserver-test", fs, "tmpfs", 0, "size=320m,mode=0755"); err != nil {
 		t.Fatalf("mount tmpfs on %s: %v", fs, err)

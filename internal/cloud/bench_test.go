@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/kubelab/kubelab/internal/benchtest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // BenchmarkCycle measures create → attach → detach → delete through the SDK, on real loop
@@ -25,7 +26,7 @@ func BenchmarkCycle(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			cfg := Config{Hollow: mode == "hollow", Logger: discardLogger()}
 			if mode == "real" {
-				needRoot(b)
+				testutil.RequireRoot(b)
 				cfg.DataDir = realDataDir(b, true)
 			}
 			r := startCloud(b, cfg)
@@ -71,7 +72,7 @@ func BenchmarkCycle(b *testing.B) {
 // BenchmarkLosetupReference is the reference for BenchmarkCycle/real: a bare
 // `losetup --find --show` of a sparse file, opening the device, and `losetup -d`.
 func BenchmarkLosetupReference(b *testing.B) {
-	needRoot(b)
+	testutil.RequireRoot(b, "losetup")
 	dir := realDataDir(b, true)
 	file := filepath.Join(dir, "volumes", "ref.img")
 	os.MkdirAll(filepath.Dir(file), 0o755)

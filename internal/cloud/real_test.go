@@ -13,17 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/kubelab/kubelab/internal/cloud/blockdev"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
-
-func needRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("real mode needs root (loop devices); run the tests as root")
-	}
-	if _, err := os.Stat("/dev/loop-control"); err != nil {
-		t.Skipf("real mode needs /dev/loop-control: %v", err)
-	}
-}
 
 // realDataDir makes a data dir for a real-mode cloud and, when the test ends, checks
 // that no loop device is left over its volume files (releasing any, so that a failing
@@ -113,7 +104,7 @@ func (r *running) detach(t testing.TB, vol string) {
 // restore into a new volume (same data) → modify (the device grows) → delete, on real
 // loop devices.
 func TestRealLifecycle(t *testing.T) {
-	needRoot(t)
+	testutil.RequireRoot(t)
 	dir := realDataDir(t, true)
 	r := startCloud(t, Config{DataDir: dir})
 	ctx := context.Background()
@@ -257,7 +248,7 @@ func waitModification(t testing.TB, r *running, vol string) {
 // TestRealRestart: an attached volume survives a restart of the cloud (same loop
 // device, same data, same links), and what nothing accounts for is cleaned up.
 func TestRealRestart(t *testing.T) {
-	needRoot(t)
+	testutil.RequireRoot(t)
 	dir := realDataDir(t, true)
 	r := startCloud(t, Config{DataDir: dir})
 	inst := r.runInstance(t, "us-east-1a")
@@ -316,7 +307,7 @@ func TestRealRestart(t *testing.T) {
 
 // TestRealReleaseOnExit: with ReleaseOnExit the devices go at exit and come back at start.
 func TestRealReleaseOnExit(t *testing.T) {
-	needRoot(t)
+	testutil.RequireRoot(t)
 	dir := realDataDir(t, true)
 	r := startCloud(t, Config{DataDir: dir, ReleaseOnExit: true})
 	inst := r.runInstance(t, "us-east-1a")

@@ -19,6 +19,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // helperEnv makes the test binary run one instance (Config as JSON) instead of the tests;
@@ -69,7 +71,7 @@ func criStatus(t *testing.T, cl *Client) map[string]bool {
 }
 
 func TestStartStop(t *testing.T) {
-	needRoot(t)
+	testutil.RequireRoot(t, containerdTools...)
 	dir := t.TempDir()
 	in := startInstance(t, Config{Name: "n1", Dir: dir})
 	if want := "unix://" + filepath.Join(dir, "containerd.sock"); in.Endpoint() != want {
@@ -130,7 +132,7 @@ func TestStartStop(t *testing.T) {
 // TestEndsStaleContainerd: a containerd that an earlier run left (running this instance's
 // config, named by the pid file or not) is ended before a new one starts.
 func TestEndsStaleContainerd(t *testing.T) {
-	needRoot(t)
+	testutil.RequireRoot(t, containerdTools...)
 	for _, withPidFile := range []bool{true, false} {
 		t.Run(fmt.Sprintf("pidfile=%v", withPidFile), func(t *testing.T) { testEndsStaleContainerd(t, withPidFile) })
 	}
@@ -179,7 +181,7 @@ func testEndsStaleContainerd(t *testing.T, withPidFile bool) {
 }
 
 func TestLongDirPutsSocketsUnderRun(t *testing.T) {
-	needRoot(t)
+	testutil.RequireRoot(t, containerdTools...)
 	dir := filepath.Join(t.TempDir(), strings.Repeat("x", 90), "containerd")
 	in := startInstance(t, Config{Name: "long", Dir: dir})
 	sockDir := socketDir(dir)
@@ -199,7 +201,7 @@ func TestLongDirPutsSocketsUnderRun(t *testing.T) {
 }
 
 func TestTwoInstances(t *testing.T) {
-	needRoot(t)
+	testutil.RequireRoot(t, containerdTools...)
 	a := startInstance(t, Config{Name: "a", Dir: t.TempDir()})
 	b := startInstance(t, Config{Name: "b", Dir: t.TempDir()})
 	if a.Endpoint() == b.Endpoint() || a.PID() == b.PID() {
@@ -229,7 +231,7 @@ func TestTwoInstances(t *testing.T) {
 }
 
 func TestRestartsKilledContainerd(t *testing.T) {
-	needRoot(t)
+	testutil.RequireRoot(t, containerdTools...)
 	in := startInstance(t, Config{Name: "n1", Dir: t.TempDir()})
 	old := in.PID()
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
@@ -250,7 +252,7 @@ func TestRestartsKilledContainerd(t *testing.T) {
 }
 
 func TestPullThroughMirror(t *testing.T) {
-	needRoot(t)
+	testutil.RequireRoot(t, containerdTools...)
 	reg := startRegistry(t)
 	u := unique(t)
 	name := "kubelab-test-" + u
@@ -456,7 +458,7 @@ func assertCNIDeleted(t *testing.T, callLog, sandboxID string) {
 }
 
 func TestTeardownRemovesPods(t *testing.T) {
-	needRoot(t)
+	testutil.RequireRoot(t, containerdTools...)
 	f := newPodFixture(t)
 	in := startInstance(t, f.cfg)
 	cl := in.client(t)
@@ -563,7 +565,7 @@ func killedKubelab(t *testing.T, f *podFixture) (cl *Client, sandboxID string, p
 }
 
 func TestAdoptAfterKubelabKilled(t *testing.T) {
-	needRoot(t)
+	testutil.RequireRoot(t, containerdTools...)
 	f := newPodFixture(t)
 	cl, sandboxID, pids, shims, oldPID := killedKubelab(t, f)
 
@@ -582,7 +584,7 @@ func TestAdoptAfterKubelabKilled(t *testing.T) {
 // TestCleanupLeftoversByHand checks the last step of teardown alone: with containerd dead
 // and no CRI to ask, the pod's processes, shims, shim sockets and mounts still go.
 func TestCleanupLeftoversByHand(t *testing.T) {
-	needRoot(t)
+	testutil.RequireRoot(t, containerdTools...)
 	f := newPodFixture(t)
 	_, sandboxID, pids, shims, oldPID := killedKubelab(t, f)
 	// Without CNI DEL, libcni's cache entry of the pod stays: it is the test's to remove.
@@ -618,7 +620,7 @@ func TestCleanupLeftoversByHand(t *testing.T) {
 // TestRunsInNetNS: with NetNS set, containerd runs in that network namespace; the caller's
 // own is left as it was.
 func TestRunsInNetNS(t *testing.T) {
-	needRoot(t)
+	testutil.RequireRoot(t, containerdTools...)
 	name := "kubelab-ctrd-test-" + unique(t)
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add %s: %v %s", name, err, out)

@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -28,19 +27,8 @@ import (
 	"github.com/moby/sys/mountinfo"
 )
 
-// needRoot skips tests that start containerd unless they run as root with containerd,
-// its runc shim and runc installed.
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("starting containerd needs root")
-	}
-	for _, bin := range []string{"containerd", "containerd-shim-runc-v2", "runc"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s is not installed: %v", bin, err)
-		}
-	}
-}
+// containerdTools are the commands a test that starts containerd runs.
+var containerdTools = []string{"containerd", "containerd-shim-runc-v2", "runc"}
 
 func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))

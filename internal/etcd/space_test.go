@@ -18,6 +18,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // fakeAlarms is an etcd server's alarm list.
@@ -96,9 +98,7 @@ func TestSpaceGuard(t *testing.T) {
 // detached lazily and goes when the test process ends.
 func smallFS(t *testing.T, size int64) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a small filesystem needs root")
-	}
+	testutil.RequireRoot(t)
 	dir := t.TempDir()
 	if err := unix.Mount("kubelab-etcd-test", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0755", size)); err != nil {
 		t.Fatalf("mount tmpfs on %s: %v", dir, err)

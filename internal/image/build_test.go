@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 func contextWithTimeout(t *testing.T, d time.Duration) (context.Context, context.CancelFunc) {
@@ -21,9 +23,7 @@ func contextWithTimeout(t *testing.T, d time.Duration) (context.Context, context
 // there), busybox's shell runs, and nginx serves index.html on port 80 in a network
 // namespace of its own.
 func TestImagesRunInChroot(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("chroot needs root")
-	}
+	testutil.RequireRoot(t, "chroot", "unshare")
 	r := startRegistry(t, t.TempDir())
 
 	nginxRoot := t.TempDir()

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // readVolume reads every file visible through dir's top-level names (following their
@@ -197,9 +199,7 @@ func TestAtomicWriterRejectsPaths(t *testing.T) {
 }
 
 func TestAtomicWriterFSGroup(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("chown to another group needs root")
-	}
+	testutil.RequireRoot(t)
 	dir := t.TempDir()
 	gid := int64(4321)
 	if _, err := writeAtomic(dir, map[string]fileProjection{"k": {data: []byte("v"), mode: 0o400}, "d/k": {data: []byte("v"), mode: 0o600}}, &gid); err != nil {

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // drainEvents returns the events the fake recorder holds.
@@ -41,9 +43,7 @@ func unmountAllUnder(t *testing.T, dir string) {
 }
 
 func TestConfigVolumesSetUpUpdateTearDown(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("secret and projected volumes are tmpfs mounts: root needed")
-	}
+	testutil.RequireRoot(t)
 	root := t.TempDir()
 	t.Cleanup(func() { unmountAllUnder(t, root) })
 	objs := testObjects()

@@ -9,6 +9,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/knftables"
 
+	"github.com/kubelab/kubelab/internal/testutil"
 	"github.com/kubelab/kubelab/internal/util/netns"
 )
 
@@ -103,7 +104,7 @@ func BenchmarkSyncPeerAdded(b *testing.B) {
 // BenchmarkRealNFTPeerAdded is the nft transaction of a peer change against a real table
 // of the bench cluster inside a network namespace.
 func BenchmarkRealNFTPeerAdded(b *testing.B) {
-	requireRoot(b)
+	testutil.RequireRoot(b, "nft")
 	ctx := context.Background()
 	node := newTestNS(b)
 	nft, err := netns.NFTables(node.Path(), knftables.IPv4Family, testTable)

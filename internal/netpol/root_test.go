@@ -23,19 +23,13 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 	"github.com/kubelab/kubelab/internal/util/netns"
 )
 
 // Tests with real nft inside network namespaces they create. The node namespace holds
 // the bridge cni0 (10.244.1.1/24) with ip_forward and bridge-nf-call-iptables on; each
 // pod namespace has eth0 (10.244.1.<n>/24) on a veth into cni0 (hairpin mode on).
-
-func requireRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: makes network namespaces, links and nftables tables")
-	}
-}
 
 func must(t testing.TB, what string, err error) {
 	t.Helper()
@@ -103,7 +97,7 @@ const podPort = 8080
 // newNode makes the node namespace and a pod namespace per name, at 10.244.1.2, .3, ….
 func newNode(t testing.TB, names ...string) (ns.NetNS, map[string]*testPod) {
 	t.Helper()
-	requireRoot(t)
+	testutil.RequireRoot(t, "nft")
 	node := newTestNS(t)
 	h := newHandle(t, node)
 	linkUp(t, h, "lo")
@@ -338,7 +332,7 @@ func TestEnforceInNamespaces(t *testing.T) {
 // TestRealNFTAcceptsRulesets applies the changes of clusterSteps, which use every kind
 // of rule, set and element, to a real table as incremental transactions.
 func TestRealNFTAcceptsRulesets(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, "nft")
 	ctx := context.Background()
 	nodeNS := newTestNS(t)
 	nft, err := netns.NFTables(nodeNS.Path(), knftables.IPv4Family, testTable)

@@ -21,19 +21,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // The test network: a "vpc" namespace with bridge br0 (172.31.0.2/16); per node a
 // namespace with eth0 on br0 (172.31.<n>.10/16, its VPC-side veth vpc<n>), a pod
 // bridge cni0 (10.244.<n>.1/24) and a pod namespace with eth0 10.244.<n>.2/24 on it,
 // routed through the node (ip_forward=1, bridge-nf-call-iptables=1).
-
-func requireRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: makes network namespaces, links, routes and nftables tables")
-	}
-}
 
 type testNode struct {
 	name    string
@@ -130,7 +125,7 @@ func sysctl(t testing.TB, n ns.NetNS, key, value string) {
 
 func newTestNet(t testing.TB, count int) *testNet {
 	t.Helper()
-	requireRoot(t)
+	testutil.RequireRoot(t, "nft")
 	tn := &testNet{vpc: newTestNS(t), vpcIP: netip.MustParseAddr("172.31.0.2")}
 	vh := newHandle(t, tn.vpc)
 	linkUp(t, vh, "lo")

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"testing"
 
 	"github.com/containernetworking/plugins/pkg/testutils"
@@ -14,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/knftables"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // benchCluster is n Services of 10 endpoints each, as the informers would hold them.
@@ -53,9 +54,7 @@ func (c *benchCluster) desired() map[types.NamespacedName]*ServiceState {
 // benchSyncer is a syncer on real nft in a namespace of the benchmark's own.
 func benchSyncer(b *testing.B) *syncer {
 	b.Helper()
-	if os.Geteuid() != 0 {
-		b.Skip("needs root: runs nft in a network namespace of its own")
-	}
+	testutil.RequireRoot(b, "nft")
 	netns, err := testutils.NewNS()
 	if err != nil {
 		b.Fatal(err)

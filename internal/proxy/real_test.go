@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // testNet is a node namespace with pods and a client routed through it, and a host on
@@ -246,18 +247,8 @@ func refused(n ns.NetNS, addr string) func() error {
 	}
 }
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: makes network namespaces, veths and nft tables")
-	}
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skip("needs the nft binary")
-	}
-}
-
 func TestRealServiceTraffic(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t, "nft")
 	tn := newTestNet(t, "pod-a", "pod-b", "client")
 	serve(t, tn.pods["pod-a"], "pod-a")
 	serve(t, tn.pods["pod-b"], "pod-b")

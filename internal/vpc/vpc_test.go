@@ -11,14 +11,13 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/kubelab/kubelab/internal/testutil"
 	"github.com/kubelab/kubelab/internal/util/netns"
 )
 
 func newTestVPC(t *testing.T) *VPC {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("network namespaces need root")
-	}
+	testutil.RequireRoot(t)
 	v, err := New(Config{DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

@@ -6,14 +6,9 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-)
 
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("loop devices need root")
-	}
-}
+	"github.com/kubelab/kubelab/internal/testutil"
+)
 
 func TestCopyFileSparse(t *testing.T) {
 	dir := t.TempDir()
@@ -63,7 +58,7 @@ func TestCopyFileSparse(t *testing.T) {
 }
 
 func TestLoopAttachGrowDetach(t *testing.T) {
-	needRoot(t)
+	testutil.RequireRoot(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "vol.img")
 	var l Loop

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // BenchmarkADD measures ADD+DEL of a pod, each plugin exec'd as a runtime execs it inside
@@ -14,7 +16,7 @@ import (
 // (/usr/lib/cni) with the same bridge, subnet, MTU, hairpin mode and gateway. ns/op is
 // ADD+DEL; p50-ms and p90-ms are the ADD latencies.
 func BenchmarkADD(b *testing.B) {
-	requireRoot(b)
+	testutil.RequireRoot(b, "nft")
 	kubelab := pluginBinary(b)
 	refConf := func(dataDir string) []byte {
 		c, _ := json.Marshal(map[string]any{

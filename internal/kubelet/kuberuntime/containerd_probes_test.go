@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubelab/kubelab/internal/kubelet"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // Probes and hooks against containerd: exec probes through ExecSync (an exit code, a
@@ -30,14 +30,7 @@ import (
 // containerd's verbose sandbox status names, a postStart hook, and a preStop hook that
 // runs before the container is stopped.
 func TestContainerdProbesAndHooks(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: starts containerd and runs containers with runc")
-	}
-	for _, bin := range []string{"containerd", "containerd-shim-runc-v2", "runc"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s is not installed: %v", bin, err)
-		}
-	}
+	testutil.RequireRoot(t, "containerd", "containerd-shim-runc-v2", "runc")
 	layer, diffID := busyboxLayer(t)
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(reg.Close)

@@ -39,6 +39,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubelab/kubelab/internal/kubelet"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // The tests in this file run pods in a containerd started for the test, with images
@@ -344,14 +345,7 @@ func find(st kubelet.PodStatus, name string) (kubelet.ContainerState, bool) {
 }
 
 func TestContainerdPods(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: starts containerd and runs containers with runc")
-	}
-	for _, bin := range []string{"containerd", "containerd-shim-runc-v2", "runc"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s is not installed: %v", bin, err)
-		}
-	}
+	testutil.RequireRoot(t, "containerd", "containerd-shim-runc-v2", "runc")
 	layer, diffID := busyboxLayer(t)
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)

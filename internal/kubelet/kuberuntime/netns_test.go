@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // testNetNS makes a network namespace with its loopback up and a TCP server on
@@ -129,9 +131,7 @@ func ownNetNS(t *testing.T) string {
 // server that the process's own namespace cannot reach, and no thread of the process is
 // left in the pod's namespace afterwards.
 func TestDialInNetNS(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: makes and enters network namespaces")
-	}
+	testutil.RequireRoot(t)
 	own := ownNetNS(t)
 	nsPath, addr := testNetNS(t, "hello from the namespace")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -16,7 +16,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -37,6 +36,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubelab/kubelab/internal/containerd"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // busyboxImage pushes an image of Debian's busybox-static (with the applets the test uses)
@@ -99,14 +99,7 @@ func busyboxImage(t *testing.T, host, repo string, entrypoint []string) string {
 
 // TestContainerd serves logs, exec and port-forward of a container that containerd runs.
 func TestContainerd(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: starts containerd and runs a container with runc")
-	}
-	for _, bin := range []string{"containerd", "containerd-shim-runc-v2", "runc"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s is not installed: %v", bin, err)
-		}
-	}
+	testutil.RequireRoot(t, "containerd", "containerd-shim-runc-v2", "runc")
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	id := hex.EncodeToString(b)

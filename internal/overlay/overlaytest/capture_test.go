@@ -3,7 +3,6 @@ package overlaytest
 import (
 	"context"
 	"net"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,8 @@ import (
 	"github.com/containernetworking/plugins/pkg/testutils"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 func newNS(t *testing.T) (ns.NetNS, *netlink.Handle) {
@@ -38,9 +39,7 @@ func newNS(t *testing.T) (ns.NetNS, *netlink.Handle) {
 }
 
 func TestCapture(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: makes network namespaces and opens packet sockets")
-	}
+	testutil.RequireRoot(t)
 	a, ha := newNS(t)
 	b, hb := newNS(t)
 	la := netlink.NewLinkAttrs()

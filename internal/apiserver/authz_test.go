@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/kubelab/kubelab/internal/apiserver"
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // TestRBAC: a user with a certificate of the cluster CA and no bindings may not read
@@ -92,14 +92,12 @@ func TestRBAC(t *testing.T) {
 		t.Fatalf("SubjectAccessReview without attributes: %v, want Invalid", err)
 	}
 
-	kubectl := kubectlPath(t)
 	kubeconfig := filepath.Join(t.TempDir(), "alice.kubeconfig")
 	if err := (apiserver.PKI{Dir: filepath.Join(s.DataDir, "pki")}).WriteKubeconfig(kubeconfig, s.URL, "alice", "developers"); err != nil {
 		t.Fatal(err)
 	}
 	run := func(kubeconfig string, args ...string) (string, error) {
-		cmd := exec.Command(kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...)
-		out, err := cmd.CombinedOutput()
+		out, err := testutil.KubectlCommand(t, kubeconfig, args...).CombinedOutput()
 		return string(out), err
 	}
 	if out, err := run(kubeconfig, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}"); err != nil ||
@@ -137,15 +135,6 @@ func hasRuleLine(out, resource, verbs string) bool {
 		}
 	}
 	return false
-}
-
-func kubectlPath(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl is not installed: the real client's auth commands cannot be checked")
-	}
-	return p
 }
 
 // TestAnonymous: a request without credentials is system:anonymous on the public

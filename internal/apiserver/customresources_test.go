@@ -53,7 +53,7 @@ spec:
 `
 
 // testCustomResources: a CRD with a structural schema, defaulting, CEL rules, printer
-// columns, status and scale, served in two versions, through the real kubectl.
+// columns, status and scale, served in two versions, through kubectl.
 func testCustomResources(t *testing.T, k kubectl) {
 	dir := t.TempDir()
 	write := func(name, body string) string {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -53,11 +52,7 @@ var alsoServed = []string{"snapshot.storage.k8s.io/v1", "metrics.k8s.io/v1beta1"
 func TestAPIGroups(t *testing.T) {
 	s := apiservertest.Start(t, apiservertest.Options{})
 	t.Run("discovery matches kube-apiserver", func(t *testing.T) { testDiscoveryMatchesKubeAPIServer(t, s) })
-	path, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("the real kubectl is not installed: custom resources and apply --prune are checked with it")
-	}
-	k := kubectl{t: t, argv: []string{path}, kubeconfig: s.Kubeconfig}
+	k := newKubectl(t, s.Kubeconfig)
 	t.Run("custom resources", func(t *testing.T) { k.t = t; testCustomResources(t, k) })
 	t.Run("apply --prune", func(t *testing.T) { k.t = t; testApplyPrune(t, k) })
 }
@@ -66,8 +61,8 @@ func TestAPIGroups(t *testing.T) {
 // every group, version and resource kube-apiserver v1.37.2 lists (testdata, read from
 // the binary hack/kube-apiserver.sh builds with `kubectl get --raw` and the
 // apidiscovery.k8s.io/v2 Accept header) with the same kind, scope, verbs, short names,
-// categories and subresources, but for notServed; and nothing else but alsoServed. The
-// real kubectl's api-resources agrees.
+// categories and subresources, but for notServed; and nothing else but alsoServed. And
+// kubectl api-resources agrees.
 func testDiscoveryMatchesKubeAPIServer(t *testing.T, s *apiservertest.Server) {
 	want := map[string]string{}
 	for _, f := range []string{"api", "apis"} {
@@ -104,21 +99,19 @@ func testDiscoveryMatchesKubeAPIServer(t *testing.T, s *apiservertest.Server) {
 		}
 	}
 
-	if path, err := exec.LookPath("kubectl"); err == nil {
-		k := kubectl{t: t, argv: []string{path}, kubeconfig: s.Kubeconfig}
-		out := k.run("api-resources", "-o", "name")
-		for key := range want {
-			gv, res, _ := strings.Cut(key, " ")
-			if strings.Contains(res, "/") || notServed[key] != "" {
-				continue
-			}
-			name := res
-			if g, _, ok := strings.Cut(gv, "/"); ok {
-				name += "." + g
-			}
-			if !slices.Contains(strings.Fields(out), name) {
-				t.Errorf("kubectl api-resources lacks %s", name)
-			}
+	k := newKubectl(t, s.Kubeconfig)
+	out := k.run("api-resources", "-o", "name")
+	for key := range want {
+		gv, res, _ := strings.Cut(key, " ")
+		if strings.Contains(res, "/") || notServed[key] != "" {
+			continue
+		}
+		name := res
+		if g, _, ok := strings.Cut(gv, "/"); ok {
+			name += "." + g
+		}
+		if !slices.Contains(strings.Fields(out), name) {
+			t.Errorf("kubectl api-resources lacks %s", name)
 		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,52 +18,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 	"github.com/kubelab/kubelab/internal/version"
 )
-
-var (
-	buildOnce  sync.Once
-	kubelabBin string
-	buildErr   error
-)
-
-// kubelabBinary builds cmd/kubelab once for the tests that run it as a program.
-func kubelabBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "kubelab-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		kubelabBin = filepath.Join(dir, "kubelab")
-		// As hack/up.sh builds it: with the embedded kubectl's version set.
-		_, file, _, _ := runtime.Caller(0)
-		out, err := exec.Command("bash", filepath.Join(filepath.Dir(file), "..", "..", "hack", "build.sh"), kubelabBin).CombinedOutput()
-		if err != nil {
-			buildErr = err
-			kubelabBin = string(out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build kubelab: %v\n%s", buildErr, kubelabBin)
-	}
-	return kubelabBin
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if kubelabBin != "" && buildErr == nil {
-		os.RemoveAll(filepath.Dir(kubelabBin))
-	}
-	os.Exit(code)
-}
 
 // kubectl runs one of the two kubectls against a server.
 type kubectl struct {
 	t          *testing.T
 	argv       []string
 	kubeconfig string
+}
+
+// newKubectl is the kubectl the tests drive (testutil.Kubectl) against kubeconfig.
+func newKubectl(t *testing.T, kubeconfig string) kubectl {
+	return kubectl{t: t, argv: testutil.Kubectl(t), kubeconfig: kubeconfig}
 }
 
 func (k kubectl) cmd(ctx context.Context, args ...string) *exec.Cmd {
@@ -98,12 +65,12 @@ func expectLines(t *testing.T, out string, want ...string) {
 // users run every day.
 func TestKubectl(t *testing.T) {
 	clients := map[string][]string{}
-	if path, err := exec.LookPath("kubectl"); err == nil {
-		clients["real"] = []string{path}
+	if argv := testutil.Kubectl(t); !testutil.IsEmbedded(argv) {
+		clients["real"] = argv
 	} else {
 		t.Log("the real kubectl is not installed; only `kubelab kubectl` is tested")
 	}
-	clients["embedded"] = []string{kubelabBinary(t), "kubectl"}
+	clients["embedded"] = []string{filepath.Join(testutil.Commands(t), "kubelab"), "kubectl"}
 	for name, argv := range clients {
 		t.Run(name, func(t *testing.T) {
 			s := apiservertest.Start(t, apiservertest.Options{})

@@ -2,7 +2,6 @@ package apiserver_test
 
 import (
 	"context"
-	"os/exec"
 	"regexp"
 	"slices"
 	"testing"
@@ -152,12 +151,7 @@ func TestNetworkPolicies(t *testing.T) {
 		}
 	}
 
-	kubectlPath, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Log("the real kubectl is not installed; its table output is not checked")
-		return
-	}
-	k := kubectl{t: t, argv: []string{kubectlPath}, kubeconfig: s.Kubeconfig}
+	k := newKubectl(t, s.Kubeconfig)
 	out := k.run("get", "networkpolicies")
 	for _, re := range []string{`(?m)^NAME\s+POD-SELECTOR\s+AGE$`, `(?m)^db\s+app=db\s+\S+$`, `(?m)^deny-all\s+<none>\s+\S+$`} {
 		if !regexp.MustCompile(re).MatchString(out) {

@@ -401,15 +401,11 @@ func forward(t *testing.T, name string, dialer httpstream.Dialer) {
 
 // kubectl logs, exec and port-forward through the API server to the kubelet server.
 func TestKubectlPodStreams(t *testing.T) {
-	path, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl is not installed")
-	}
 	s := apiservertest.Start(t, apiservertest.Options{})
 	rt := startKubelet(t, s, "node-a")
 	log := "2024-05-01T10:00:00Z stdout F first line\n2024-05-01T10:00:01Z stderr F second line\n"
 	runningPod(t, s, rt, "web", "node-a", log, "app", "sidecar")
-	k := kubectl{t: t, argv: []string{path}, kubeconfig: s.Kubeconfig}
+	k := newKubectl(t, s.Kubeconfig)
 
 	if out := k.run("logs", "web", "-c", "app"); out != "first line\nsecond line\n" {
 		t.Errorf("kubectl logs -c app: %q", out)

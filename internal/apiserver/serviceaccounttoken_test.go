@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -73,12 +72,8 @@ func waitForServiceAccount(t *testing.T, c kubernetes.Interface, ns, name string
 // `kubectl create token` gets a token that authenticates as the service account; one
 // bound to a pod stops working once the pod is gone.
 func TestKubectlCreateToken(t *testing.T) {
-	path, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("the real kubectl is not installed")
-	}
 	s := apiservertest.Start(t, apiservertest.Options{})
-	k := kubectl{t: t, argv: []string{path}, kubeconfig: s.Kubeconfig}
+	k := newKubectl(t, s.Kubeconfig)
 	ctx := context.Background()
 	sa := waitForServiceAccount(t, s.Client, "default", "default")
 

@@ -4,12 +4,10 @@ import (
 	"archive/tar"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,28 +17,14 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
-// pauseBinary is kubelab-pause, built once for the package's tests.
-var pauseBinary string
-
-func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		dir, err := os.MkdirTemp("", "kubelab-image-test-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		pauseBinary = filepath.Join(dir, "kubelab-pause")
-		cmd := exec.Command("go", "build", "-ldflags", "-s -w", "-o", pauseBinary, "../../cmd/kubelab-pause")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build kubelab-pause: %v\n%s", err, out)
-			return 1
-		}
-		return m.Run()
-	}())
+// pauseBinary is kubelab-pause as hack/build.sh builds it (testutil.Commands).
+func pauseBinary(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(testutil.Commands(t), "kubelab-pause")
 }
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -90,7 +74,7 @@ func startRegistryAsync(t *testing.T, dir string, extra ...net.Listener) (*runni
 func startRegistryAsyncWith(t *testing.T, cfg Config, extra ...net.Listener) (*runningRegistry, chan error) {
 	t.Helper()
 	if cfg.PauseBinary == "" {
-		cfg.PauseBinary = pauseBinary
+		cfg.PauseBinary = pauseBinary(t)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger(t)

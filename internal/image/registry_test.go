@@ -18,6 +18,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 func TestDefaultImages(t *testing.T) {
@@ -48,7 +50,7 @@ func TestDefaultImages(t *testing.T) {
 			t.Errorf("Entrypoint = %q, want [/pause]", cf.Config.Entrypoint)
 		}
 		files := imageFiles(t, img)
-		want, err := os.ReadFile(pauseBinary)
+		want, err := os.ReadFile(pauseBinary(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -335,7 +337,7 @@ func TestConfigValidation(t *testing.T) {
 	if _, err := New(Config{}); err == nil || !strings.Contains(err.Error(), "dir") {
 		t.Errorf("New without Dir = %v, want an error about dir", err)
 	}
-	r, err := New(Config{Dir: t.TempDir(), PauseBinary: pauseBinary})
+	r, err := New(Config{Dir: t.TempDir(), PauseBinary: pauseBinary(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,9 +362,7 @@ func TestConfigValidation(t *testing.T) {
 // whose entrypoint is that binary, and in which the binary and the CSI node plugin's
 // volume tools run (their libraries are all there). /usr/bin/env stands in for kubelab.
 func TestKubelabImage(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("running the image's tools in a chroot needs root")
-	}
+	testutil.RequireRoot(t)
 	reg := startRegistryWith(t, Config{Dir: t.TempDir(), KubelabBinary: "/usr/bin/env"})
 	img := pull(t, reg.Addr(), "kubelab:latest")
 	cf, err := img.ConfigFile()

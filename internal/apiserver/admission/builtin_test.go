@@ -3,8 +3,6 @@ package admission_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +21,7 @@ import (
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
 	"github.com/kubelab/kubelab/internal/controller/resourcequota"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // builtinWait is how long the API-level checks of the built-in plugins wait for the
@@ -155,16 +154,11 @@ func testPodSecurity(t *testing.T, s *apiservertest.Server) {
 		t.Errorf("warnings to the client: %q", got)
 	}
 
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Log("kubectl not found: the warning is checked through client-go only")
-		return
-	}
 	manifest := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"y","namespace":"` + warned + `"},` +
 		`"spec":{"containers":[{"name":"y","image":"busybox","securityContext":{"privileged":true}}]}}`
-	cmd := exec.Command(kubectl, "--kubeconfig", s.Kubeconfig, "apply", "-f", "-")
+	cmd := testutil.KubectlCommand(t, s.Kubeconfig, "apply", "-f", "-")
 	cmd.Stdin = strings.NewReader(manifest)
-	cmd.Env = append(os.Environ(), "KUBECTL_NO_COLOR=1")
+	cmd.Env = append(cmd.Env, "KUBECTL_NO_COLOR=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl apply: %v\n%s", err, out)

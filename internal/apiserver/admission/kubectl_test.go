@@ -10,20 +10,19 @@ import (
 	"time"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
-// TestKubectlApply: the admissionregistration kinds work with the real kubectl as on any
+// TestKubectlApply: the admissionregistration kinds work with kubectl as on any
 // cluster: client-side and server-side apply (which need their OpenAPI schemas), field
 // validation of unknown fields, the table columns and explain.
 func TestKubectlApply(t *testing.T) {
-	if _, err := os.Stat("/usr/bin/kubectl"); err != nil {
-		t.Skip("the real kubectl is not installed at /usr/bin/kubectl")
-	}
 	s := apiservertest.Start(t, apiservertest.Options{})
+	argv := testutil.Kubectl(t)
 	kubectl := func(stdin string, args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, "/usr/bin/kubectl", append([]string{"--kubeconfig", s.Kubeconfig}, args...)...)
+		cmd := exec.CommandContext(ctx, argv[0], append(append(argv[1:], "--kubeconfig", s.Kubeconfig), args...)...)
 		cmd.Env = append(os.Environ(), "KUBECONFIG=", "KUBECTL_KUBERC=false")
 		cmd.Stdin = strings.NewReader(stdin)
 		out, err := cmd.CombinedOutput()

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,50 +22,14 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/containernetworking/plugins/pkg/testutils"
 	"github.com/vishvananda/netlink"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
-var binDir string
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-var (
-	buildOnce sync.Once
-	buildErr  error
-)
-
-// pluginBinary builds cmd/kubelab-cni once per test binary, static as hack/build.sh
-// builds it, and returns its path.
+// pluginBinary is kubelab-cni as hack/build.sh builds it (testutil.Commands).
 func pluginBinary(tb testing.TB) string {
 	tb.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "kubelab-cni-bin-")
-		if buildErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-ldflags", "-s -w", "-o", filepath.Join(binDir, "kubelab-cni"), "github.com/kubelab/kubelab/cmd/kubelab-cni")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v: %s", err, out)
-		}
-	})
-	if buildErr != nil {
-		tb.Fatal(buildErr)
-	}
-	return filepath.Join(binDir, "kubelab-cni")
-}
-
-func requireRoot(tb testing.TB) {
-	tb.Helper()
-	if os.Geteuid() != 0 {
-		tb.Skip("needs root: creates network namespaces, links and nft tables")
-	}
+	return filepath.Join(testutil.Commands(tb), "kubelab-cni")
 }
 
 type testWriter struct{ tb testing.TB }
@@ -106,7 +69,7 @@ type node struct {
 
 func newNode(tb testing.TB, subnet string) *node {
 	tb.Helper()
-	requireRoot(tb)
+	testutil.RequireRoot(tb, "nft")
 	return &node{tb: tb, ns: newNS(tb), subnet: subnet, dataDir: filepath.Join(tb.TempDir(), "ipam"), bridge: "cni0", version: "1.0.0"}
 }
 

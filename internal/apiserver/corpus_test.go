@@ -50,9 +50,9 @@ const corpusNamespace = "corpus"
 // for accepted objects, the defaulted object as returned. It fails when the set of
 // cases on which they disagree differs from corpusDifferencesFile.
 func TestValidationCorpus(t *testing.T) {
-	bin := os.Getenv(kubeAPIServerEnv)
+	bin := kubeAPIServerBinary()
 	if bin == "" {
-		t.Skipf("set %s to a kube-apiserver binary (hack/kube-apiserver.sh builds one) to compare with it", kubeAPIServerEnv)
+		t.Skipf("not run: no upstream kube-apiserver to compare with (hack/test.sh builds one with hack/kube-apiserver.sh; or set %s to one)", kubeAPIServerEnv)
 	}
 	s := apiservertest.Start(t, apiservertest.Options{})
 	kas := startKubeAPIServer(t, bin, s)

@@ -76,7 +76,7 @@ func BenchmarkMemoryUnderChurn(b *testing.B) {
 		pid    int // of a server in a process of its own; 0 for this one
 	}
 	var servers []server
-	if bin := os.Getenv(kubeAPIServerEnv); bin != "" {
+	if bin := kubeAPIServerBinary(); bin != "" {
 		kas := startKubeAPIServer(b, bin, s)
 		servers = append(servers, server{"kube-apiserver", benchClientConfig(*kas.config), kas.cmd.Process.Pid})
 	} else {

@@ -30,9 +30,27 @@ import (
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 )
 
-// kubeAPIServerEnv names the upstream kube-apiserver binary the comparison runs;
-// hack/kube-apiserver.sh builds one.
+// kubeAPIServerEnv names the upstream kube-apiserver binary the comparisons run;
+// hack/kube-apiserver.sh builds one, and hack/test.sh builds it once into
+// $(go env GOPATH)/upstream/kube-apiserver and sets this variable for the suite.
 const kubeAPIServerEnv = "KUBELAB_KUBE_APISERVER"
+
+// kubeAPIServerBinary is the upstream kube-apiserver the comparisons run: the one
+// kubeAPIServerEnv names, else the one hack/test.sh keeps under GOPATH, else "".
+func kubeAPIServerBinary() string {
+	if bin := os.Getenv(kubeAPIServerEnv); bin != "" {
+		return bin
+	}
+	gopath, err := exec.Command("go", "env", "GOPATH").Output()
+	if err != nil {
+		return ""
+	}
+	bin := filepath.Join(strings.TrimSpace(string(gopath)), "upstream", "kube-apiserver", "kube-apiserver")
+	if _, err := os.Stat(bin); err != nil {
+		return ""
+	}
+	return bin
+}
 
 // BenchmarkAgainstKubeAPIServer runs the create benchmark against kubelab's API server
 // and, in the same run, on the same etcd, with the same client and certificates, against
@@ -43,7 +61,7 @@ const kubeAPIServerEnv = "KUBELAB_KUBE_APISERVER"
 // on each. It answers whether the goals are within reach of upstream's own server on
 // this machine.
 func BenchmarkAgainstKubeAPIServer(b *testing.B) {
-	bin := os.Getenv(kubeAPIServerEnv)
+	bin := kubeAPIServerBinary()
 	if bin == "" {
 		b.Skipf("set %s to a kube-apiserver binary (hack/kube-apiserver.sh builds one) to compare with it", kubeAPIServerEnv)
 	}

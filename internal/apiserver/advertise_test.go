@@ -39,27 +39,27 @@ func clientAt(t *testing.T, s *apiservertest.Server, host, serverName string, di
 }
 
 // checkKubernetesEndpoints checks the kubernetes Service, Endpoints and EndpointSlice
-// point at addr:port; it returns what is wrong, or "".
-func checkKubernetesEndpoints(ctx context.Context, c kubernetes.Interface, addr string, port int32) string {
+// point at addr:port; it returns what is wrong, or nil.
+func checkKubernetesEndpoints(ctx context.Context, c kubernetes.Interface, addr string, port int32) error {
 	svc, err := c.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
 	if err != nil {
-		return err.Error()
+		return err
 	}
 	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 443 || svc.Spec.Ports[0].TargetPort != intstr.FromInt32(port) ||
 		svc.Spec.Ports[0].Name != "https" || svc.Spec.ClusterIP != "10.96.0.1" {
-		return fmt.Sprintf("service: clusterIP %s ports %+v", svc.Spec.ClusterIP, svc.Spec.Ports)
+		return fmt.Errorf("service: clusterIP %s ports %+v", svc.Spec.ClusterIP, svc.Spec.Ports)
 	}
 	ep, err := c.CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{})
 	if err != nil {
-		return err.Error()
+		return err
 	}
 	if len(ep.Subsets) != 1 || len(ep.Subsets[0].Addresses) != 1 || ep.Subsets[0].Addresses[0].IP != addr ||
 		!slices.Equal(ep.Subsets[0].Ports, []corev1.EndpointPort{{Name: "https", Port: port, Protocol: corev1.ProtocolTCP}}) {
-		return fmt.Sprintf("endpoints: %+v", ep.Subsets)
+		return fmt.Errorf("endpoints: %+v", ep.Subsets)
 	}
 	sl, err := c.DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{})
 	if err != nil {
-		return err.Error()
+		return err
 	}
 	p := sl.Ports
 	if sl.AddressType != discoveryv1.AddressTypeIPv4 || sl.Labels[discoveryv1.LabelServiceName] != "kubernetes" ||
@@ -67,9 +67,9 @@ func checkKubernetesEndpoints(ctx context.Context, c kubernetes.Interface, addr 
 		sl.Endpoints[0].Conditions.Ready == nil || !*sl.Endpoints[0].Conditions.Ready ||
 		len(p) != 1 || p[0].Name == nil || *p[0].Name != "https" || p[0].Port == nil || *p[0].Port != port ||
 		p[0].Protocol == nil || *p[0].Protocol != corev1.ProtocolTCP {
-		return fmt.Sprintf("endpointslice: type %s labels %v endpoints %+v ports %+v", sl.AddressType, sl.Labels, sl.Endpoints, sl.Ports)
+		return fmt.Errorf("endpointslice: type %s labels %v endpoints %+v ports %+v", sl.AddressType, sl.Labels, sl.Endpoints, sl.Ports)
 	}
-	return ""
+	return nil
 }
 
 func TestAdvertiseAddressAndExtraListener(t *testing.T) {
@@ -95,11 +95,9 @@ func TestAdvertiseAddressAndExtraListener(t *testing.T) {
 	}
 
 	// The kubernetes Service points at the advertised address.
-	var problem string
-	waitForDescribed(t, "the kubernetes endpoints", func() bool {
-		problem = checkKubernetesEndpoints(ctx, s.Client, advertised, 6443)
-		return problem == ""
-	}, func() string { return problem })
+	testutil.EventuallyWithin(t, waitTimeout, "the kubernetes endpoints", func() error {
+		return checkKubernetesEndpoints(ctx, s.Client, advertised, 6443)
+	})
 
 	// Deleted or changed, they are put back.
 	if err := s.Client.DiscoveryV1().EndpointSlices("default").Delete(ctx, "kubernetes", metav1.DeleteOptions{}); err != nil {
@@ -108,10 +106,9 @@ func TestAdvertiseAddressAndExtraListener(t *testing.T) {
 	if err := s.Client.CoreV1().Endpoints("default").Delete(ctx, "kubernetes", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitForDescribed(t, "the kubernetes endpoints recreated", func() bool {
-		problem = checkKubernetesEndpoints(ctx, s.Client, advertised, 6443)
-		return problem == ""
-	}, func() string { return problem })
+	testutil.EventuallyWithin(t, waitTimeout, "the kubernetes endpoints recreated", func() error {
+		return checkKubernetesEndpoints(ctx, s.Client, advertised, 6443)
+	})
 	if _, err := patchService(ctx, s.Client, "kubernetes", `{"spec":{"ports":[{"name":"https","port":443,"targetPort":9999}]}}`); err != nil {
 		t.Fatal(err)
 	}
@@ -123,17 +120,15 @@ func TestAdvertiseAddressAndExtraListener(t *testing.T) {
 	if _, err := s.Client.DiscoveryV1().EndpointSlices("default").Update(ctx, sl, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitForDescribed(t, "the kubernetes endpoints repaired", func() bool {
-		problem = checkKubernetesEndpoints(ctx, s.Client, advertised, 6443)
-		return problem == ""
-	}, func() string { return problem })
+	testutil.EventuallyWithin(t, waitTimeout, "the kubernetes endpoints repaired", func() error {
+		return checkKubernetesEndpoints(ctx, s.Client, advertised, 6443)
+	})
 	if err := s.Client.CoreV1().Services("default").Delete(ctx, "kubernetes", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitForDescribed(t, "the kubernetes Service recreated", func() bool {
-		problem = checkKubernetesEndpoints(ctx, s.Client, advertised, 6443)
-		return problem == ""
-	}, func() string { return problem })
+	testutil.EventuallyWithin(t, waitTimeout, "the kubernetes Service recreated", func() error {
+		return checkKubernetesEndpoints(ctx, s.Client, advertised, 6443)
+	})
 
 	// When the server stops, the extra listener is closed.
 	s.Stop()
@@ -224,11 +219,9 @@ func TestListenerInAnotherNetworkNamespace(t *testing.T) {
 	if _, err := c.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
 		t.Fatalf("from the other namespace: %v", err)
 	}
-	var problem string
-	waitForDescribed(t, "the kubernetes endpoints", func() bool {
-		problem = checkKubernetesEndpoints(ctx, c, advertised, 443)
-		return problem == ""
-	}, func() string { return problem })
+	testutil.EventuallyWithin(t, waitTimeout, "the kubernetes endpoints", func() error {
+		return checkKubernetesEndpoints(ctx, c, advertised, 443)
+	})
 
 	// The certificate presented there names the kubernetes Service's ClusterIP too.
 	conn, err := dialInNS(ctx, "tcp", advertised+":443")

@@ -60,7 +60,7 @@ func TestRBAC(t *testing.T) {
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "alice to read secrets through her RoleBinding", func() bool {
+	testutil.EventuallyWithin(t, waitTimeout, "alice to read secrets through her RoleBinding", func() bool {
 		_, err := alice.CoreV1().Secrets(ns).Get(ctx, "token", metav1.GetOptions{})
 		return err == nil
 	})
@@ -195,7 +195,7 @@ func TestNodeAuthorizer(t *testing.T) {
 		}
 	}
 
-	waitFor(t, "node-a's kubelet to read the secret its pod uses", func() bool {
+	testutil.EventuallyWithin(t, waitTimeout, "node-a's kubelet to read the secret its pod uses", func() bool {
 		_, err := kubeletA.CoreV1().Secrets(ns).Get(ctx, "used", metav1.GetOptions{})
 		return err == nil
 	})

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 const widgetCRD = `apiVersion: apiextensions.k8s.io/v1
@@ -67,7 +69,7 @@ func testCustomResources(t *testing.T, k kubectl) {
 	k.run("wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=60s")
 	// Discovery knows the kind once the CRD is established: kubectl finds it by its
 	// short name.
-	waitFor(t, "widgets in discovery", func() bool {
+	testutil.EventuallyWithin(t, waitTimeout, "widgets in discovery", func() bool {
 		out, err := k.cmd(context.Background(), "get", "wd").CombinedOutput()
 		return err == nil || strings.Contains(string(out), "No resources found")
 	})
@@ -106,7 +108,7 @@ func testCustomResources(t *testing.T, k kubectl) {
 	}
 
 	k.run("delete", "crd", "widgets.example.com", "--timeout=60s")
-	waitFor(t, "widgets gone from discovery", func() bool {
+	testutil.EventuallyWithin(t, waitTimeout, "widgets gone from discovery", func() bool {
 		out, _ := k.cmd(context.Background(), "api-resources", "--api-group=example.com", "-o", "name").CombinedOutput()
 		return strings.TrimSpace(string(out)) == ""
 	})

@@ -1,7 +1,6 @@
 package apiserver_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -10,34 +9,18 @@ import (
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/controller/namespace"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
-func startNamespaceController(ctx context.Context, t *testing.T, s *apiservertest.Server) {
+// waitTimeout is how long the package's tests wait for the server to act on a change.
+const waitTimeout = time.Minute
+
+// startNamespaceController runs the namespace controller against s until the test ends.
+func startNamespaceController(t *testing.T, s *apiservertest.Server) {
 	t.Helper()
 	c, err := namespace.New(namespace.Config{Recheck: 200 * time.Millisecond}, kubernetes.NewForConfigOrDie(s.Config), metadata.NewForConfigOrDie(s.Config))
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	ctx, cancel := context.WithCancel(ctx)
-	go func() { defer close(done); _ = c.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-}
-
-// waitFor polls cond for up to a minute.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	waitForDescribed(t, what, cond, func() string { return "" })
-}
-
-// waitForDescribed polls cond for up to a minute and says describe() when it gives up.
-func waitForDescribed(t *testing.T, what string, cond func() bool, describe func() string) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s %s", what, describe())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testutil.Start(t, "the namespace controller", 0, c.Run, (func() bool)(nil))
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // recorder keeps the informer events it sees, in order.
@@ -172,7 +173,7 @@ func TestInformersSeeEverythingInOrderAndResume(t *testing.T) {
 	}
 
 	want := append([]string{"add pvc default/early"}, flow("one")...)
-	waitFor(t, "informer events "+fmt.Sprint(want), func() bool { return rec.has(want) })
+	testutil.EventuallyWithin(t, waitTimeout, "informer events "+fmt.Sprint(want), func() bool { return rec.has(want) })
 
 	// Restart the API server (same port, same etcd): the informers reconnect and resume.
 	// What changes while an informer is away it learns by relisting, as a state rather than
@@ -180,9 +181,7 @@ func TestInformersSeeEverythingInOrderAndResume(t *testing.T) {
 	// reaches it) and then requires every event of a second flow.
 	s.Stop()
 	apiservertest.Start(t, s.Options)
-	back := false
-	for i := 0; i < 60 && !back; i++ {
-		n := fmt.Sprint("probe-", i)
+	sendProbe := func(n string) {
 		must(t, func() error {
 			_, err := client.CoreV1().PersistentVolumeClaims("default").Create(ctx, claim(n, "1Gi"), metav1.CreateOptions{})
 			return err
@@ -199,30 +198,38 @@ func TestInformersSeeEverythingInOrderAndResume(t *testing.T) {
 			}, metav1.CreateOptions{})
 			return err
 		})
-		time.Sleep(time.Second)
-		back = rec.has([]string{"add pvc default/" + n, "add pod default/" + n, "add va " + n})
 	}
-	if !back {
-		t.Fatalf("informers did not come back after the restart: %s", rec)
-	}
+	var probe string
+	var sent time.Time
+	probes := 0
+	testutil.EventuallyWithin(t, time.Minute, "the informers back after the restart", func() error {
+		if probe != "" && rec.has([]string{"add pvc default/" + probe, "add pod default/" + probe, "add va " + probe}) {
+			return nil
+		}
+		if time.Since(sent) >= time.Second { // a fresh probe each second
+			probe, sent = fmt.Sprint("probe-", probes), time.Now()
+			probes++
+			sendProbe(probe)
+		}
+		return fmt.Errorf("%s not seen yet: %s", probe, rec)
+	})
 	want = append(want, flow("two")...)
-	waitForDescribed(t, "informer events after restart", func() bool { return rec.has(want) }, rec.String)
+	testutil.EventuallyWithin(t, waitTimeout, "informer events after restart", func() error {
+		if !rec.has(want) {
+			return fmt.Errorf("events: %s", rec)
+		}
+		return nil
+	})
 	if t.Failed() {
 		t.Logf("events: %s", rec)
 	}
 	t.Logf("events: %s", rec)
 }
 
+// must retries f until it succeeds: the API server may be restarting.
 func must(t *testing.T, f func() error) {
 	t.Helper()
-	var err error
-	for i := 0; i < 100; i++ { // the API server may be restarting
-		if err = f(); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatal(err)
+	testutil.EventuallyWithin(t, 10*time.Second, "the API server to take the request", f)
 }
 
 // TestObjectsSurviveRestart: objects and their resourceVersions come back after a restart,

@@ -159,20 +159,27 @@ func testKubectl(t *testing.T, s *apiservertest.Server, k kubectl) {
 		}
 		close(seen)
 	}()
-	time.Sleep(time.Second)
-	k.run("run", "watched", "--image=busybox", "--restart=Never")
-	deadline := time.After(30 * time.Second)
-	for found := false; !found; {
-		select {
-		case line, ok := <-seen:
-			if !ok {
-				t.Fatal("get -w ended")
+	awaitLine := func(prefix string) {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case line, ok := <-seen:
+				if !ok {
+					t.Fatalf("get -w ended before a line starting %q", prefix)
+				}
+				if strings.HasPrefix(line, prefix) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("get -w printed no line starting %q", prefix)
 			}
-			found = strings.HasPrefix(line, "watched ")
-		case <-deadline:
-			t.Fatal("get -w did not show the new pod")
 		}
 	}
+	// The list's header comes first; the pod made after it is shown by the watch.
+	awaitLine("NAME ")
+	k.run("run", "watched", "--image=busybox", "--restart=Never")
+	awaitLine("watched ")
 	stopWatch()
 	_ = watch.Wait()
 

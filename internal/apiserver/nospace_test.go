@@ -58,15 +58,12 @@ func TestEtcdOutOfSpace(t *testing.T) {
 	f.Close()
 
 	var werr error
-	for i := 0; ; i++ {
-		if werr = create(fmt.Sprintf("during-%d", i)); werr != nil {
-			break
-		}
-		if i == 100 {
-			t.Fatal("creates still succeed 10s after the filesystem filled up")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	i := 0
+	testutil.EventuallyWithin(t, 10*time.Second, "creates to fail on the full filesystem", func() bool {
+		werr = create(fmt.Sprintf("during-%d", i))
+		i++
+		return werr != nil
+	})
 	status, ok := werr.(apierrors.APIStatus)
 	if !ok || status.Status().Code != 500 || !strings.Contains(status.Status().Message, "database space exceeded") {
 		t.Fatalf("create on a full filesystem: %v (%#v), want a 500 Status saying the space is exceeded", werr, werr)
@@ -79,13 +76,5 @@ func TestEtcdOutOfSpace(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; ; i++ {
-		if werr = create("after"); werr == nil {
-			break
-		}
-		if i == 100 {
-			t.Fatalf("creates still fail 10s after space came back: %v", werr)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testutil.EventuallyWithin(t, 10*time.Second, "creates to work once space came back", func() error { return create("after") })
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	kubeletserver "github.com/kubelab/kubelab/internal/kubelet/server"
 	"github.com/kubelab/kubelab/internal/kubelet/server/servertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // addNode creates a Node reached at 127.0.0.1:port.
@@ -230,20 +231,7 @@ func startKubelet(t *testing.T, s *apiservertest.Server, node string) *servertes
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("kubelet server: %v", err)
-		}
-	})
-	select {
-	case <-srv.Ready():
-	case err := <-done:
-		t.Fatal(err)
-	}
+	testutil.Start(t, "the kubelet server", testutil.DefaultTimeout, srv.Run, testutil.Closed(srv.Ready()))
 	_, port, _ := net.SplitHostPort(srv.Addr())
 	p, _ := strconv.Atoi(port)
 	addNode(t, s.Client, node, p)

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
-	"github.com/kubelab/kubelab/internal/controller/controllertest"
 	"github.com/kubelab/kubelab/internal/storageclass"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 func claim(name, size string) *corev1.PersistentVolumeClaim {
@@ -241,7 +241,7 @@ func TestNamespaceDeletionEmptiesIt(t *testing.T) {
 	s := apiservertest.Start(t, apiservertest.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	startNamespaceController(ctx, t, s)
+	startNamespaceController(t, s)
 	ns := "doomed"
 	if _, err := s.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -264,7 +264,7 @@ func TestNamespaceDeletionEmptiesIt(t *testing.T) {
 	if _, err := s.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{}); err == nil {
 		t.Errorf("create in a terminating namespace was accepted")
 	}
-	waitFor(t, "namespace gone", func() bool {
+	testutil.EventuallyWithin(t, waitTimeout, "namespace gone", func() bool {
 		_, err := s.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
@@ -351,7 +351,7 @@ func TestDefaultStorageClassAdmission(t *testing.T) {
 		}
 	}
 	// The admission step reads classes from an informer: a dry run shows when it has the new one.
-	controllertest.WaitFor(t, "the default class seen by admission", func() (bool, error) {
+	testutil.Eventually(t, "the default class seen by admission", func() (bool, error) {
 		got, err := pvcs.Create(ctx, claim("probe", "1Gi"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err == nil && classOf(got) == "gp2", err
 	})

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // tokenClient is a client of s that presents token and nothing else.
@@ -61,7 +62,7 @@ func claimsOf(t *testing.T, token string) map[string]any {
 func waitForServiceAccount(t *testing.T, c kubernetes.Interface, ns, name string) *corev1.ServiceAccount {
 	t.Helper()
 	var sa *corev1.ServiceAccount
-	waitFor(t, "service account "+ns+"/"+name, func() bool {
+	testutil.EventuallyWithin(t, waitTimeout, "service account "+ns+"/"+name, func() bool {
 		var err error
 		sa, err = c.CoreV1().ServiceAccounts(ns).Get(context.Background(), name, metav1.GetOptions{})
 		return err == nil
@@ -121,11 +122,10 @@ func TestKubectlCreateToken(t *testing.T) {
 	if err := s.Client.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 		t.Fatal(err)
 	}
-	var last error
-	waitForDescribed(t, "the pod-bound token to be refused", func() bool {
-		last = authenticatesAs(t, s, bound, "system:serviceaccount:default:default")
-		return apierrors.IsUnauthorized(last)
-	}, func() string { return last.Error() })
+	testutil.EventuallyWithin(t, waitTimeout, "the pod-bound token to be refused", func() (bool, error) {
+		err := authenticatesAs(t, s, bound, "system:serviceaccount:default:default")
+		return apierrors.IsUnauthorized(err), err
+	})
 	// The unbound token is not affected.
 	if err := authenticatesAs(t, s, token, "system:serviceaccount:default:default"); err != nil {
 		t.Errorf("the unbound token after the pod went: %v", err)
@@ -249,7 +249,7 @@ func TestTokenRequest(t *testing.T) {
 	if err := s.Client.CoreV1().Secrets(ns).Delete(ctx, "bound", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the secret-bound token to be refused", func() bool {
+	testutil.EventuallyWithin(t, waitTimeout, "the secret-bound token to be refused", func() bool {
 		return apierrors.IsUnauthorized(authenticatesAs(t, s, secretTok.Status.Token, "system:serviceaccount:tokens:builder"))
 	})
 
@@ -264,7 +264,7 @@ func TestTokenRequest(t *testing.T) {
 	if again.UID == builder.UID {
 		t.Fatal("the recreated account kept its uid")
 	}
-	waitFor(t, "the old account's token to be refused", func() bool {
+	testutil.EventuallyWithin(t, waitTimeout, "the old account's token to be refused", func() bool {
 		return apierrors.IsUnauthorized(authenticatesAs(t, s, tr.Status.Token, "system:serviceaccount:tokens:builder"))
 	})
 }

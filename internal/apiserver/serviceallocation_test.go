@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 const (
@@ -258,9 +259,12 @@ func TestServiceRepairReclaimsLeaks(t *testing.T) {
 	if _, err := etcd.Delete(ctx, ipKeys+"10.96.0.1"); err != nil {
 		t.Fatal(err)
 	}
-	waitForDescribed(t, "the repair loop", func() bool {
-		return slices.Equal(allReserved(t, etcd), []string{"10.96.0.1=default/kubernetes"})
-	}, func() string { return fmt.Sprint(allReserved(t, etcd)) })
+	testutil.EventuallyWithin(t, waitTimeout, "the repair loop", func() error {
+		if got := allReserved(t, etcd); !slices.Equal(got, []string{"10.96.0.1=default/kubernetes"}) {
+			return fmt.Errorf("reserved: %v", got)
+		}
+		return nil
+	})
 
 	// The reclaimed port is free again.
 	if _, err := createService(ctx, s.Client, "web", corev1.ServiceTypeNodePort, 31234); err != nil {

@@ -275,7 +275,7 @@ func testClaimResize(t *testing.T, s *apiservertest.Server) {
 	}
 	// The plugin reads classes from its informer: the new classes may take a moment.
 	attempt := 0
-	controllertest.WaitNoError(t, builtinWait, "growing a claim of an expandable class", func() error {
+	testutil.EventuallyWithin(t, builtinWait, "growing a claim of an expandable class", func() error {
 		attempt++
 		return grow(fmt.Sprintf("growing-%d", attempt), "builtin-growing")
 	})
@@ -293,7 +293,7 @@ func testResourceQuota(t *testing.T, s *apiservertest.Server) {
 	if _, err := c.CoreV1().ResourceQuotas(ns).Create(ctx, rq, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitNoError(t, builtinWait, "the quota's status", func() error {
+	testutil.EventuallyWithin(t, builtinWait, "the quota's status", func() error {
 		got, err := c.CoreV1().ResourceQuotas(ns).Get(ctx, "pods", metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -315,7 +315,7 @@ func testResourceQuota(t *testing.T, s *apiservertest.Server) {
 	if err := c.CoreV1().Pods(ns).Delete(ctx, "p1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitNoError(t, builtinWait, "a pod admitted after one was deleted", func() error {
+	testutil.EventuallyWithin(t, builtinWait, "a pod admitted after one was deleted", func() error {
 		_, err := c.CoreV1().Pods(ns).Create(ctx, plainPod("p4"), metav1.CreateOptions{})
 		return err
 	})

@@ -41,23 +41,6 @@ func scopeSelector(ns string) *metav1.LabelSelector {
 	return &metav1.LabelSelector{MatchLabels: map[string]string{"scope": ns}}
 }
 
-// eventually polls check until it returns nil, for up to 30s (the admission plugins
-// see new configurations through informers); it fails the test with check's last error.
-func eventually(t *testing.T, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // dryRun is a create that stores nothing but goes through admission.
 var dryRun = metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 

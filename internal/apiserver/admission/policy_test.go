@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 const replicasMessage = "replicas must be no greater than 5"
@@ -88,7 +89,7 @@ func TestValidatingAdmissionPolicy(t *testing.T) {
 		ns := newNamespace(t, s)
 		policy, binding := bind(t, ns, admissionregistrationv1.Deny)
 		deployments := s.Client.AppsV1().Deployments(ns)
-		eventually(t, "policy denies 6 replicas", func() error {
+		testutil.Eventually(t, "policy denies 6 replicas", func() error {
 			_, err := deployments.Create(ctx, deployment(uniqueName("probe"), 6), dryRun)
 			if err == nil {
 				return errors.New("6 replicas still allowed")
@@ -128,7 +129,7 @@ func TestValidatingAdmissionPolicy(t *testing.T) {
 		client, warnings := clientWithWarnings(t, s)
 		deployments := client.AppsV1().Deployments(ns)
 		want := fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s", policy, binding, replicasMessage)
-		eventually(t, "policy warns about 6 replicas", func() error {
+		testutil.Eventually(t, "policy warns about 6 replicas", func() error {
 			if _, err := deployments.Create(ctx, deployment(uniqueName("probe"), 6), dryRun); err != nil {
 				return fmt.Errorf("a Warn binding refused the request: %w", err)
 			}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // Through the API: pods take the priority of the PriorityClasses users create (and of
@@ -44,7 +45,7 @@ func TestPriorityClasses(t *testing.T) {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: corev1.PodSpec{PriorityClassName: class, Containers: []corev1.Container{{Name: "x", Image: "busybox"}}}}
 	}
-	eventually(t, "pod without class gets the default class", func() error {
+	testutil.Eventually(t, "pod without class gets the default class", func() error {
 		got, err := c.CoreV1().Pods(ns).Create(ctx, pod("plain", ""), dryRun)
 		if err != nil {
 			return err

@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 const forbiddenMessage = "configmaps may not be named forbidden"
@@ -158,7 +159,7 @@ func TestWebhooks(t *testing.T) {
 			t.Errorf("timeoutSeconds defaulted to %d, want 10", got)
 		}
 		configMaps := s.Client.CoreV1().ConfigMaps(ns)
-		eventually(t, "webhook denies forbidden", func() error {
+		testutil.Eventually(t, "webhook denies forbidden", func() error {
 			if _, err := configMaps.Create(ctx, configMap("forbidden"), dryRun); err == nil {
 				return errors.New("forbidden still allowed")
 			}
@@ -200,7 +201,7 @@ func TestWebhooks(t *testing.T) {
 			t.Errorf("reinvocationPolicy defaulted to %q, want Never", got)
 		}
 		configMaps := s.Client.CoreV1().ConfigMaps(ns)
-		eventually(t, "webhook labels ConfigMaps", func() error {
+		testutil.Eventually(t, "webhook labels ConfigMaps", func() error {
 			cm, err := configMaps.Create(ctx, configMap(uniqueName("probe")), dryRun)
 			if err != nil {
 				return err
@@ -233,7 +234,7 @@ func TestWebhooks(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = validating.Delete(ctx, cfg.Name, metav1.DeleteOptions{}) })
 		configMaps := s.Client.CoreV1().ConfigMaps(ns)
-		eventually(t, "Fail refuses while the webhook is down", func() error {
+		testutil.Eventually(t, "Fail refuses while the webhook is down", func() error {
 			_, err := configMaps.Create(ctx, configMap(uniqueName("probe")), dryRun)
 			if err == nil {
 				return errors.New("allowed")
@@ -247,7 +248,7 @@ func TestWebhooks(t *testing.T) {
 		if _, err := validating.Update(ctx, cfg, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "Ignore lets requests through while the webhook is down", func() error {
+		testutil.Eventually(t, "Ignore lets requests through while the webhook is down", func() error {
 			_, err := configMaps.Create(ctx, configMap(uniqueName("probe")), dryRun)
 			return err
 		})
@@ -276,7 +277,7 @@ func TestWebhooks(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = validating.Delete(ctx, cfg.Name, metav1.DeleteOptions{}) })
 		configMaps := s.Client.CoreV1().ConfigMaps(ns)
-		eventually(t, "webhook behind the Service denies forbidden", func() error {
+		testutil.Eventually(t, "webhook behind the Service denies forbidden", func() error {
 			_, err := configMaps.Create(ctx, configMap("forbidden"), dryRun)
 			if err == nil || !strings.Contains(err.Error(), forbiddenMessage) {
 				return fmt.Errorf("got %v, want the webhook's denial", err)

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 type testServer struct {
@@ -132,7 +132,7 @@ func (ts *testServer) ask(t *testing.T, network, name string, qtype uint16) *mdn
 func (ts *testServer) waitFor(t *testing.T, name string, qtype uint16, what string, check func(*mdns.Msg) bool) *mdns.Msg {
 	t.Helper()
 	var m *mdns.Msg
-	controllertest.WaitWithin(t, 10*time.Second, name+" "+mdns.TypeToString[qtype]+" "+what, func() (bool, error) {
+	testutil.EventuallyWithin(t, 10*time.Second, name+" "+mdns.TypeToString[qtype]+" "+what, func() (bool, error) {
 		m = ts.ask(t, "udp", name, qtype)
 		if !check(m) {
 			return false, fmt.Errorf("last answer:\n%v", m)

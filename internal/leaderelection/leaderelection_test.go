@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
-	"github.com/kubelab/kubelab/internal/controller/controllertest"
 	"github.com/kubelab/kubelab/internal/leaderelection"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // TestOneLeaderAtATime: of two candidates for a Lease only the holder works, the other
@@ -48,7 +48,7 @@ func TestOneLeaderAtATime(t *testing.T) {
 	}
 
 	stopA, doneA := run(0, "a")
-	controllertest.WaitWithin(t, 30*time.Second, "a leads", func() (bool, error) {
+	testutil.EventuallyWithin(t, 30*time.Second, "a leads", func() (bool, error) {
 		id, _ := holder()
 		return leading[0].Load() && id == "a", nil
 	})
@@ -56,7 +56,7 @@ func TestOneLeaderAtATime(t *testing.T) {
 	// b campaigns while a renews: two renewals of a's, and b never led.
 	_, first := holder()
 	renewals := 0
-	controllertest.WaitWithin(t, 30*time.Second, "two renewals by a", func() (bool, error) {
+	testutil.EventuallyWithin(t, 30*time.Second, "two renewals by a", func() (bool, error) {
 		id, at := holder()
 		if id != "a" || leading[1].Load() {
 			return false, errors.New("the lease changed hands while a held it")
@@ -76,7 +76,7 @@ func TestOneLeaderAtATime(t *testing.T) {
 	}
 	// a gave the lease up: b takes it at its next retry, well before a's lease would
 	// have expired.
-	controllertest.WaitWithin(t, 30*time.Second, "b leads", func() (bool, error) {
+	testutil.EventuallyWithin(t, 30*time.Second, "b leads", func() (bool, error) {
 		id, _ := holder()
 		return leading[1].Load() && id == "b", nil
 	})

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/knftables"
 
-	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -93,7 +93,7 @@ func TestAgentFollowsTheCluster(t *testing.T) {
 	startAgent(t, Config{NodeName: "n1", Table: testTable}, client, WithNFTables(nft))
 
 	// No policy: the table exists with an empty forward path.
-	controllertest.WaitNoError(t, 10*time.Second, "empty table", func() error {
+	testutil.EventuallyWithin(t, 10*time.Second, "empty table", func() error {
 		if s := fakeState(nft); !strings.Contains(s, "map ingress-pods") || strings.Contains(s, "jump") {
 			return fmt.Errorf("table:\n%s", s)
 		}
@@ -115,7 +115,7 @@ func TestAgentFollowsTheCluster(t *testing.T) {
 			return nil
 		}
 	}
-	controllertest.WaitNoError(t, 10*time.Second, "policy applied", hasElement("peers-default/allow-a-ingress-0", ipA))
+	testutil.EventuallyWithin(t, 10*time.Second, "policy applied", hasElement("peers-default/allow-a-ingress-0", ipA))
 	if s := fakeState(nft); !strings.Contains(s, ipB+" : jump ingress-default/b") {
 		t.Fatalf("b is not isolated:\n%s", s)
 	}
@@ -125,14 +125,14 @@ func TestAgentFollowsTheCluster(t *testing.T) {
 	if _, err := client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitNoError(t, 10*time.Second, "new peer", hasElement("peers-default/allow-a-ingress-0", "10.244.2.50"))
+	testutil.EventuallyWithin(t, 10*time.Second, "new peer", hasElement("peers-default/allow-a-ingress-0", "10.244.2.50"))
 
 	// Relabelling it takes it out again.
 	p.Labels = lbl("app", "other")
 	if _, err := client.CoreV1().Pods("default").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitNoError(t, 10*time.Second, "relabelled peer", func() error {
+	testutil.EventuallyWithin(t, 10*time.Second, "relabelled peer", func() error {
 		if hasElement("peers-default/allow-a-ingress-0", "10.244.2.50")() == nil {
 			return fmt.Errorf("10.244.2.50 is still a peer")
 		}
@@ -145,7 +145,7 @@ func TestAgentFollowsTheCluster(t *testing.T) {
 	if _, err := client.NetworkingV1().NetworkPolicies("default").Create(ctx, np2, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitNoError(t, 10*time.Second, "second policy", func() error {
+	testutil.EventuallyWithin(t, 10*time.Second, "second policy", func() error {
 		nft.RLock()
 		defer nft.RUnlock()
 		if nft.Table == nil || nft.Table.Sets["peers-default/from-ns-ingress-0"] == nil {
@@ -157,7 +157,7 @@ func TestAgentFollowsTheCluster(t *testing.T) {
 	if _, err := client.CoreV1().Namespaces().Update(ctx, third, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitNoError(t, 10*time.Second, "namespace relabelled", hasElement("peers-default/from-ns-ingress-0", ipZ))
+	testutil.EventuallyWithin(t, 10*time.Second, "namespace relabelled", hasElement("peers-default/from-ns-ingress-0", ipZ))
 
 	// Deleting the policies opens b again and removes their objects.
 	for _, name := range []string{"allow-a", "from-ns"} {
@@ -165,7 +165,7 @@ func TestAgentFollowsTheCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	controllertest.WaitNoError(t, 10*time.Second, "policies deleted", func() error {
+	testutil.EventuallyWithin(t, 10*time.Second, "policies deleted", func() error {
 		if s := fakeState(nft); strings.Contains(s, "jump") || strings.Contains(s, "set ") {
 			return fmt.Errorf("table:\n%s", s)
 		}
@@ -187,12 +187,12 @@ func TestAgentFullSyncRepairsTable(t *testing.T) {
 		}
 		return nil
 	}
-	controllertest.WaitNoError(t, 10*time.Second, "b isolated", isolated)
+	testutil.EventuallyWithin(t, 10*time.Second, "b isolated", isolated)
 	// Someone deletes the table; the periodic full sync puts it back.
 	tx := nft.NewTransaction()
 	tx.Delete(&knftables.Table{})
 	if err := nft.Run(ctx, tx); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitNoError(t, 10*time.Second, "table repaired", isolated)
+	testutil.EventuallyWithin(t, 10*time.Second, "table repaired", isolated)
 }

@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/knftables"
 
-	"github.com/kubelab/kubelab/internal/controller/controllertest"
 	"github.com/kubelab/kubelab/internal/testutil"
 	"github.com/kubelab/kubelab/internal/util/netns"
 )
@@ -175,7 +174,7 @@ const blockedDial = 300 * time.Millisecond
 
 func requireConnects(t testing.TB, src, dst *testPod) {
 	t.Helper()
-	controllertest.WaitNoError(t, 10*time.Second, fmt.Sprintf("%s connects to %s", src.name, dst.name), func() error { return dial(src, dst, time.Second) })
+	testutil.EventuallyWithin(t, 10*time.Second, fmt.Sprintf("%s connects to %s", src.name, dst.name), func() error { return dial(src, dst, time.Second) })
 }
 
 func requireBlocked(t testing.TB, src, dst *testPod) {
@@ -259,7 +258,7 @@ func TestEnforceInNamespaces(t *testing.T) {
 	policies := client.NetworkingV1().NetworkPolicies("default")
 	waitKeys := func(what, objType, name string, want ...string) {
 		t.Helper()
-		controllertest.WaitNoError(t, 10*time.Second, what, func() error {
+		testutil.EventuallyWithin(t, 10*time.Second, what, func() error {
 			got, err := elementKeys(nft, objType, name)
 			if err != nil {
 				return err

@@ -10,7 +10,7 @@ import (
 
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // BenchmarkPodToPodTCP measures one TCP stream from a pod on node A to a pod on
@@ -30,7 +30,7 @@ func benchPodToPod(b *testing.B, mode string) {
 		startAgent(b, Config{NodeName: n.name, NetNS: n.netns.Path(), Mode: mode, Logger: slog.New(slog.DiscardHandler)}, client)
 	}
 	for _, c := range []struct{ on, to *testNode }{{na, nb}, {nb, na}} {
-		controllertest.WaitNoError(b, 10*time.Second, "route on "+c.on.name, func() error {
+		testutil.EventuallyWithin(b, 10*time.Second, "route on "+c.on.name, func() error {
 			if r, err := findRoute(c.on.h, c.to.podCIDR); err != nil || r == nil {
 				return fmt.Errorf("no route to %s (%v)", c.to.podCIDR, err)
 			}
@@ -51,7 +51,7 @@ func benchPodToPod(b *testing.B, mode string) {
 		received <- n
 	}()
 	var conn net.Conn
-	controllertest.WaitNoError(b, 10*time.Second, "connect pod A to pod B", func() error {
+	testutil.EventuallyWithin(b, 10*time.Second, "connect pod A to pod B", func() error {
 		var err error
 		conn, err = dialIn(na.pod, l.Addr().String())
 		return err

@@ -17,8 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kubelab/kubelab/internal/overlay/overlaytest"
-
-	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // annotations waits until the agent of node has published its annotations and
@@ -26,7 +25,7 @@ import (
 func annotations(t *testing.T, client kubernetes.Interface, node string, mode string) map[string]string {
 	t.Helper()
 	var ann map[string]string
-	controllertest.WaitNoError(t, 10*time.Second, "annotations of "+node, func() error {
+	testutil.EventuallyWithin(t, 10*time.Second, "annotations of "+node, func() error {
 		n, err := client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -65,7 +64,7 @@ func TestVXLANPodToPod(t *testing.T) {
 		t.Errorf("device: vni %d port %d learning %v local %s mtu %d mac %s up %v; want vni 1 port 8472 no learning local %s mtu 1450 mac %s up",
 			vx.VxlanId, vx.Port, vx.Learning, vx.SrcAddr, vx.MTU, vx.HardwareAddr, vx.Flags&net.FlagUp != 0, a.ip, annA[AnnotationVTEPMAC])
 	}
-	controllertest.WaitNoError(t, 10*time.Second, "device address", func() error {
+	testutil.EventuallyWithin(t, 10*time.Second, "device address", func() error {
 		addrs, err := a.h.AddrList(l, netlink.FAMILY_V4)
 		if err != nil {
 			return err
@@ -76,10 +75,10 @@ func TestVXLANPodToPod(t *testing.T) {
 		return nil
 	})
 
-	controllertest.WaitNoError(t, 10*time.Second, "entries on node A for node B", func() error {
+	testutil.EventuallyWithin(t, 10*time.Second, "entries on node A for node B", func() error {
 		return checkVXLANEntries(a.h, DefaultDevice, b.podCIDR, annB[AnnotationVTEPMAC], b.ip)
 	})
-	controllertest.WaitNoError(t, 10*time.Second, "entries on node B for node A", func() error {
+	testutil.EventuallyWithin(t, 10*time.Second, "entries on node B for node A", func() error {
 		return checkVXLANEntries(b.h, DefaultDevice, a.podCIDR, annA[AnnotationVTEPMAC], a.ip)
 	})
 
@@ -122,7 +121,7 @@ func TestVXLANPodToPod(t *testing.T) {
 
 	// Node B leaves the cluster: its entries go from node A.
 	must(t, "delete node B", client.CoreV1().Nodes().Delete(context.Background(), b.name, metav1.DeleteOptions{}))
-	controllertest.WaitNoError(t, 10*time.Second, "node B's entries gone from node A", func() error {
+	testutil.EventuallyWithin(t, 10*time.Second, "node B's entries gone from node A", func() error {
 		return checkNoEntries(a.h, DefaultDevice, b.podCIDR, annB[AnnotationVTEPMAC])
 	})
 }
@@ -161,7 +160,7 @@ func TestRemoteNodeChanges(t *testing.T) {
 		remoteNode("node-f", "10.244.6.0/24", "", ""))                             // no agent yet
 	startAgent(t, Config{NodeName: a.name, NetNS: a.netns.Path(), ResyncPeriod: 100 * time.Millisecond}, client)
 
-	controllertest.WaitNoError(t, 10*time.Second, "entries for node B", func() error {
+	testutil.EventuallyWithin(t, 10*time.Second, "entries for node B", func() error {
 		return checkVXLANEntries(a.h, DefaultDevice, subnetB, macB, netip.MustParseAddr("172.31.2.10"))
 	})
 	for _, s := range []string{"10.244.4.0/24", "10.99.0.0/24", "10.244.6.0/24"} {
@@ -178,7 +177,7 @@ func TestRemoteNodeChanges(t *testing.T) {
 			n.Annotations[AnnotationVTEPMAC] = macB2
 			n.Annotations[AnnotationNodeIP] = "172.31.2.20"
 		})
-		controllertest.WaitNoError(t, 10*time.Second, "entries follow", func() error {
+		testutil.EventuallyWithin(t, 10*time.Second, "entries follow", func() error {
 			if err := checkVXLANEntries(a.h, DefaultDevice, subnetB, macB2, netip.MustParseAddr("172.31.2.20")); err != nil {
 				return err
 			}
@@ -190,7 +189,7 @@ func TestRemoteNodeChanges(t *testing.T) {
 	})
 	t.Run("podCIDR changed", func(t *testing.T) {
 		updateNode(t, client, "node-b", func(n *corev1.Node) { n.Spec.PodCIDR = subnetB3.String() })
-		controllertest.WaitNoError(t, 10*time.Second, "entries follow", func() error {
+		testutil.EventuallyWithin(t, 10*time.Second, "entries follow", func() error {
 			if err := checkNoEntries(a.h, DefaultDevice, subnetB, ""); err != nil {
 				return err
 			}
@@ -210,13 +209,13 @@ func TestRemoteNodeChanges(t *testing.T) {
 			HardwareAddr: mac, IP: net.ParseIP("172.31.2.20")}))
 		must(t, "delete neighbour", a.h.NeighDel(&netlink.Neigh{LinkIndex: l.Attrs().Index, Family: netlink.FAMILY_V4,
 			IP: net.ParseIP("10.244.3.0")}))
-		controllertest.WaitNoError(t, 10*time.Second, "resync sets them again", func() error {
+		testutil.EventuallyWithin(t, 10*time.Second, "resync sets them again", func() error {
 			return checkVXLANEntries(a.h, DefaultDevice, subnetB3, macB2, netip.MustParseAddr("172.31.2.20"))
 		})
 	})
 	t.Run("node deleted", func(t *testing.T) {
 		must(t, "delete node-b", client.CoreV1().Nodes().Delete(context.Background(), "node-b", metav1.DeleteOptions{}))
-		controllertest.WaitNoError(t, 10*time.Second, "entries gone", func() error { return checkNoEntries(a.h, DefaultDevice, subnetB3, macB2) })
+		testutil.EventuallyWithin(t, 10*time.Second, "entries gone", func() error { return checkNoEntries(a.h, DefaultDevice, subnetB3, macB2) })
 	})
 }
 
@@ -228,7 +227,7 @@ func TestRestart(t *testing.T) {
 	client := fake.NewClientset(a.nodeObject(), remoteNode("node-b", subnetB.String(), macB, "172.31.2.10"))
 	cfg := Config{NodeName: a.name, NetNS: a.netns.Path()}
 	stop := startAgent(t, cfg, client)
-	controllertest.WaitNoError(t, 10*time.Second, "entries for node B", func() error {
+	testutil.EventuallyWithin(t, 10*time.Second, "entries for node B", func() error {
 		return checkVXLANEntries(a.h, DefaultDevice, subnetB, macB, netip.MustParseAddr("172.31.2.10"))
 	})
 	dev, err := a.h.LinkByName(DefaultDevice)
@@ -259,7 +258,7 @@ func TestRestart(t *testing.T) {
 		State: netlink.NUD_PERMANENT, HardwareAddr: macZ, IP: net.ParseIP("10.244.1.77")}))
 
 	startAgent(t, cfg, client)
-	controllertest.WaitNoError(t, 10*time.Second, "stale entries gone", func() error {
+	testutil.EventuallyWithin(t, 10*time.Second, "stale entries gone", func() error {
 		if err := checkNoEntries(a.h, DefaultDevice, subnetB, macB); err != nil {
 			return err
 		}
@@ -292,7 +291,7 @@ func TestDeviceMadeAgainWhenConfigDiffers(t *testing.T) {
 	stop()
 
 	startAgent(t, Config{NodeName: a.name, NetNS: a.netns.Path(), VNI: 7}, client)
-	controllertest.WaitNoError(t, 10*time.Second, "device with vni 7", func() error {
+	testutil.EventuallyWithin(t, 10*time.Second, "device with vni 7", func() error {
 		l, err := a.h.LinkByName(DefaultDevice)
 		if err != nil {
 			return err
@@ -326,7 +325,7 @@ func TestDirectMode(t *testing.T) {
 		t.Errorf("direct mode published %s=%s", AnnotationVTEPMAC, ann[AnnotationVTEPMAC])
 	}
 	for _, c := range []struct{ on, to *testNode }{{a, b}, {b, a}} {
-		controllertest.WaitNoError(t, 10*time.Second, "route on "+c.on.name, func() error {
+		testutil.EventuallyWithin(t, 10*time.Second, "route on "+c.on.name, func() error {
 			r, err := findRoute(c.on.h, c.to.podCIDR)
 			if err != nil || r == nil {
 				return fmt.Errorf("no route to %s (%v)", c.to.podCIDR, err)
@@ -366,7 +365,7 @@ func TestDirectMode(t *testing.T) {
 	}
 
 	must(t, "delete node B", client.CoreV1().Nodes().Delete(context.Background(), b.name, metav1.DeleteOptions{}))
-	controllertest.WaitNoError(t, 10*time.Second, "route gone", func() error {
+	testutil.EventuallyWithin(t, 10*time.Second, "route gone", func() error {
 		if r, err := findRoute(a.h, b.podCIDR); err != nil || r != nil {
 			return fmt.Errorf("route to %s still there (%v)", b.podCIDR, err)
 		}
@@ -401,7 +400,7 @@ func TestCleanup(t *testing.T) {
 	a := tn.nodes[0]
 	client := fake.NewClientset(a.nodeObject(), remoteNode("node-b", "10.244.2.0/24", "", "172.31.2.10"))
 	stop := startAgent(t, Config{NodeName: a.name, NetNS: a.netns.Path(), Mode: ModeDirect}, client)
-	controllertest.WaitNoError(t, 10*time.Second, "route for node B", func() error {
+	testutil.EventuallyWithin(t, 10*time.Second, "route for node B", func() error {
 		if r, err := findRoute(a.h, netip.MustParsePrefix("10.244.2.0/24")); err != nil || r == nil {
 			return fmt.Errorf("no route (%v)", err)
 		}

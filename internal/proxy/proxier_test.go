@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/knftables"
 
-	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -86,7 +86,7 @@ func runProxier(t *testing.T, cfg Config, objects ...any) (*Proxier, *fake.Clien
 // eventually polls cond for up to 10 s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	controllertest.WaitWithin(t, 10*time.Second, what, func() (bool, error) { return cond(), nil })
+	testutil.EventuallyWithin(t, 10*time.Second, what, func() (bool, error) { return cond(), nil })
 }
 
 func hasLine(nft *knftables.Fake, line string) bool { return dumpLines(nft)[line] }

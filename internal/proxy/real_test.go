@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubelab/kubelab/internal/controller/controllertest"
 	"github.com/kubelab/kubelab/internal/testutil"
 )
 
@@ -293,7 +292,7 @@ func TestRealServiceTraffic(t *testing.T) {
 		}
 	}
 	t.Cleanup(stopProxy)
-	controllertest.WaitNoError(t, 15*time.Second, "first sync", func() error {
+	testutil.EventuallyWithin(t, 15*time.Second, "first sync", func() error {
 		if !p.HasSynced() {
 			return errors.New("not synced")
 		}
@@ -354,16 +353,16 @@ func TestRealServiceTraffic(t *testing.T) {
 
 	t.Run("an endpoint not ready gets no traffic", func(t *testing.T) {
 		update(t, ep{ip: podIP(0), node: testNode}, ep{ip: podIP(1), node: "node-b", notReady: true})
-		controllertest.WaitNoError(t, 15*time.Second, "pod-b dropped", onlyA)
+		testutil.EventuallyWithin(t, 15*time.Second, "pod-b dropped", onlyA)
 	})
 
 	t.Run("ClientIP affinity sticks to one endpoint", func(t *testing.T) {
 		update(t, ep{ip: podIP(0), node: testNode}, ep{ip: podIP(1), node: "node-b"})
-		controllertest.WaitNoError(t, 15*time.Second, "both back", func() error { return reachesBoth(client, "tcp4", cip, 40) })
+		testutil.EventuallyWithin(t, 15*time.Second, "both back", func() error { return reachesBoth(client, "tcp4", cip, 40) })
 		sticky := svc.DeepCopy()
 		sticky.Spec.SessionAffinity = v1.ServiceAffinityClientIP
 		updateService(t, sticky)
-		controllertest.WaitNoError(t, 15*time.Second, "sticky", func() error {
+		testutil.EventuallyWithin(t, 15*time.Second, "sticky", func() error {
 			got, err := answers(client, "tcp4", cip, 30)
 			if err == nil && len(got) != 1 {
 				err = fmt.Errorf("answers %v, want one pod", got)
@@ -371,14 +370,14 @@ func TestRealServiceTraffic(t *testing.T) {
 			return err
 		})
 		updateService(t, svc)
-		controllertest.WaitNoError(t, 15*time.Second, "not sticky any more", func() error { return reachesBoth(client, "tcp4", cip, 40) })
+		testutil.EventuallyWithin(t, 15*time.Second, "not sticky any more", func() error { return reachesBoth(client, "tcp4", cip, 40) })
 	})
 
 	t.Run("externalTrafficPolicy Local sends NodePort traffic to local endpoints", func(t *testing.T) {
 		local := svc.DeepCopy()
 		local.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
 		updateService(t, local)
-		controllertest.WaitNoError(t, 15*time.Second, "NodePort to the endpoint on this node only", func() error {
+		testutil.EventuallyWithin(t, 15*time.Second, "NodePort to the endpoint on this node only", func() error {
 			return reachesOnly(tn.outside, nodeIP+":30080", "pod-a", 20)
 		})
 		// Pods still reach every endpoint through the NodePort.
@@ -386,19 +385,19 @@ func TestRealServiceTraffic(t *testing.T) {
 			t.Error(err)
 		}
 		updateService(t, svc)
-		controllertest.WaitNoError(t, 15*time.Second, "Cluster policy again", func() error { return reachesBoth(tn.outside, "tcp4", nodeIP+":30080", 40) })
+		testutil.EventuallyWithin(t, 15*time.Second, "Cluster policy again", func() error { return reachesBoth(tn.outside, "tcp4", nodeIP+":30080", 40) })
 	})
 
 	t.Run("no endpoints: connections are refused", func(t *testing.T) {
 		update(t, ep{ip: podIP(0), node: testNode, notReady: true}, ep{ip: podIP(1), node: "node-b", notReady: true})
-		controllertest.WaitNoError(t, 15*time.Second, "ClusterIP refused", refused(client, cip))
-		controllertest.WaitNoError(t, 15*time.Second, "NodePort refused", refused(tn.outside, nodeIP+":30080"))
-		controllertest.WaitNoError(t, 15*time.Second, "ClusterIP refused from the node", refused(tn.node, cip))
+		testutil.EventuallyWithin(t, 15*time.Second, "ClusterIP refused", refused(client, cip))
+		testutil.EventuallyWithin(t, 15*time.Second, "NodePort refused", refused(tn.outside, nodeIP+":30080"))
+		testutil.EventuallyWithin(t, 15*time.Second, "ClusterIP refused from the node", refused(tn.node, cip))
 	})
 
 	t.Run("rules stay when the proxy stops; Cleanup removes them", func(t *testing.T) {
 		update(t, ep{ip: podIP(0), node: testNode})
-		controllertest.WaitNoError(t, 15*time.Second, "pod-a back", onlyA)
+		testutil.EventuallyWithin(t, 15*time.Second, "pod-a back", onlyA)
 		stopProxy()
 		if err := onlyA(); err != nil {
 			t.Errorf("after the proxy stopped: %v", err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // Against a real API server, as the certificate-controller service account: a request
@@ -76,7 +77,7 @@ func TestWithAPIServer(t *testing.T) {
 	if _, err := csrs.UpdateApproval(ctx, "jane", created, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitNoError(t, 30*time.Second, "jane's certificate", issued("jane"))
+	testutil.EventuallyWithin(t, 30*time.Second, "jane's certificate", issued("jane"))
 	got, _ := csrs.Get(ctx, "jane", metav1.GetOptions{})
 	now := time.Now()
 	cert := verifyIssued(t, got.Status.Certificate, ca, now, x509.ExtKeyUsageClientAuth)
@@ -105,11 +106,11 @@ func TestWithAPIServer(t *testing.T) {
 	bootstrapper := s.ClientAs(t, "system:bootstrap:abcdef", "system:bootstrappers")
 	node := newCSR(t, "node-n1", certificatesv1.KubeAPIServerClientKubeletSignerName, &x509.CertificateRequest{Subject: nodeSubject("n1")}, clientUsages...)
 	node.ObjectMeta = metav1.ObjectMeta{Name: "node-n1"}
-	controllertest.WaitNoError(t, 30*time.Second, "the bootstrapper's request created", func() error {
+	testutil.EventuallyWithin(t, 30*time.Second, "the bootstrapper's request created", func() error {
 		_, err := bootstrapper.CertificatesV1().CertificateSigningRequests().Create(ctx, node, metav1.CreateOptions{})
 		return err
 	})
-	controllertest.WaitNoError(t, 30*time.Second, "the node's certificate", issued("node-n1"))
+	testutil.EventuallyWithin(t, 30*time.Second, "the node's certificate", issued("node-n1"))
 	got, _ = csrs.Get(ctx, "node-n1", metav1.GetOptions{})
 	if got.Spec.Username != "system:bootstrap:abcdef" || len(got.Status.Conditions) != 1 ||
 		got.Status.Conditions[0].Reason != AutoApproved || got.Status.Conditions[0].Message != "Auto approving kubelet client certificate after SubjectAccessReview." {

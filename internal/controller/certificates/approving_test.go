@@ -20,6 +20,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 func TestRecognized(t *testing.T) {
@@ -111,7 +112,7 @@ func TestApprovingController(t *testing.T) {
 		}
 		return csr
 	}
-	controllertest.WaitWithin(t, 10*time.Second, "the allowed requests approved", func() (bool, error) {
+	testutil.EventuallyWithin(t, 10*time.Second, "the allowed requests approved", func() (bool, error) {
 		// mu is not held across get: the reactor takes mu inside the fake clientset's lock.
 		mu.Lock()
 		reviewed := slices.Contains(reviews, "mallory nodeclient")

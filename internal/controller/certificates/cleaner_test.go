@@ -17,6 +17,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // issuedCSR is csr approved at approvedAt and issued a certificate ending at notAfter.
@@ -112,17 +113,17 @@ func TestCleanerController(t *testing.T) {
 		sort.Strings(names)
 		return names
 	}
-	controllertest.WaitWithin(t, 10*time.Second, "the old denied request deleted", func() (bool, error) {
+	testutil.EventuallyWithin(t, 10*time.Second, "the old denied request deleted", func() (bool, error) {
 		return slices.Equal(left(), []string{"denied-new", "issued", "pending"}), nil
 	})
 	// An hour on, the issued and the other denied request go; a day on, the pending one.
-	controllertest.WaitWithin(t, 10*time.Second, "the next look", func() (bool, error) {
+	testutil.EventuallyWithin(t, 10*time.Second, "the next look", func() (bool, error) {
 		if clk.HasWaiters() {
 			clk.Step(time.Hour)
 		}
 		return slices.Equal(left(), []string{"pending"}), nil
 	})
-	controllertest.WaitWithin(t, 10*time.Second, "the pending request deleted", func() (bool, error) {
+	testutil.EventuallyWithin(t, 10*time.Second, "the pending request deleted", func() (bool, error) {
 		if clk.HasWaiters() {
 			clk.Step(time.Hour)
 		}

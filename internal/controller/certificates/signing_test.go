@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 func TestSigningDuration(t *testing.T) {
@@ -143,7 +144,7 @@ func TestSigningController(t *testing.T) {
 		}
 		return csr
 	}
-	controllertest.WaitWithin(t, 10*time.Second, "the approved requests handled", func() (bool, error) {
+	testutil.EventuallyWithin(t, 10*time.Second, "the approved requests handled", func() (bool, error) {
 		return len(get("serving").Status.Certificate) > 0 && len(get("client").Status.Certificate) > 0 && len(get("bad-serving").Status.Conditions) == 2, nil
 	})
 
@@ -176,7 +177,7 @@ func TestSigningController(t *testing.T) {
 	if _, err := cs.CertificatesV1().CertificateSigningRequests().UpdateApproval(context.Background(), "pending", pending, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitWithin(t, 10*time.Second, "the approved request signed", func() (bool, error) { return len(get("pending").Status.Certificate) > 0, nil })
+	testutil.EventuallyWithin(t, 10*time.Second, "the approved request signed", func() (bool, error) { return len(get("pending").Status.Certificate) > 0, nil })
 }
 
 func TestSigningConfigIsChecked(t *testing.T) {

@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // recordingQueue remembers what the controller queues.
@@ -646,10 +647,10 @@ func TestRunCreatesJobsOnTheMinute(t *testing.T) {
 
 	for i, next := range []time.Time{at(10, 1, 0), at(10, 2, 0)} {
 		due := next.Add(nextScheduleDelta)
-		controllertest.WaitFor(t, fmt.Sprintf("the CronJob queued for %v", due), func() (bool, error) { return clk.hasTimerAt(due), nil })
+		testutil.Eventually(t, fmt.Sprintf("the CronJob queued for %v", due), func() (bool, error) { return clk.hasTimerAt(due), nil })
 		clk.SetTime(due)
 		name := fmt.Sprintf("cj-%d", next.Unix()/60)
-		controllertest.WaitFor(t, "job "+name, func() (bool, error) {
+		testutil.Eventually(t, "job "+name, func() (bool, error) {
 			_, err := client.BatchV1().Jobs("ns").Get(context.Background(), name, metav1.GetOptions{})
 			return err == nil, err
 		})
@@ -659,12 +660,12 @@ func TestRunCreatesJobsOnTheMinute(t *testing.T) {
 		if !got.Equal(due) || n != i+1 {
 			t.Errorf("job %s created at %v (%d jobs), want at %v, the only new one", name, got, n, due)
 		}
-		controllertest.WaitFor(t, "status of "+name, func() (bool, error) {
+		testutil.Eventually(t, "status of "+name, func() (bool, error) {
 			cj, err := client.BatchV1().CronJobs("ns").Get(context.Background(), "cj", metav1.GetOptions{})
 			return err == nil && cj.Status.LastScheduleTime != nil && cj.Status.LastScheduleTime.Time.Equal(next), err
 		})
 	}
-	controllertest.WaitFor(t, "SuccessfulCreate event", func() (bool, error) {
+	testutil.Eventually(t, "SuccessfulCreate event", func() (bool, error) {
 		return controllertest.HasEvent(t, client, "ns", "cj", "SuccessfulCreate"), nil
 	})
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // podNodes lists the nodes the DaemonSet's active pods run on.
@@ -74,13 +75,13 @@ func TestDaemonSetOnePodPerEligibleNode(t *testing.T) {
 	}
 	expect := func(what string, want ...string) {
 		t.Helper()
-		controllertest.WaitFor(t, what, func() (bool, error) {
+		testutil.Eventually(t, what, func() (bool, error) {
 			got := podNodes(t, c, ns)
 			return fmt.Sprint(got) == fmt.Sprint(want), fmt.Errorf("pods on %v, want %v", got, want)
 		})
 	}
 	expect("pods on the untainted nodes", "node-a", "node-c")
-	controllertest.WaitFor(t, "status", func() (bool, error) {
+	testutil.Eventually(t, "status", func() (bool, error) {
 		got, err := c.AppsV1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
 		st := got.Status
 		return err == nil && st.DesiredNumberScheduled == 2 && st.CurrentNumberScheduled == 2 && st.NumberReady == 2 &&
@@ -92,7 +93,7 @@ func TestDaemonSetOnePodPerEligibleNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect("pods on all three nodes", "node-a", "node-b", "node-c")
-	controllertest.WaitFor(t, "rolled to the new template", func() (bool, error) {
+	testutil.Eventually(t, "rolled to the new template", func() (bool, error) {
 		got, err := c.AppsV1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
 		return err == nil && got.Status.UpdatedNumberScheduled == 3 && got.Status.NumberAvailable == 3, fmt.Errorf("%+v", got.Status)
 	})

@@ -26,6 +26,7 @@ import (
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
 	"github.com/kubelab/kubelab/internal/controller/garbagecollector"
 	"github.com/kubelab/kubelab/internal/controller/replicaset"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // cluster is an API server with the deployment, replicaset and garbage-collector
@@ -100,7 +101,7 @@ func rolloutStatus(t *testing.T, c kubernetes.Interface, ns, name string) (strin
 
 func waitRolledOut(t *testing.T, c kubernetes.Interface, ns, name string) {
 	t.Helper()
-	controllertest.WaitWithin(t, 60*time.Second, "rollout of "+name, func() (bool, error) {
+	testutil.EventuallyWithin(t, 60*time.Second, "rollout of "+name, func() (bool, error) {
 		msg, done, err := rolloutStatus(t, c, ns, name)
 		if err != nil {
 			return false, err
@@ -294,7 +295,7 @@ func TestDeploymentScalesRollsBackAndTrimsHistory(t *testing.T) {
 	for _, n := range []int32{5, 1} {
 		scaleTo(t, c, ns, "web", n)
 		waitRolledOut(t, c, ns, "web")
-		controllertest.WaitWithin(t, 60*time.Second, fmt.Sprintf("%d pods", n), func() (bool, error) { return len(activePods(t, c, ns, "web")) == int(n), nil })
+		testutil.EventuallyWithin(t, 60*time.Second, fmt.Sprintf("%d pods", n), func() (bool, error) { return len(activePods(t, c, ns, "web")) == int(n), nil })
 		if rss := replicaSets(t, c, ns, "web"); len(rss) != 1 || *rss[0].Spec.Replicas != n {
 			t.Errorf("after scaling to %d: %d ReplicaSets", n, len(rss))
 		}
@@ -304,7 +305,7 @@ func TestDeploymentScalesRollsBackAndTrimsHistory(t *testing.T) {
 	// than 3 available, never more than 5 active.
 	scaleTo(t, c, ns, "web", 4)
 	waitRolledOut(t, c, ns, "web")
-	controllertest.WaitWithin(t, 60*time.Second, "4 ready pods", func() (bool, error) { return len(activePods(t, c, ns, "web")) == 4, nil })
+	testutil.EventuallyWithin(t, 60*time.Second, "4 ready pods", func() (bool, error) { return len(activePods(t, c, ns, "web")) == 4, nil })
 	pw.arm()
 	setImage(t, c, ns, "web", "nginx:1.28")
 	waitRolledOut(t, c, ns, "web")
@@ -335,7 +336,7 @@ func TestDeploymentScalesRollsBackAndTrimsHistory(t *testing.T) {
 			t.Errorf("pod %s runs %s after the update", p.Name, p.Spec.Containers[0].Image)
 		}
 	}
-	controllertest.WaitWithin(t, 60*time.Second, "ScalingReplicaSet events", func() (bool, error) {
+	testutil.EventuallyWithin(t, 60*time.Second, "ScalingReplicaSet events", func() (bool, error) {
 		evs, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=web,reason=ScalingReplicaSet"})
 		return err == nil && len(evs.Items) >= 3, err
 	})
@@ -344,7 +345,7 @@ func TestDeploymentScalesRollsBackAndTrimsHistory(t *testing.T) {
 	// ReplicaSet is new again, with revision 3 and 1 in its history.
 	setImage(t, c, ns, "web", "nginx:1.27")
 	waitRolledOut(t, c, ns, "web")
-	controllertest.WaitWithin(t, 60*time.Second, "rollback to the first ReplicaSet", func() (bool, error) {
+	testutil.EventuallyWithin(t, 60*time.Second, "rollback to the first ReplicaSet", func() (bool, error) {
 		r, err := c.AppsV1().ReplicaSets(ns).Get(ctx, rs.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -366,13 +367,13 @@ func TestDeploymentScalesRollsBackAndTrimsHistory(t *testing.T) {
 	}
 	setImage(t, c, ns, "web", "nginx:1.29")
 	waitRolledOut(t, c, ns, "web")
-	controllertest.WaitWithin(t, 60*time.Second, "history trimmed to 1", func() (bool, error) { return len(replicaSets(t, c, ns, "web")) == 2, nil })
+	testutil.EventuallyWithin(t, 60*time.Second, "history trimmed to 1", func() (bool, error) { return len(replicaSets(t, c, ns, "web")) == 2, nil })
 
 	// Deleting the Deployment garbage-collects its ReplicaSets and pods.
 	if err := c.AppsV1().Deployments(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitWithin(t, 60*time.Second, "ReplicaSets and pods collected", func() (bool, error) {
+	testutil.EventuallyWithin(t, 60*time.Second, "ReplicaSets and pods collected", func() (bool, error) {
 		pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -414,7 +415,7 @@ func TestRecreateAndForegroundDeletion(t *testing.T) {
 		t.Errorf("deployment being deleted in the foreground: finalizers %v", dep.Finalizers)
 	}
 	early := false
-	controllertest.WaitWithin(t, 60*time.Second, "deployment, ReplicaSets and pods gone", func() (bool, error) {
+	testutil.EventuallyWithin(t, 60*time.Second, "deployment, ReplicaSets and pods gone", func() (bool, error) {
 		_, err := c.AppsV1().Deployments(ns).Get(ctx, "db", metav1.GetOptions{})
 		pods, perr := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if perr != nil {

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // clock is a settable Config.Now.
@@ -82,7 +83,7 @@ func getPDB(t *testing.T, client *fake.Clientset, name string) *policyv1.PodDisr
 func waitStatus(t *testing.T, client *fake.Clientset, name string, current, desired, expected, allowed int32, reason string) *policyv1.PodDisruptionBudget {
 	t.Helper()
 	var pdb *policyv1.PodDisruptionBudget
-	controllertest.WaitWithin(t, 10*time.Second, fmt.Sprintf("status %d/%d/%d/%d %s", current, desired, expected, allowed, reason), func() (bool, error) {
+	testutil.EventuallyWithin(t, 10*time.Second, fmt.Sprintf("status %d/%d/%d/%d %s", current, desired, expected, allowed, reason), func() (bool, error) {
 		pdb = getPDB(t, client, name)
 		st := pdb.Status
 		c := meta.FindStatusCondition(st.Conditions, policyv1.DisruptionAllowedCondition)
@@ -163,7 +164,7 @@ func TestDisruptionControllerExpiresDisruptedPods(t *testing.T) {
 	if len(got.Status.DisruptedPods) != 0 {
 		t.Errorf("disruptedPods = %v, want none", got.Status.DisruptedPods)
 	}
-	controllertest.WaitWithin(t, 10*time.Second, "NotDeleted event on pod a", func() (bool, error) {
+	testutil.EventuallyWithin(t, 10*time.Second, "NotDeleted event on pod a", func() (bool, error) {
 		for _, e := range controllertest.EventsAbout(t, client, "ns", "a") {
 			if e.Reason == "NotDeleted" && e.Type == corev1.EventTypeWarning && e.Source.Component == ComponentName &&
 				e.Message == "Pod was expected by PDB ns/web to be deleted but it wasn't" {
@@ -181,7 +182,7 @@ func TestDisruptionControllerFailSafe(t *testing.T) {
 	client := newClient(pdb, mkPod("p", ready, ownedBy("apps/v1", "DaemonSet", "ds", "ds-uid")))
 	start(t, client, time.Now)
 
-	controllertest.WaitWithin(t, 10*time.Second, "SyncFailed", func() (bool, error) {
+	testutil.EventuallyWithin(t, 10*time.Second, "SyncFailed", func() (bool, error) {
 		st := getPDB(t, client, "web").Status
 		c := meta.FindStatusCondition(st.Conditions, policyv1.DisruptionAllowedCondition)
 		if st.DisruptionsAllowed != 0 || c == nil || c.Status != metav1.ConditionFalse || c.Reason != policyv1.SyncFailedReason ||
@@ -190,7 +191,7 @@ func TestDisruptionControllerFailSafe(t *testing.T) {
 		}
 		return true, nil
 	})
-	controllertest.WaitWithin(t, 10*time.Second, "CalculateExpectedPodCountFailed event", func() (bool, error) {
+	testutil.EventuallyWithin(t, 10*time.Second, "CalculateExpectedPodCountFailed event", func() (bool, error) {
 		return controllertest.HasEvent(t, client, "ns", "web", "CalculateExpectedPodCountFailed"), nil
 	})
 }
@@ -204,7 +205,7 @@ func TestDisruptionControllerResetsStaleDisruptionTarget(t *testing.T) {
 	client := newClient(pod)
 	start(t, client, func() time.Time { return now })
 
-	controllertest.WaitWithin(t, 10*time.Second, "DisruptionTarget False", func() (bool, error) {
+	testutil.EventuallyWithin(t, 10*time.Second, "DisruptionTarget False", func() (bool, error) {
 		p, err := client.CoreV1().Pods("ns").Get(context.Background(), "p", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -224,13 +225,13 @@ func TestDisruptionControllerNoPodsAndMultipleBudgets(t *testing.T) {
 		budget("two", policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1))}))
 	start(t, client, time.Now)
 	waitStatus(t, client, "one", 0, 1, 0, 0, policyv1.InsufficientPodsReason)
-	controllertest.WaitWithin(t, 10*time.Second, "NoPods event", func() (bool, error) {
+	testutil.EventuallyWithin(t, 10*time.Second, "NoPods event", func() (bool, error) {
 		return controllertest.HasEvent(t, client, "ns", "one", "NoPods"), nil
 	})
 	if _, err := client.CoreV1().Pods("ns").Create(ctx, mkPod("p", ready), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitWithin(t, 10*time.Second, "MultiplePodDisruptionBudgets event on the pod", func() (bool, error) {
+	testutil.EventuallyWithin(t, 10*time.Second, "MultiplePodDisruptionBudgets event on the pod", func() (bool, error) {
 		return controllertest.HasEvent(t, client, "ns", "p", "MultiplePodDisruptionBudgets"), nil
 	})
 }

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
-	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // runningPod creates a pod bound to node with ip, Ready as ready says, as the
@@ -115,7 +115,7 @@ func TestServiceEndpointSlicesAndEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitFor(t, "an empty slice for a Service without pods", func() (bool, error) {
+	testutil.Eventually(t, "an empty slice for a Service without pods", func() (bool, error) {
 		l := slices(t, c, ns, "web")
 		return len(l) == 1 && len(l[0].Endpoints) == 0, nil
 	})
@@ -127,7 +127,7 @@ func TestServiceEndpointSlicesAndEndpoints(t *testing.T) {
 		"10.244.0.3": "8080 false/false/false zone=us-east-1a",
 		"10.244.0.4": "9090 true/true/false zone=us-east-1a",
 	}
-	controllertest.WaitFor(t, "endpoints of the three pods", func() (bool, error) {
+	testutil.Eventually(t, "endpoints of the three pods", func() (bool, error) {
 		got := view(slices(t, c, ns, "web"))
 		return fmt.Sprint(got) == fmt.Sprint(want), fmt.Errorf("slices %v", got)
 	})
@@ -138,7 +138,7 @@ func TestServiceEndpointSlicesAndEndpoints(t *testing.T) {
 			t.Errorf("slice %s: labels %v owner %v generateName %q", sl.Name, sl.Labels, sl.OwnerReferences, sl.GenerateName)
 		}
 	}
-	controllertest.WaitFor(t, "core/v1 Endpoints", func() (bool, error) {
+	testutil.Eventually(t, "core/v1 Endpoints", func() (bool, error) {
 		ep, err := c.CoreV1().Endpoints(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -171,11 +171,11 @@ func TestServiceEndpointSlicesAndEndpoints(t *testing.T) {
 	}
 	want["10.244.0.3"] = "8080 true/true/false zone=us-east-1a"
 	want["10.244.0.2"] = "8080 false/true/true zone=us-east-1a"
-	controllertest.WaitFor(t, "b ready and a terminating", func() (bool, error) {
+	testutil.Eventually(t, "b ready and a terminating", func() (bool, error) {
 		got := view(slices(t, c, ns, "web"))
 		return fmt.Sprint(got) == fmt.Sprint(want), fmt.Errorf("slices %v", got)
 	})
-	controllertest.WaitFor(t, "terminating pod out of Endpoints", func() (bool, error) {
+	testutil.Eventually(t, "terminating pod out of Endpoints", func() (bool, error) {
 		ep, err := c.CoreV1().Endpoints(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -194,7 +194,7 @@ func TestServiceEndpointSlicesAndEndpoints(t *testing.T) {
 	if err := c.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitFor(t, "endpoints deleted with the service", func() (bool, error) {
+	testutil.Eventually(t, "endpoints deleted with the service", func() (bool, error) {
 		_, err := c.CoreV1().Endpoints(ns).Get(ctx, "web", metav1.GetOptions{})
 		return err != nil, nil
 	})

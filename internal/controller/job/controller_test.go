@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // TestJobRunsToCompletion: a Job of 3 completions, 2 at a time, creates its pods from
@@ -566,7 +567,7 @@ func TestRunDrivesJobToCompletion(t *testing.T) {
 	// The conflict's retry waits on the controller's clock: move it along while waiting.
 	tick := func() { clk.Step(200 * time.Millisecond) }
 	var pods []corev1.Pod
-	controllertest.WaitFor(t, "2 pods and active 2", func() (bool, error) {
+	testutil.Eventually(t, "2 pods and active 2", func() (bool, error) {
 		tick()
 		list, err := client.CoreV1().Pods(testNS).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -582,12 +583,12 @@ func TestRunDrivesJobToCompletion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	controllertest.WaitFor(t, "the Job Complete", func() (bool, error) {
+	testutil.Eventually(t, "the Job Complete", func() (bool, error) {
 		tick()
 		j, err := client.BatchV1().Jobs(testNS).Get(ctx, "run", metav1.GetOptions{})
 		return err == nil && finished(j) && j.Status.Succeeded == 2, err
 	})
-	controllertest.WaitFor(t, "events from job-controller", func() (bool, error) {
+	testutil.Eventually(t, "events from job-controller", func() (bool, error) {
 		evs, err := client.CoreV1().Events(testNS).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err

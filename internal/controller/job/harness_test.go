@@ -21,7 +21,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 const testNS = "batch"
@@ -152,7 +152,7 @@ func (h *harness) activePods() []corev1.Pod {
 // observed the pods the controller created and deleted.
 func (h *harness) settle() {
 	h.t.Helper()
-	controllertest.WaitFor(h.t, "the caches to catch up", func() (bool, error) {
+	testutil.Eventually(h.t, "the caches to catch up", func() (bool, error) {
 		apiPods, err := h.client.CoreV1().Pods(testNS).List(h.ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // startController runs the controller on s until the test ends.
@@ -113,7 +114,7 @@ func TestReplicaSetScalesPodsWithOwnerReferences(t *testing.T) {
 	}
 	waitReplicas := func(n int32) {
 		t.Helper()
-		controllertest.WaitFor(t, fmt.Sprintf("%d available replicas", n), func() (bool, error) {
+		testutil.Eventually(t, fmt.Sprintf("%d available replicas", n), func() (bool, error) {
 			got, err := s.Client.AppsV1().ReplicaSets(ns).Get(ctx, "web", metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -161,13 +162,13 @@ func TestReplicaSetScalesPodsWithOwnerReferences(t *testing.T) {
 	}
 	scale(1)
 	waitReplicas(1)
-	controllertest.WaitFor(t, "scaled-down pods gone", func() (bool, error) {
+	testutil.Eventually(t, "scaled-down pods gone", func() (bool, error) {
 		list, err := s.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(list.Items) == 1, err
 	})
 
 	// Events as upstream, with the upstream component.
-	controllertest.WaitFor(t, "SuccessfulCreate and SuccessfulDelete events", func() (bool, error) {
+	testutil.Eventually(t, "SuccessfulCreate and SuccessfulDelete events", func() (bool, error) {
 		evs, err := s.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=web"})
 		if err != nil {
 			return false, err
@@ -198,7 +199,7 @@ func TestReplicaSetAdoptsAndReleases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitFor(t, "orphan adopted and one more pod", func() (bool, error) {
+	testutil.Eventually(t, "orphan adopted and one more pod", func() (bool, error) {
 		p, err := s.Client.CoreV1().Pods(ns).Get(ctx, "orphan", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -210,7 +211,7 @@ func TestReplicaSetAdoptsAndReleases(t *testing.T) {
 	if _, err := s.Client.CoreV1().Pods(ns).Patch(ctx, "orphan", types.MergePatchType, []byte(`{"metadata":{"labels":{"app":"debug"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitFor(t, "relabelled pod released and replaced", func() (bool, error) {
+	testutil.Eventually(t, "relabelled pod released and replaced", func() (bool, error) {
 		p, err := s.Client.CoreV1().Pods(ns).Get(ctx, "orphan", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -221,7 +222,7 @@ func TestReplicaSetAdoptsAndReleases(t *testing.T) {
 	if _, err := s.Client.CoreV1().Pods(ns).Patch(ctx, "orphan", types.MergePatchType, []byte(`{"metadata":{"labels":{"app":"web"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitFor(t, "readopted and scaled back to 2", func() (bool, error) {
+	testutil.Eventually(t, "readopted and scaled back to 2", func() (bool, error) {
 		p, err := s.Client.CoreV1().Pods(ns).Get(ctx, "orphan", metav1.GetOptions{})
 		if err != nil {
 			return false, err

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 const ns = "default"
@@ -99,7 +100,7 @@ func TestReplicationControllerCreatesAndDeletesPods(t *testing.T) {
 	client := newClient(newRC("web", 3))
 	start(t, client)
 
-	controllertest.WaitFor(t, "3 pods and status.replicas 3", func() (bool, error) {
+	testutil.Eventually(t, "3 pods and status.replicas 3", func() (bool, error) {
 		rc := getRC(t, client)
 		return len(pods(t, client)) == 3 && rc.Status.Replicas == 3 && rc.Status.ObservedGeneration == 1, nil
 	})
@@ -135,7 +136,7 @@ func TestReplicationControllerCreatesAndDeletesPods(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	controllertest.WaitFor(t, "3 ready and available replicas", func() (bool, error) {
+	testutil.Eventually(t, "3 ready and available replicas", func() (bool, error) {
 		st := getRC(t, client).Status
 		return st.ReadyReplicas == 3 && st.AvailableReplicas == 3 && st.FullyLabeledReplicas == 3, nil
 	})
@@ -146,12 +147,12 @@ func TestReplicationControllerCreatesAndDeletesPods(t *testing.T) {
 	if _, err := client.CoreV1().ReplicationControllers(ns).Update(ctx, rc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitFor(t, "scaled down to 1", func() (bool, error) {
+	testutil.Eventually(t, "scaled down to 1", func() (bool, error) {
 		rc := getRC(t, client)
 		return len(pods(t, client)) == 1 && rc.Status.Replicas == 1 && rc.Status.ObservedGeneration == 2, nil
 	})
 
-	controllertest.WaitFor(t, "Events about the ReplicationController", func() (bool, error) {
+	testutil.Eventually(t, "Events about the ReplicationController", func() (bool, error) {
 		seen := map[string]bool{}
 		for _, e := range controllertest.EventsAbout(t, client, ns, "web") {
 			if e.Source.Component != ComponentName || e.InvolvedObject.Kind != "ReplicationController" || e.InvolvedObject.APIVersion != "v1" {
@@ -174,7 +175,7 @@ func TestReplicationControllerAdoptsAndReleases(t *testing.T) {
 	client := newClient(newRC("web", 2), orphan, other)
 	start(t, client)
 
-	controllertest.WaitFor(t, "orphan adopted and one pod created", func() (bool, error) {
+	testutil.Eventually(t, "orphan adopted and one pod created", func() (bool, error) {
 		p, err := client.CoreV1().Pods(ns).Get(ctx, "orphan", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -195,7 +196,7 @@ func TestReplicationControllerAdoptsAndReleases(t *testing.T) {
 	if _, err := client.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitFor(t, "relabelled pod released and replaced", func() (bool, error) {
+	testutil.Eventually(t, "relabelled pod released and replaced", func() (bool, error) {
 		p, err := client.CoreV1().Pods(ns).Get(ctx, "orphan", metav1.GetOptions{})
 		if err != nil {
 			return false, err

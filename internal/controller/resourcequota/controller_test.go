@@ -18,6 +18,7 @@ import (
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
 	"github.com/kubelab/kubelab/internal/controller/resourcequota"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 func rl(kv ...string) corev1.ResourceList {
@@ -83,19 +84,19 @@ func TestControllerRecountsUsage(t *testing.T) {
 	if _, err := client.CoreV1().ResourceQuotas(ns).Create(ctx, rq, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitNoError(t, 30*time.Second, "the new quota's status", usedIs(client, ns, "q", rl("pods", "1", "count/pods", "1", "configmaps", "0", "count/deployments.apps", "0")))
+	testutil.EventuallyWithin(t, 30*time.Second, "the new quota's status", usedIs(client, ns, "q", rl("pods", "1", "count/pods", "1", "configmaps", "0", "count/deployments.apps", "0")))
 
 	for _, name := range []string{"a", "b"} {
 		if _, err := client.CoreV1().Pods(ns).Create(ctx, pod(name), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	controllertest.WaitNoError(t, 30*time.Second, "pods charged", usedIs(client, ns, "q", rl("pods", "3")))
+	testutil.EventuallyWithin(t, 30*time.Second, "pods charged", usedIs(client, ns, "q", rl("pods", "3")))
 
 	if err := client.CoreV1().Pods(ns).Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitNoError(t, 30*time.Second, "a deleted pod given back", usedIs(client, ns, "q", rl("pods", "2", "count/pods", "2")))
+	testutil.EventuallyWithin(t, 30*time.Second, "a deleted pod given back", usedIs(client, ns, "q", rl("pods", "2", "count/pods", "2")))
 
 	b, err := client.CoreV1().Pods(ns).Get(ctx, "b", metav1.GetOptions{})
 	if err != nil {
@@ -105,7 +106,7 @@ func TestControllerRecountsUsage(t *testing.T) {
 	if _, err := client.CoreV1().Pods(ns).UpdateStatus(ctx, b, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitNoError(t, 30*time.Second, "a finished pod given back", usedIs(client, ns, "q", rl("pods", "1", "count/pods", "2")))
+	testutil.EventuallyWithin(t, 30*time.Second, "a finished pod given back", usedIs(client, ns, "q", rl("pods", "1", "count/pods", "2")))
 
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d"}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0),
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "d"}},
@@ -113,11 +114,11 @@ func TestControllerRecountsUsage(t *testing.T) {
 	if _, err := client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitNoError(t, 30*time.Second, "a deployment charged", usedIs(client, ns, "q", rl("count/deployments.apps", "1")))
+	testutil.EventuallyWithin(t, 30*time.Second, "a deployment charged", usedIs(client, ns, "q", rl("count/deployments.apps", "1")))
 	if err := client.AppsV1().Deployments(ns).Delete(ctx, "d", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitNoError(t, 30*time.Second, "a deleted deployment given back", usedIs(client, ns, "q", rl("count/deployments.apps", "0")))
+	testutil.EventuallyWithin(t, 30*time.Second, "a deleted deployment given back", usedIs(client, ns, "q", rl("count/deployments.apps", "0")))
 
 	// Raising hard shows in status at once.
 	cur, err := client.CoreV1().ResourceQuotas(ns).Get(ctx, "q", metav1.GetOptions{})
@@ -128,5 +129,5 @@ func TestControllerRecountsUsage(t *testing.T) {
 	if _, err := client.CoreV1().ResourceQuotas(ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitNoError(t, 30*time.Second, "a new hard resource", usedIs(client, ns, "q", rl("services", "0")))
+	testutil.EventuallyWithin(t, 30*time.Second, "a new hard resource", usedIs(client, ns, "q", rl("services", "0")))
 }

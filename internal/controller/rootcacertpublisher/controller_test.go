@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 const testCA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
@@ -80,7 +81,7 @@ func TestConfigMapInEveryNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"default", "kube-system", ns} {
-		controllertest.WaitNoError(t, 30*time.Second, "the CA bundle in "+n, published(n))
+		testutil.EventuallyWithin(t, 30*time.Second, "the CA bundle in "+n, published(n))
 	}
 
 	// Edited: put back.
@@ -92,11 +93,11 @@ func TestConfigMapInEveryNamespace(t *testing.T) {
 	if _, err := s.Client.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitNoError(t, 30*time.Second, "the edited bundle put back", published(ns))
+	testutil.EventuallyWithin(t, 30*time.Second, "the edited bundle put back", published(ns))
 
 	// Deleted: made again.
 	if err := s.Client.CoreV1().ConfigMaps(ns).Delete(ctx, ConfigMapName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitNoError(t, 30*time.Second, "the deleted bundle made again", published(ns))
+	testutil.EventuallyWithin(t, 30*time.Second, "the deleted bundle made again", published(ns))
 }

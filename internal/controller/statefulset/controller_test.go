@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 	"github.com/kubelab/kubelab/internal/util/podutil"
 )
 
@@ -80,7 +81,7 @@ func TestOrderedStartWithClaims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitFor(t, "web-0", func() (bool, error) {
+	testutil.Eventually(t, "web-0", func() (bool, error) {
 		_, err := c.CoreV1().Pods(ns).Get(ctx, "web-0", metav1.GetOptions{})
 		return err == nil, err
 	})
@@ -92,7 +93,7 @@ func TestOrderedStartWithClaims(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	release.Store(true)
-	controllertest.WaitFor(t, "3 ready replicas", func() (bool, error) {
+	testutil.Eventually(t, "3 ready replicas", func() (bool, error) {
 		got, err := c.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})
 		return err == nil && got.Status.ReadyReplicas == 3 && got.Status.ObservedGeneration == got.Generation &&
 			got.Status.UpdatedReplicas == 3 && got.Status.CurrentRevision == got.Status.UpdateRevision, err
@@ -171,7 +172,7 @@ func TestOrderedStartWithClaims(t *testing.T) {
 	if order[0] != "web-2" || order[1] != "web-1" {
 		t.Errorf("scale-down order %v, want web-2 then web-1", order)
 	}
-	controllertest.WaitFor(t, "1 replica", func() (bool, error) {
+	testutil.Eventually(t, "1 replica", func() (bool, error) {
 		list, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(list.Items) == 1, err
 	})
@@ -185,7 +186,7 @@ func TestOrderedStartWithClaims(t *testing.T) {
 		[]byte(`{"spec":{"template":{"spec":{"containers":[{"name":"nginx","image":"nginx:1.28"}]}}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitFor(t, "web-0 on the new template", func() (bool, error) {
+	testutil.Eventually(t, "web-0 on the new template", func() (bool, error) {
 		p, err := c.CoreV1().Pods(ns).Get(ctx, "web-0", metav1.GetOptions{})
 		return err == nil && p.Spec.Containers[0].Image == "nginx:1.28" && podutil.IsRunningAndReady(p), err
 	})

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -119,7 +120,7 @@ func TestSyncDeletesOnceTTLPassed(t *testing.T) {
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	// Only the finished Job with a TTL is queued by the informer's add.
-	controllertest.WaitFor(t, "the finished Job queued", func() (bool, error) { return c.queue.Len() > 0, nil })
+	testutil.Eventually(t, "the finished Job queued", func() (bool, error) { return c.queue.Len() > 0, nil })
 	key, _ := c.queue.Get()
 	c.queue.Done(key)
 	if key != "ns/done" {
@@ -138,7 +139,7 @@ func TestSyncDeletesOnceTTLPassed(t *testing.T) {
 		t.Fatal("requeued before the TTL passed")
 	}
 	clk.Step(time.Second)
-	controllertest.WaitFor(t, "the key back when the TTL passes", func() (bool, error) { return c.queue.Len() == 1, nil })
+	testutil.Eventually(t, "the key back when the TTL passes", func() (bool, error) { return c.queue.Len() == 1, nil })
 	if err := c.sync(ctx, "ns/done"); err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func TestRunDeletesExpiredJobs(t *testing.T) {
 	if _, err := client.BatchV1().Jobs("ns").Create(ctx, finishedJob("short", batchv1.JobComplete, ptr.To[int32](10)), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitFor(t, "the Job deleted once the clock passes its TTL", func() (bool, error) {
+	testutil.Eventually(t, "the Job deleted once the clock passes its TTL", func() (bool, error) {
 		if clk.Now().Before(t0.Add(10 * time.Second)) {
 			clk.Step(time.Second)
 		}

@@ -238,7 +238,7 @@ func TestRestartsKilledContainerd(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl := in.client(t)
-	eventually(t, 30*time.Second, "a new containerd answers CRI", func() error {
+	testutil.EventuallyWithin(t, 30*time.Second, "a new containerd answers CRI", func() error {
 		if pid := in.PID(); pid == 0 || pid == old {
 			return fmt.Errorf("containerd pid is %d", pid)
 		}
@@ -479,7 +479,7 @@ func TestTeardownRemovesPods(t *testing.T) {
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the restarted containerd lists the pod", func() error {
+	testutil.EventuallyWithin(t, 30*time.Second, "the restarted containerd lists the pod", func() error {
 		if pid := in.PID(); pid == 0 || pid == old {
 			return fmt.Errorf("containerd pid is %d", pid)
 		}
@@ -552,7 +552,7 @@ func killedKubelab(t *testing.T, f *podFixture) (cl *Client, sandboxID string, p
 		t.Fatal(err)
 	}
 	_ = helper.Wait()
-	eventually(t, 10*time.Second, "the killed kubelab's containerd is gone", func() error {
+	testutil.EventuallyWithin(t, 10*time.Second, "the killed kubelab's containerd is gone", func() error {
 		if processRunning(oldPID) {
 			return fmt.Errorf("containerd %d still runs", oldPID)
 		}

@@ -112,22 +112,6 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-// eventually polls f until it returns nil, failing the test after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // assertTornDown checks that nothing of the instance at dir runs or is mounted: the
 // containerd pids, its shims, the given other pids, its sockets and mounts.
 func assertTornDown(t *testing.T, p paths, pids ...int) {

@@ -245,27 +245,18 @@ func TestNoSpaceWhileRunning(t *testing.T) {
 	fs := smallFS(t, 200*mb)
 	rec := &recorder{}
 	s, errc, cancel := runEtcd(t, Config{DataDir: filepath.Join(fs, "etcd"), MinFreeBytes: 32 * mb, Logger: slog.New(rec)})
-	select {
-	case <-s.Ready():
-	case err := <-errc:
-		t.Fatalf("Run: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("etcd not ready within 30s")
-	}
+	waitReady(t, s, errc)
 	c := newClient(t, s)
 	if err := put(c, "/before", "v"); err != nil {
 		t.Fatalf("put with space: %v", err)
 	}
 
 	filler := fill(t, fs, 16*mb)
-	deadline := time.Now().Add(10 * time.Second)
 	var err error
-	for err = put(c, "/during", "v"); err == nil; err = put(c, "/during", "v") {
-		if time.Now().After(deadline) {
-			t.Fatal("etcd still takes writes 10s after its filesystem filled up")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testutil.EventuallyWithin(t, 10*time.Second, "etcd to refuse writes on its full filesystem", func() bool {
+		err = put(c, "/during", "v")
+		return err != nil
+	})
 	if !strings.Contains(err.Error(), "database space exceeded") {
 		t.Fatalf("put on a full filesystem: %v, want etcd's \"database space exceeded\"", err)
 	}
@@ -284,13 +275,9 @@ func TestNoSpaceWhileRunning(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for err = put(c, "/after", "v"); err != nil; err = put(c, "/after", "v") {
-		if time.Now().After(deadline) {
-			t.Fatalf("etcd refuses writes 10s after space came back: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testutil.EventuallyWithin(t, 10*time.Second, "etcd to take writes once space came back", func() error {
+		return put(c, "/after", "v")
+	})
 
 	var logged []string
 	for _, r := range rec.records {
@@ -316,13 +303,7 @@ func TestDiskFullWithoutGuard(t *testing.T) {
 	fs := smallFS(t, 200*mb)
 	dir := filepath.Join(fs, "etcd")
 	s, errc, _ := runEtcd(t, Config{DataDir: dir, MinFreeBytes: -1})
-	select {
-	case <-s.Ready():
-	case err := <-errc:
-		t.Fatalf("Run: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("etcd not ready within 30s")
-	}
+	waitReady(t, s, errc)
 	c := newClient(t, s)
 	fill(t, fs, 0)
 	val := strings.Repeat("x", 64<<10)
@@ -350,27 +331,13 @@ func TestNoSpaceAlarmClearedAtRestart(t *testing.T) {
 	const mb = 1 << 20
 	fs := smallFS(t, 200*mb)
 	cfg := Config{DataDir: filepath.Join(fs, "etcd"), MinFreeBytes: 32 * mb}
-	waitReady := func(s *Server, errc chan error) {
-		t.Helper()
-		select {
-		case <-s.Ready():
-		case err := <-errc:
-			t.Fatalf("Run: %v", err)
-		case <-time.After(30 * time.Second):
-			t.Fatal("etcd not ready within 30s")
-		}
-	}
 	s, errc, cancel := runEtcd(t, cfg)
-	waitReady(s, errc)
+	waitReady(t, s, errc)
 	c := newClient(t, s)
 	filler := fill(t, fs, 16*mb)
-	deadline := time.Now().Add(10 * time.Second)
-	for put(c, "/during", "v") == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("etcd still takes writes 10s after its filesystem filled up")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testutil.EventuallyWithin(t, 10*time.Second, "etcd to refuse writes on its full filesystem", func() bool {
+		return put(c, "/during", "v") != nil
+	})
 	c.Close()
 	cancel()
 	if err := runError(t, errc, 30*time.Second); err != nil {
@@ -381,7 +348,7 @@ func TestNoSpaceAlarmClearedAtRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, errc, _ = runEtcd(t, cfg)
-	waitReady(s, errc)
+	waitReady(t, s, errc)
 	if err := put(newClient(t, s), "/after", "v"); err != nil {
 		t.Fatalf("first write after a restart with space back: %v", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kubelab/kubelab/internal/apiserver"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // testPKI makes etcd's certificates, as kubelab lays them out, in a temporary dir.
@@ -60,15 +61,19 @@ func clientTLS(t *testing.T, s *Server, who string) *tls.Config {
 	return tc
 }
 
+// waitReady waits until s, run by runEtcd with errc, is ready; a Run that ends first
+// fails the test.
 func waitReady(t *testing.T, s *Server, errc chan error) {
 	t.Helper()
-	select {
-	case <-s.Ready():
-	case err := <-errc:
-		t.Fatalf("Run: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("etcd not ready within 30s")
-	}
+	ready := testutil.Closed(s.Ready())
+	testutil.EventuallyWithin(t, 30*time.Second, "etcd to be ready", func() bool {
+		select {
+		case err := <-errc:
+			t.Fatalf("Run: %v", err)
+		default:
+		}
+		return ready()
+	})
 }
 
 // TestMutualTLS: etcd serves only clients with a certificate of its CA. Without one, or

@@ -2,7 +2,7 @@ package kubelet
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -13,12 +13,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 	"github.com/kubelab/kubelab/internal/util/volumeutil"
 )
 
@@ -43,35 +43,17 @@ func startKubelet(t *testing.T, client kubernetes.Interface, cfg Config) *hollow
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	factory.Start(ctx.Done())
-	done := make(chan error, 1)
-	go func() { done <- k.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("kubelet: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("kubelet did not stop")
-		}
-		factory.Shutdown()
-	})
-	select {
-	case <-k.Registered():
-	case <-time.After(30 * time.Second):
-		t.Fatal("node not registered")
-	}
+	startInformers(t, factory)
+	testutil.Start(t, "the kubelet", 30*time.Second, k.Run, testutil.Closed(k.Registered()))
 	return &hollowNode{k: k, mounter: m}
 }
 
-func poll(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, cond); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
+// startInformers starts factory's informers until the test ends, after what the test
+// started later (cleanups run last first).
+func startInformers(t *testing.T, factory informers.SharedInformerFactory) {
+	stop := make(chan struct{})
+	factory.Start(stop)
+	t.Cleanup(func() { close(stop); factory.Shutdown() })
 }
 
 func TestHollowNodeRegistersNodeCSINodeAndLease(t *testing.T) {
@@ -137,7 +119,7 @@ func TestHollowNodeRegistersNodeCSINodeAndLease(t *testing.T) {
 	}
 
 	var first time.Time
-	poll(t, "lease", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "lease", func() (bool, error) {
 		l, err := c.CoordinationV1().Leases("kube-node-lease").Get(ctx, "hollow-a", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil
@@ -154,7 +136,7 @@ func TestHollowNodeRegistersNodeCSINodeAndLease(t *testing.T) {
 		first = l.Spec.RenewTime.Time
 		return true, nil
 	})
-	poll(t, "lease renewal", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "lease renewal", func() (bool, error) {
 		l, err := c.CoordinationV1().Leases("kube-node-lease").Get(ctx, "hollow-a", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -192,8 +174,8 @@ func testPod(name, node string) *corev1.Pod {
 func waitRunning(t *testing.T, c kubernetes.Interface, name string) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
-	poll(t, "pod "+name+" Running", func(ctx context.Context) (bool, error) {
-		p, err := c.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+	testutil.Eventually(t, "pod "+name+" Running", func() (bool, error) {
+		p, err := c.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -205,8 +187,8 @@ func waitRunning(t *testing.T, c kubernetes.Interface, name string) *corev1.Pod 
 
 func waitGone(t *testing.T, c kubernetes.Interface, name string) {
 	t.Helper()
-	poll(t, "pod "+name+" gone", func(ctx context.Context) (bool, error) {
-		_, err := c.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+	testutil.Eventually(t, "pod "+name+" gone", func() (bool, error) {
+		_, err := c.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 }
@@ -243,7 +225,7 @@ func TestHollowPodRunsAndDeletionCompletes(t *testing.T) {
 	if !ready || p.Status.QOSClass != corev1.PodQOSBurstable {
 		t.Errorf("conditions %+v qos %s", p.Status.Conditions, p.Status.QOSClass)
 	}
-	poll(t, "Started event", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "Started event", func() (bool, error) {
 		evs, err := c.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=web,reason=Started"})
 		if err != nil {
 			return false, err
@@ -303,14 +285,14 @@ func TestHollowPodWaitsForAttachedVolume(t *testing.T) {
 	}
 
 	const unique = "kubernetes.io/csi/ebs.csi.aws.com^vol-0abc"
-	poll(t, "volumesInUse", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "volumesInUse", func() (bool, error) {
 		n, err := c.CoreV1().Nodes().Get(ctx, "hollow-d", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		return len(n.Status.VolumesInUse) == 1 && n.Status.VolumesInUse[0] == unique, nil
 	})
-	poll(t, "ContainerCreating", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "ContainerCreating", func() (bool, error) {
 		p, err := c.CoreV1().Pods("default").Get(ctx, "db", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -329,10 +311,13 @@ func TestHollowPodWaitsForAttachedVolume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
-	if p, _ := c.CoreV1().Pods("default").Get(ctx, "db", metav1.GetOptions{}); p.Status.Phase != corev1.PodPending {
-		t.Fatalf("pod %s before the volume was attached", p.Status.Phase)
-	}
+	testutil.Consistently(t, time.Second, "the pod pending until its volume is attached", func() error {
+		p, err := c.CoreV1().Pods("default").Get(ctx, "db", metav1.GetOptions{})
+		if err == nil && p.Status.Phase != corev1.PodPending {
+			err = fmt.Errorf("pod %s before the volume was attached", p.Status.Phase)
+		}
+		return err
+	})
 	// The attacher's part: attached, with the device path.
 	va.Status = storagev1.VolumeAttachmentStatus{Attached: true, AttachmentMetadata: map[string]string{"devicePath": "/dev/xvdaa"}}
 	if _, err := c.StorageV1().VolumeAttachments().UpdateStatus(ctx, va, metav1.UpdateOptions{}); err != nil {
@@ -351,7 +336,7 @@ func TestHollowPodWaitsForAttachedVolume(t *testing.T) {
 	if m := node.mounter.Mounts(); len(m) != 0 {
 		t.Errorf("mounts left after delete: %v", m)
 	}
-	poll(t, "volumesInUse cleared", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "volumesInUse cleared", func() (bool, error) {
 		n, err := c.CoreV1().Nodes().Get(ctx, "hollow-d", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -380,7 +365,7 @@ func TestHollowPodGetsIPWhenPodCIDRArrives(t *testing.T) {
 	if _, err := c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "pod IP", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "pod IP", func() (bool, error) {
 		p, err := c.CoreV1().Pods("default").Get(ctx, "early", metav1.GetOptions{})
 		if err != nil {
 			return false, err

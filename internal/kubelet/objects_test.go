@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // TestObjects looks ConfigMaps, Secrets and Service variables up through Objects against
@@ -69,7 +70,7 @@ func TestObjects(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	poll(t, "the node may read its pods' objects", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "the node may read its pods' objects", func() (bool, error) {
 		_, err := kubelet.CoreV1().ConfigMaps("objs-b").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
 		return err == nil || apierrors.IsNotFound(err), nil
 	})
@@ -96,6 +97,7 @@ func TestObjects(t *testing.T) {
 		changes = append(changes, r)
 		mu.Unlock()
 	})
+	// Run is stopped by the test itself, which then checks what it leaves.
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- o.Run(runCtx) }()
@@ -110,10 +112,10 @@ func TestObjects(t *testing.T) {
 			t.Error("Objects did not stop")
 		}
 	})
-	poll(t, "Objects running", func(context.Context) (bool, error) {
+	testutil.Eventually(t, "Objects running", func() bool {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		return o.ctx != nil, nil
+		return o.ctx != nil
 	})
 
 	if s, err := o.Secret("objs-a", "creds"); err != nil || string(s.Data["p"]) != "s" {
@@ -148,7 +150,7 @@ func TestObjects(t *testing.T) {
 	}
 
 	// Updates are heard and served from the cache.
-	poll(t, "initial ConfigMaps heard", func(context.Context) (bool, error) {
+	testutil.Eventually(t, "initial ConfigMaps heard", func() (bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Contains(changes, ObjectRef{Kind: "ConfigMap", Namespace: "objs-a", Name: "app"}), nil
@@ -161,7 +163,7 @@ func TestObjects(t *testing.T) {
 	if _, err := c.CoreV1().ConfigMaps("objs-a").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "update of app heard", func(context.Context) (bool, error) {
+	testutil.Eventually(t, "update of app heard", func() (bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Contains(changes, ObjectRef{Kind: "ConfigMap", Namespace: "objs-a", Name: "app"}), nil

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // A probe's verdict flips only after successThreshold successes or failureThreshold
@@ -167,17 +168,6 @@ func (h *probeHarness) worker(pod *corev1.Pod, container string, t ProbeType) *p
 	return h.m.workers[probeKey{uid: pod.UID, container: container, probe: t}]
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func probedPod() *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "uid-1"},
@@ -212,20 +202,20 @@ func TestProbeWorkerTiming(t *testing.T) {
 	pod.Spec.Containers[0].ReadinessProbe = execProbe("readiness", 5, 2)
 	t0 := h.clock.Now()
 	h.m.observe("default/web", pod, []ContainerState{runningState("app", "fake://a1", t0)})
-	eventually(t, "worker waiting", h.clock.HasWaiters)
+	testutil.Eventually(t, "worker waiting", h.clock.HasWaiters)
 
 	h.clock.Step(4 * time.Second)
 	if !h.clock.HasWaiters() || len(h.prober.callsOf(ProbeReadiness)) != 0 {
 		t.Fatal("probed within the initial delay")
 	}
 	h.clock.Step(time.Second) // t0+5s
-	eventually(t, "first probe", func() bool { return len(h.prober.callsOf(ProbeReadiness)) == 1 && h.clock.HasWaiters() })
+	testutil.Eventually(t, "first probe", func() bool { return len(h.prober.callsOf(ProbeReadiness)) == 1 && h.clock.HasWaiters() })
 	h.clock.Step(1999 * time.Millisecond)
 	if !h.clock.HasWaiters() || len(h.prober.callsOf(ProbeReadiness)) != 1 {
 		t.Fatal("probed again before the period was over")
 	}
 	h.clock.Step(time.Millisecond) // t0+7s
-	eventually(t, "second probe", func() bool { return len(h.prober.callsOf(ProbeReadiness)) == 2 && h.clock.HasWaiters() })
+	testutil.Eventually(t, "second probe", func() bool { return len(h.prober.callsOf(ProbeReadiness)) == 2 && h.clock.HasWaiters() })
 	calls := h.prober.callsOf(ProbeReadiness)
 	if !calls[0].at.Equal(t0.Add(5*time.Second)) || !calls[1].at.Equal(t0.Add(7*time.Second)) || calls[0].containerID != "fake://a1" {
 		t.Errorf("probe calls %+v, want at t0+5s and t0+7s on fake://a1", calls)
@@ -494,11 +484,8 @@ func TestKubeletProbesDriveStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	factory.Start(runCtx.Done())
-	done := make(chan error, 1)
-	go func() { done <- k.Run(runCtx) }()
-	t.Cleanup(func() { cancel(); <-done; factory.Shutdown() })
+	startInformers(t, factory)
+	testutil.Start(t, "the kubelet", 0, k.Run, (func() bool)(nil))
 
 	pod := testPod("probed", "probed-a")
 	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5)
@@ -518,24 +505,24 @@ func TestKubeletProbesDriveStatus(t *testing.T) {
 		}
 		return p
 	}
-	poll(t, "pod Running, not ready while its readiness probe fails", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "pod Running, not ready while its readiness probe fails", func() (bool, error) {
 		p := get(ctx)
 		cs := p.Status.ContainerStatuses
 		return p.Status.Phase == corev1.PodRunning && podReadyCondition(p.Status) == corev1.ConditionFalse && len(cs) == 1 &&
 			cs[0].State.Running != nil && !cs[0].Ready && *cs[0].Started, nil
 	})
-	poll(t, "Unhealthy event of the readiness probe", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "Unhealthy event of the readiness probe", func() (bool, error) {
 		return hasEvent(ctx, t, c, "Unhealthy", "Readiness probe failed: not yet"), nil
 	})
 
 	rt.set(func(r *probedRuntime) { r.ready = true })
-	poll(t, "pod Ready once the probe passes", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "pod Ready once the probe passes", func() (bool, error) {
 		p := get(ctx)
 		return podReadyCondition(p.Status) == corev1.ConditionTrue && p.Status.ContainerStatuses[0].Ready, nil
 	})
 
 	rt.set(func(r *probedRuntime) { r.alive = false })
-	poll(t, "container restarted after its liveness probe failed", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "container restarted after its liveness probe failed", func() (bool, error) {
 		cs := get(ctx).Status.ContainerStatuses
 		return len(cs) == 1 && cs[0].RestartCount == 1 && cs[0].LastTerminationState.Terminated != nil && cs[0].Ready, nil
 	})
@@ -545,7 +532,7 @@ func TestKubeletProbesDriveStatus(t *testing.T) {
 	if len(kills) != 1 || kills[0] != "fake://app-0 5s Container app failed liveness probe, will be restarted" {
 		t.Errorf("kills = %q", kills)
 	}
-	poll(t, "Unhealthy event of the liveness probe", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "Unhealthy event of the liveness probe", func() (bool, error) {
 		return hasEvent(ctx, t, c, "Unhealthy", "Liveness probe failed: not yet"), nil
 	})
 }

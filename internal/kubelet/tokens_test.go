@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // fakeTokens is an API server that answers TokenRequests of a fake clientset with
@@ -197,7 +198,7 @@ func TestProjectedPayloadToken(t *testing.T) {
 func TestServiceAccountTokensFromTheAPIServer(t *testing.T) {
 	api := apiservertest.Start(t, apiservertest.Options{})
 	ctx := context.Background()
-	poll(t, "the default service account", func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "the default service account", func() (bool, error) {
 		_, err := api.Client.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, nil
 	})
@@ -238,7 +239,7 @@ func TestServiceAccountTokensFromTheAPIServer(t *testing.T) {
 	if err := api.Client.CoreV1().Pods("default").Delete(ctx, "tokened", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the token of the deleted pod refused", func(context.Context) (bool, error) {
+	testutil.Eventually(t, "the token of the deleted pod refused", func() (bool, error) {
 		return apierrors.IsUnauthorized(asPod()), nil
 	})
 }

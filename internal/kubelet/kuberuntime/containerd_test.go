@@ -234,25 +234,19 @@ func startContainerd(t *testing.T, sandboxImage string) *testContainerd {
 			}
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		st, err := c.rs.Status(ctx, &runtimeapi.StatusRequest{})
-		cancel()
-		if err == nil && conditionTrue(st, runtimeapi.RuntimeReady) {
-			return c
-		}
+	testutil.EventuallyWithin(t, 30*time.Second, "containerd ready", func() (bool, error) {
 		select {
 		case <-exited:
 			b, _ := os.ReadFile(filepath.Join(dir, "containerd.log"))
 			t.Fatalf("containerd exited:\n%s", b)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("containerd not ready: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		st, err := c.rs.Status(ctx, &runtimeapi.StatusRequest{})
+		return err == nil && conditionTrue(st, runtimeapi.RuntimeReady), err
+	})
+	return c
 }
 
 func conditionTrue(st *runtimeapi.StatusResponse, typ string) bool {
@@ -319,19 +313,17 @@ func removeCgroupTree(t *testing.T, rel string) {
 // status (or the time is up).
 func syncUntil(t *testing.T, r *Runtime, pod *corev1.Pod, vols kubelet.PodVolumes, what string, done func(kubelet.PodStatus) bool) kubelet.PodStatus {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	var last kubelet.PodStatus
-	var lastErr error
-	for time.Now().Before(deadline) {
+	testutil.EventuallyWithin(t, 30*time.Second, what, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		last, lastErr = r.SyncPod(ctx, pod, vols)
-		cancel()
+		defer cancel()
+		var err error
+		last, err = r.SyncPod(ctx, pod, vols)
 		if done(last) {
-			return last
+			return nil
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("%s: not reached; last status %+v, err %v", what, last, lastErr)
+		return fmt.Errorf("last status %+v, err %v", last, err)
+	})
 	return last
 }
 
@@ -408,17 +400,13 @@ func TestContainerdPods(t *testing.T) {
 		t.Errorf("host-network pod: sandbox %q ip %q", st.SandboxID, st.IP)
 	}
 	logPath := filepath.Join(r.cfg.PodLogsDir, "default_web_"+string(web.UID), "read", "0.log")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testutil.EventuallyWithin(t, 10*time.Second, "the containers' lines in "+logPath, func() error {
 		b, _ := os.ReadFile(logPath)
 		if strings.Contains(string(b), "stdout F hello from init") && strings.Contains(string(b), "stdout F pod web") {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("log %s = %q", logPath, b)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("log = %q", b)
+	})
 
 	// A container that keeps failing is restarted, then backs off.
 	crash := newPod("crash", corev1.RestartPolicyAlways)

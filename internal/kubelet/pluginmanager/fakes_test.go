@@ -25,6 +25,7 @@ import (
 
 	csiclient "github.com/kubelab/kubelab/internal/csi/client"
 	"github.com/kubelab/kubelab/internal/csi/sidecar/registrar"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 const (
@@ -49,18 +50,6 @@ func shortDir(t *testing.T) string {
 
 func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-// waitFor polls cond until it holds or 20 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // testNodeObject is the node the kubelet registered: it already carries another driver's
@@ -103,22 +92,7 @@ func newEnv(t *testing.T, withNode bool) *env {
 		e.events[event+" "+path]++
 	}
 	e.m = m
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- m.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-errc; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	select {
-	case <-m.Ready():
-	case err := <-errc:
-		t.Fatalf("Run ended: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("manager not ready")
-	}
+	testutil.Start(t, "the plugin manager", 20*time.Second, m.Run, testutil.Closed(m.Ready()))
 	return e
 }
 
@@ -371,7 +345,7 @@ func (r *fakeReg) NotifyRegistrationStatus(_ context.Context, st *registerapi.Re
 func (r *fakeReg) waitStatus(t *testing.T, what string, match func(*registerapi.RegistrationStatus) bool) *registerapi.RegistrationStatus {
 	t.Helper()
 	var found *registerapi.RegistrationStatus
-	waitFor(t, what, func() bool {
+	testutil.Eventually(t, what, func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		for _, st := range r.statuses {

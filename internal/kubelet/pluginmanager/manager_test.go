@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/kubelet"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 func (e *env) csiNode(t *testing.T) (*storagev1.CSINode, bool) {
@@ -127,19 +128,19 @@ func TestRegistration(t *testing.T) {
 			t.Errorf("node label %s=%q, want %q", k, labels[k], v)
 		}
 	}
-	waitFor(t, "the registrar to hear of its registration", func() bool { return reg.Healthy() == nil })
+	testutil.Eventually(t, "the registrar to hear of its registration", func() bool { return reg.Healthy() == nil })
 
 	// The registrar goes away: the driver leaves the CSINode and the annotation; the
 	// topology labels stay.
 	stopReg()
-	waitFor(t, "the driver to leave the CSINode", func() bool { _, ok := e.driverEntry(t); return !ok })
+	testutil.Eventually(t, "the driver to leave the CSINode", func() bool { _, ok := e.driverEntry(t); return !ok })
 	if _, ok := e.m.Endpoint(testDriver); ok {
 		t.Error("driver still registered after its socket went")
 	}
 	if n, ok := e.csiNode(t); !ok || len(n.Spec.Drivers) != 0 {
 		t.Errorf("CSINode after unregistration = %+v (exists %v), want it empty", n, ok)
 	}
-	waitFor(t, "the node id to leave the annotation", func() bool {
+	testutil.Eventually(t, "the node id to leave the annotation", func() bool {
 		return maps.Equal(e.nodeIDs(t), map[string]string{"other.csi.example.com": "other-1"})
 	})
 	if l := e.node(t).Labels; l[zoneKey] != "us-east-1a" {
@@ -183,7 +184,7 @@ func TestRegistrationRetries(t *testing.T) {
 
 	// The driver comes up only after the registration began, then fails its first
 	// NodeGetInfo.
-	waitFor(t, "GetInfo", func() bool { reg.mu.Lock(); defer reg.mu.Unlock(); return reg.getInfo > 0 })
+	testutil.Eventually(t, "GetInfo", func() bool { reg.mu.Lock(); defer reg.mu.Unlock(); return reg.getInfo > 0 })
 	f := newFakeCSI("i-0ccc")
 	f.infoFailures = 1
 	f.serve(t, sock)
@@ -224,7 +225,7 @@ func TestRefusedPlugins(t *testing.T) {
 	old.waitStatus(t, "the old driver's refusal", refusedWith("0.3.0, 2.0.0"))
 	// A refusal for good is reported once, not retried.
 	for _, r := range []*fakeReg{device, foo, old} {
-		waitFor(t, r.path+" to settle", func() bool { return e.hookEvents("settled", r.path) == 1 })
+		testutil.Eventually(t, r.path+" to settle", func() bool { return e.hookEvents("settled", r.path) == 1 })
 		r.mu.Lock()
 		if r.getInfo != 1 || len(r.statuses) != 1 {
 			t.Errorf("%s: %d GetInfo calls, %d statuses; want 1 each", r.path, r.getInfo, len(r.statuses))
@@ -256,7 +257,7 @@ func TestUnregisterOnlyOwnSocket(t *testing.T) {
 		t.Fatalf("Endpoint = %q, want the newest registration's %q", ep, sockB)
 	}
 	regA.stop()
-	waitFor(t, "a's worker to end", func() bool { return e.hookEvents("done", regA.path) == 1 })
+	testutil.Eventually(t, "a's worker to end", func() bool { return e.hookEvents("done", regA.path) == 1 })
 	if ep, ok := e.m.Endpoint(testDriver); !ok || ep != sockB {
 		t.Errorf("Endpoint after a's socket went = %q %v, want %q", ep, ok, sockB)
 	}
@@ -264,7 +265,7 @@ func TestUnregisterOnlyOwnSocket(t *testing.T) {
 		t.Error("the driver left the CSINode when a socket it no longer uses went")
 	}
 	regB.stop()
-	waitFor(t, "the driver to leave the CSINode", func() bool { _, ok := e.driverEntry(t); return !ok })
+	testutil.Eventually(t, "the driver to leave the CSINode", func() bool { _, ok := e.driverEntry(t); return !ok })
 }
 
 // TestWaitForContext: WaitFor gives up with the context and names the driver.

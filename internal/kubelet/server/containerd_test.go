@@ -127,22 +127,7 @@ func TestContainerd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- cd.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("containerd: %v", err)
-		}
-	})
-	select {
-	case <-cd.Ready():
-	case err := <-done:
-		t.Fatalf("containerd did not start: %v", err)
-	case <-time.After(time.Minute):
-		t.Fatal("containerd not ready within a minute")
-	}
+	testutil.Start(t, "containerd", time.Minute, cd.Run, testutil.Closed(cd.Ready()))
 	cl, err := containerd.Dial(cd.Endpoint())
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +183,7 @@ func TestContainerd(t *testing.T) {
 	f.pods["default/web"] = pod
 
 	// Logs: the first line, then a followed log goes on as the container writes.
-	waitFor(t, "the container's first line", func() bool {
+	testutil.Eventually(t, "the container's first line", func() bool {
 		code, body := f.get("/containerLogs/default/web/app?limitBytes=8")
 		return code == http.StatusOK && body == "started\n"
 	})

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -28,6 +27,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubelab/kubelab/internal/kubelet/server/servertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // testCA is a certificate authority made for one test.
@@ -128,20 +128,7 @@ func newFixtureWith(t *testing.T, runtime runtimeapi.RuntimeServiceClient, logsD
 		t.Fatal(err)
 	}
 	f.srv = srv
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("server stopped with: %v", err)
-		}
-	})
-	select {
-	case <-srv.Ready():
-	case err := <-done:
-		t.Fatalf("server did not start: %v", err)
-	}
+	testutil.Start(t, "the kubelet server", testutil.DefaultTimeout, srv.Run, testutil.Closed(srv.Ready()))
 	f.base = "https://" + srv.Addr()
 	clientCert, clientKey := ca.issue(t, "kube-apiserver-kubelet-client", false)
 	f.restConfig = &rest.Config{Host: f.base, TLSClientConfig: rest.TLSClientConfig{CertData: clientCert, KeyData: clientKey, CAData: ca.certPEM}}
@@ -219,17 +206,5 @@ func appendFile(t *testing.T, path, s string) {
 	defer fh.Close()
 	if _, err := fh.WriteString(s); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// waitFor polls cond for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubelab/kubelab/internal/hollow"
 	"github.com/kubelab/kubelab/internal/kubelet/kuberuntime/fakecri"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // clock is a settable time for the fake runtime.
@@ -258,7 +259,7 @@ func checkContainerdStats(t *testing.T, f *fixture, uid string) {
 	}
 	var pod statsapi.PodStats
 	samples := 0
-	waitFor(t, "a CPU rate of the container", func() bool {
+	testutil.Eventually(t, "a CPU rate of the container", func() bool {
 		p, ok := summary()
 		samples++
 		if ok && len(p.Containers) == 1 {
@@ -299,7 +300,7 @@ func TestStatsSampledOnceAsked(t *testing.T) {
 		t.Fatal("sampled before anyone asked")
 	}
 	getSummary(t, p)
-	waitFor(t, "background samples", func() bool { return statsCalls() >= 3 })
+	testutil.Eventually(t, "background samples", func() bool { return statsCalls() >= 3 })
 	cancel()
 	p.wait()
 	after := statsCalls()

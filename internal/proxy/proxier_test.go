@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -65,28 +64,8 @@ func runProxier(t *testing.T, cfg Config, objects ...any) (*Proxier, *fake.Clien
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	var runErr error
-	go func() {
-		defer wg.Done()
-		runErr = p.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		if runErr != nil {
-			t.Errorf("Run: %v", runErr)
-		}
-	})
+	testutil.Start(t, "the proxier", 0, p.Run, (func() bool)(nil))
 	return p, client, nft
-}
-
-// eventually polls cond for up to 10 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	testutil.EventuallyWithin(t, 10*time.Second, what, func() (bool, error) { return cond(), nil })
 }
 
 func hasLine(nft *knftables.Fake, line string) bool { return dumpLines(nft)[line] }
@@ -94,21 +73,21 @@ func hasLine(nft *knftables.Fake, line string) bool { return dumpLines(nft)[line
 func TestRunFollowsServicesAndSlices(t *testing.T) {
 	p, client, nft := runProxier(t, Config{MinSyncPeriod: -1})
 	ctx := context.Background()
-	eventually(t, "first sync", p.HasSynced)
+	testutil.Eventually(t, "first sync", p.HasSynced)
 
 	web := makeService("ns", "web", "10.96.0.10", nodePort(30080))
 	if _, err := client.CoreV1().Services("ns").Create(ctx, web, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	reject := element + `no-endpoint-services { 10.96.0.10 . tcp . 80 comment "ns/web:http" : goto reject-chain }`
-	eventually(t, "reject for a Service without endpoints", func() bool { return hasLine(nft, reject) })
+	testutil.Eventually(t, "reject for a Service without endpoints", func() bool { return hasLine(nft, reject) })
 
 	slice := makeSlice(web, "web-1", 8080, ep{ip: "10.244.1.2"}, ep{ip: "10.244.2.2"})
 	if _, err := client.DiscoveryV1().EndpointSlices("ns").Create(ctx, slice, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	webChain := chainName(clusterChainPrefix, "ns", "web")
-	eventually(t, "two endpoints", func() bool {
+	testutil.Eventually(t, "two endpoints", func() bool {
 		return hasLine(nft, prefix+webChain+" numgen random mod 2 vmap @lb-"+webChain) && !hasLine(nft, reject)
 	})
 
@@ -117,7 +96,7 @@ func TestRunFollowsServicesAndSlices(t *testing.T) {
 	if _, err := client.DiscoveryV1().EndpointSlices("ns").Update(ctx, slice, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "one endpoint", func() bool {
+	testutil.Eventually(t, "one endpoint", func() bool {
 		return hasLine(nft, prefix+webChain+" numgen random mod 1 vmap @lb-"+webChain) &&
 			!strings.Contains(nft.Dump(), "10.244.2.2")
 	})
@@ -132,7 +111,7 @@ func TestRunFollowsServicesAndSlices(t *testing.T) {
 		t.Fatal(err)
 	}
 	otherChain := chainName(clusterChainPrefix, "ns", "other")
-	eventually(t, "slice moved", func() bool {
+	testutil.Eventually(t, "slice moved", func() bool {
 		return hasLine(nft, prefix+otherChain+" numgen random mod 1 vmap @lb-"+otherChain) && hasLine(nft, reject)
 	})
 
@@ -142,7 +121,7 @@ func TestRunFollowsServicesAndSlices(t *testing.T) {
 	if err := client.CoreV1().Services("ns").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "Services gone", func() bool {
+	testutil.Eventually(t, "Services gone", func() bool {
 		d := nft.Dump()
 		return !strings.Contains(d, "ns/") && !strings.Contains(d, "10.96.0.1")
 	})
@@ -172,17 +151,8 @@ func TestRunStartsFromExistingObjectsAndResyncs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	eventually(t, "first sync", p.HasSynced)
-	if err := p.Run(ctx); err == nil {
+	testutil.Start(t, "the proxier", testutil.DefaultTimeout, p.Run, p.HasSynced)
+	if err := p.Run(context.Background()); err == nil {
 		t.Error("a second Run was accepted")
 	}
 	requireLines(t, nft, prefix+endpointChain("ns", "web", "10.244.1.2:8080")+" meta l4proto tcp dnat to 10.244.1.2:8080")
@@ -194,7 +164,7 @@ func TestRunStartsFromExistingObjectsAndResyncs(t *testing.T) {
 	if err := nft.Run(context.Background(), tx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "resync", func() bool {
+	testutil.Eventually(t, "resync", func() bool {
 		return hasLine(nft, prefix+endpointChain("ns", "web", "10.244.1.2:8080")+" meta l4proto tcp dnat to 10.244.1.2:8080")
 	})
 }

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -12,11 +11,11 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // testCluster is a real API server with this scheduler running against it.
@@ -43,22 +42,10 @@ func startScheduler(t *testing.T, client kubernetes.Interface, cfg Config) *test
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	factory.Start(ctx.Done())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("scheduler: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("scheduler did not stop")
-		}
-		factory.Shutdown()
-	})
+	stop := make(chan struct{})
+	factory.Start(stop)
+	t.Cleanup(func() { close(stop); factory.Shutdown() }) // after the scheduler stopped
+	testutil.Start(t, "the scheduler", 0, s.Run, (func() bool)(nil))
 	return &testCluster{t: t, client: client, ctx: context.Background(), sched: s}
 }
 
@@ -154,43 +141,37 @@ func (c *testCluster) createPod(p *corev1.Pod) *corev1.Pod {
 func (c *testCluster) waitScheduled(name string) string {
 	c.t.Helper()
 	var node string
-	err := wait.PollUntilContextTimeout(c.ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		p, err := c.client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+	testutil.Eventually(c.t, "pod "+name+" scheduled", func() (bool, error) {
+		p, err := c.client.CoreV1().Pods("default").Get(c.ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		node = p.Spec.NodeName
 		return node != "", nil
 	})
-	if err != nil {
-		c.t.Fatalf("pod %s not scheduled: %v", name, err)
-	}
 	return node
 }
 
 // waitEvent waits for an event of reason about the pod whose message contains want.
 func (c *testCluster) waitEvent(pod, reason, want string) *corev1.Event {
 	c.t.Helper()
-	var last string
 	var found *corev1.Event
-	err := wait.PollUntilContextTimeout(c.ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		evs, err := c.client.CoreV1().Events("default").List(ctx, metav1.ListOptions{
+	testutil.Eventually(c.t, fmt.Sprintf("a %s event for %s containing %q", reason, pod, want), func() error {
+		evs, err := c.client.CoreV1().Events("default").List(c.ctx, metav1.ListOptions{
 			FieldSelector: fmt.Sprintf("involvedObject.name=%s,reason=%s", pod, reason)})
 		if err != nil {
-			return false, err
+			return err
 		}
+		last := ""
 		for i, e := range evs.Items {
 			last = e.Message
 			if strings.Contains(e.Message, want) {
 				found = &evs.Items[i]
-				return true, nil
+				return nil
 			}
 		}
-		return false, nil
+		return fmt.Errorf("last: %q", last)
 	})
-	if err != nil {
-		c.t.Fatalf("no %s event for %s containing %q (last: %q): %v", reason, pod, want, last, err)
-	}
 	return found
 }
 

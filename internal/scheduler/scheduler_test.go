@@ -9,7 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 func TestSchedulesPodsAndReportsScheduled(t *testing.T) {
@@ -74,23 +75,18 @@ func hasCondition(p *corev1.Pod, typ corev1.PodConditionType, status corev1.Cond
 // waitCondition waits for the pod's PodScheduled=False condition with reason Unschedulable.
 func (c *testCluster) waitUnschedulable(name, wantMsg string) {
 	c.t.Helper()
-	var last []corev1.PodCondition
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		p, err := c.client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+	testutil.Eventually(c.t, fmt.Sprintf("pod %s PodScheduled=False/Unschedulable %q", name, wantMsg), func() error {
+		p, err := c.client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return err
 		}
-		last = p.Status.Conditions
 		for _, cd := range p.Status.Conditions {
 			if cd.Type == corev1.PodScheduled && cd.Status == corev1.ConditionFalse && cd.Reason == corev1.PodReasonUnschedulable && cd.Message == wantMsg {
-				return true, nil
+				return nil
 			}
 		}
-		return false, nil
+		return fmt.Errorf("conditions %+v", p.Status.Conditions)
 	})
-	if err != nil {
-		c.t.Fatalf("pod %s: no PodScheduled=False/Unschedulable %q; conditions %+v", name, wantMsg, last)
-	}
 }
 
 func TestInsufficientCPUThenNewNode(t *testing.T) {
@@ -164,29 +160,25 @@ func TestWaitForFirstConsumerSelectsNodeAndWaitsForBinding(t *testing.T) {
 
 	// The scheduler picks node-b (the only zone the class allows) and says so on the claim.
 	var selected string
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		cur, err := c.client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data", metav1.GetOptions{})
+	testutil.Eventually(t, "a selected-node on the claim", func() (bool, error) {
+		cur, err := c.client.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), "data", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		selected = cur.Annotations["volume.kubernetes.io/selected-node"]
 		return selected != "", nil
 	})
-	if err != nil {
-		t.Fatalf("no selected-node on the claim: %v", err)
-	}
 	if selected != "node-b" {
 		t.Fatalf("selected-node %q, want node-b", selected)
 	}
 	// Until the claim is bound the pod waits in PreBind, unbound.
-	time.Sleep(300 * time.Millisecond)
-	p, err := c.client.CoreV1().Pods("default").Get(context.Background(), "app", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Spec.NodeName != "" {
-		t.Fatalf("pod bound to %s before its claim was bound", p.Spec.NodeName)
-	}
+	testutil.Consistently(t, time.Second, "the pod unbound until its claim is bound", func() error {
+		p, err := c.client.CoreV1().Pods("default").Get(context.Background(), "app", metav1.GetOptions{})
+		if err == nil && p.Spec.NodeName != "" {
+			err = fmt.Errorf("pod bound to %s before its claim was bound", p.Spec.NodeName)
+		}
+		return err
+	})
 	// Play the provisioner and the PV controller.
 	c.bindClaim(pvc, "pvc-"+string(pvc.UID), "topology.ebs.csi.aws.com/zone", "us-east-1b")
 	if node := c.waitScheduled("app"); node != "node-b" {
@@ -214,20 +206,16 @@ func TestPreemptionEvictsLowerPriority(t *testing.T) {
 	c.waitEvent("high", "FailedScheduling", "0/1 nodes are available: 1 Insufficient cpu.")
 	c.waitEvent("low", "Preempted", "Preempted by pod ")
 	// The victim is only marked for deletion (it has a node); complete it as a kubelet would.
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		p, err := c.client.CoreV1().Pods("default").Get(ctx, "low", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if p.DeletionTimestamp == nil {
-			return false, nil
-		}
-		if !hasCondition(p, corev1.DisruptionTarget, corev1.ConditionTrue, corev1.PodReasonPreemptionByScheduler) {
-			t.Errorf("victim conditions %+v, want DisruptionTarget", p.Status.Conditions)
-		}
-		return true, c.client.CoreV1().Pods("default").Delete(ctx, "low", *metav1.NewDeleteOptions(0))
+	var victim *corev1.Pod
+	testutil.Eventually(t, "the victim marked for deletion", func() (bool, error) {
+		p, err := c.client.CoreV1().Pods("default").Get(context.Background(), "low", metav1.GetOptions{})
+		victim = p
+		return err == nil && p.DeletionTimestamp != nil, err
 	})
-	if err != nil {
+	if !hasCondition(victim, corev1.DisruptionTarget, corev1.ConditionTrue, corev1.PodReasonPreemptionByScheduler) {
+		t.Errorf("victim conditions %+v, want DisruptionTarget", victim.Status.Conditions)
+	}
+	if err := c.client.CoreV1().Pods("default").Delete(context.Background(), "low", *metav1.NewDeleteOptions(0)); err != nil {
 		t.Fatal(err)
 	}
 	p, err := c.client.CoreV1().Pods("default").Get(context.Background(), "high", metav1.GetOptions{})
@@ -257,14 +245,13 @@ func TestWaitForFirstConsumerKeepsSelectedNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.createPod(makePod("app", withClaim("data")))
-	time.Sleep(500 * time.Millisecond)
-	cur, err := c.client.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), "data", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := cur.Annotations["volume.kubernetes.io/selected-node"]; got != "node-c" {
-		t.Fatalf("selected-node changed to %q", got)
-	}
+	testutil.Consistently(t, time.Second, "the claim's selected-node kept", func() error {
+		cur, err := c.client.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), "data", metav1.GetOptions{})
+		if err == nil && cur.Annotations["volume.kubernetes.io/selected-node"] != "node-c" {
+			err = fmt.Errorf("selected-node changed to %q", cur.Annotations["volume.kubernetes.io/selected-node"])
+		}
+		return err
+	})
 	c.bindClaim(pvc, "pvc-"+string(pvc.UID), corev1.LabelTopologyZone, "us-east-1c")
 	if node := c.waitScheduled("app"); node != "node-c" {
 		t.Errorf("app on %s, want node-c", node)

@@ -61,9 +61,8 @@ func TestDaemonSetOnePodPerEligibleNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	factory.Start(ctx.Done())
-	done := make(chan error, 1)
-	go func() { done <- ctrl.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; factory.Shutdown() })
+	t.Cleanup(func() { cancel(); factory.Shutdown() })
+	testutil.Start(t, "the daemonset controller", 0, ctrl.Run, (func() bool)(nil))
 
 	l := map[string]string{"app": "agent"}
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent"}, Spec: appsv1.DaemonSetSpec{

@@ -105,9 +105,8 @@ func TestServiceEndpointSlicesAndEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	factory.Start(ctx.Done())
-	done := make(chan error, 1)
-	go func() { done <- ctrl.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; factory.Shutdown() })
+	t.Cleanup(func() { cancel(); factory.Shutdown() })
+	testutil.Start(t, "the endpointslice controller", 0, ctrl.Run, (func() bool)(nil))
 
 	svc, err := c.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{"team": "x"}},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"},
@@ -157,12 +156,14 @@ func TestServiceEndpointSlicesAndEndpoints(t *testing.T) {
 	for _, sl := range slices(t, c, ns, "web") {
 		before[sl.Name] = sl.ResourceVersion
 	}
-	time.Sleep(time.Second)
-	for _, sl := range slices(t, c, ns, "web") {
-		if before[sl.Name] != sl.ResourceVersion {
-			t.Errorf("slice %s rewritten with nothing changed", sl.Name)
+	testutil.Consistently(t, time.Second, "the slices as they are", func() error {
+		for _, sl := range slices(t, c, ns, "web") {
+			if before[sl.Name] != sl.ResourceVersion {
+				return fmt.Errorf("slice %s rewritten with nothing changed", sl.Name)
+			}
 		}
-	}
+		return nil
+	})
 
 	// b turns ready; a terminates (graceful deletion of a bound pod).
 	setStatus(t, c, ns, "b", "10.244.0.3", true)

@@ -2,6 +2,7 @@ package garbagecollector
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,12 +11,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 type env struct {
@@ -35,16 +36,8 @@ func start(t *testing.T, ns string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- gc.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	if _, err := s.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	testutil.Start(t, "the garbage collector", 0, gc.Run, (func() bool)(nil))
+	if _, err := s.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return &env{t: t, client: s.Client, ns: ns}
@@ -92,29 +85,11 @@ func (e *env) getCM(name string) (*corev1.ConfigMap, error) {
 
 func (e *env) waitGone(what string, get func() error) {
 	e.t.Helper()
-	e.waitFor(what+" gone", func() bool { return apierrors.IsNotFound(get()) })
+	testutil.Eventually(e.t, what+" gone", func() bool { return apierrors.IsNotFound(get()) })
 }
 
-func (e *env) waitFor(what string, cond func() bool) {
-	e.t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	}); err != nil {
-		e.t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
-// never checks for a while that cond stays false.
-func (e *env) never(what string, cond func() bool) {
-	e.t.Helper()
-	deadline := time.Now().Add(1500 * time.Millisecond)
-	for time.Now().Before(deadline) {
-		if cond() {
-			e.t.Fatalf("%s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+// holdWindow is how long a test holds that the collector leaves something alone.
+const holdWindow = 1500 * time.Millisecond
 
 func TestBackgroundDeletion(t *testing.T) {
 	e := start(t, "gc-background")
@@ -128,7 +103,7 @@ func TestBackgroundDeletion(t *testing.T) {
 	e.configMap("dangling", nil, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "ghost", UID: types.UID("00000000-0000-0000-0000-000000000001")})
 	e.waitGone("dependent of an owner that never existed", func() error { _, err := e.getCM("dangling"); return err })
 
-	e.never("a dependent with a live owner was deleted", func() bool { _, err := e.getCM("dep"); return err != nil })
+	testutil.Consistently(t, holdWindow, "a dependent with a live owner kept", func() error { _, err := e.getCM("dep"); return err })
 	e.delete("owner", metav1.DeletePropagationBackground)
 	e.waitGone("owner", func() error { _, err := e.getCM("owner"); return err })
 	e.waitGone("dependent configmap", func() error { _, err := e.getCM("dep"); return err })
@@ -136,7 +111,7 @@ func TestBackgroundDeletion(t *testing.T) {
 		_, err := e.client.CoreV1().Pods(e.ns).Get(ctx, "dep-pod", metav1.GetOptions{})
 		return err
 	})
-	e.waitFor("shared dependent to lose the reference to the deleted owner", func() bool {
+	testutil.Eventually(t, "shared dependent to lose the reference to the deleted owner", func() bool {
 		cm, err := e.getCM("shared")
 		return err == nil && len(cm.OwnerReferences) == 1 && cm.OwnerReferences[0].UID == other.UID
 	})
@@ -151,7 +126,7 @@ func TestForegroundDeletion(t *testing.T) {
 	e.configMap("nonblocking", nil, owns(owner, "ConfigMap", false))
 
 	e.delete("owner", metav1.DeletePropagationForeground)
-	e.waitFor("leaf marked for deletion, mid deleted in the foreground", func() bool {
+	testutil.Eventually(t, "leaf marked for deletion, mid deleted in the foreground", func() bool {
 		leaf, err := e.getCM("leaf")
 		if err != nil || leaf.DeletionTimestamp == nil {
 			return false
@@ -161,9 +136,12 @@ func TestForegroundDeletion(t *testing.T) {
 	})
 	e.waitGone("non-blocking dependent", func() error { _, err := e.getCM("nonblocking"); return err })
 	// While leaf stays, mid and owner wait, marked with foregroundDeletion.
-	e.never("owner went before its blocking dependents", func() bool {
+	testutil.Consistently(t, holdWindow, "the owner waiting for its blocking dependents", func() error {
 		o, err := e.getCM("owner")
-		return err != nil || o.DeletionTimestamp == nil || !hasString(o.Finalizers, metav1.FinalizerDeleteDependents)
+		if err == nil && (o.DeletionTimestamp == nil || !hasString(o.Finalizers, metav1.FinalizerDeleteDependents)) {
+			err = fmt.Errorf("owner deletion %v, finalizers %v", o.DeletionTimestamp, o.Finalizers)
+		}
+		return err
 	})
 	leaf, _ := e.getCM("leaf")
 	leaf.Finalizers = nil
@@ -193,7 +171,7 @@ func TestOrphanDeletion(t *testing.T) {
 	if err != nil || len(p.OwnerReferences) != 0 {
 		t.Errorf("orphaned pod: %v, owners %v", err, p.OwnerReferences)
 	}
-	e.never("an orphan was collected", func() bool { _, err := e.getCM("dep1"); return err != nil })
+	testutil.Consistently(t, holdWindow, "the orphan kept", func() error { _, err := e.getCM("dep1"); return err })
 }
 
 func TestClusterScopedOwner(t *testing.T) {
@@ -204,7 +182,7 @@ func TestClusterScopedOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.configMap("dep", nil, owns(cr, "ClusterRole", true))
-	e.never("dependent of a live cluster-scoped owner deleted", func() bool { _, err := e.getCM("dep"); return err != nil })
+	testutil.Consistently(t, holdWindow, "the dependent of a live cluster-scoped owner kept", func() error { _, err := e.getCM("dep"); return err })
 	if err := e.client.RbacV1().ClusterRoles().Delete(ctx, "gc-owner", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

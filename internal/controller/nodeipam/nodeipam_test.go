@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 func TestCIDRSet(t *testing.T) {
@@ -97,19 +96,17 @@ func createNode(t *testing.T, client kubernetes.Interface, name, podCIDR string)
 func podCIDR(t *testing.T, client kubernetes.Interface, name string) string {
 	t.Helper()
 	var cidr string
-	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-		n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	testutil.Eventually(t, "a pod CIDR for node "+name, func() (bool, error) {
+		n, err := client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil || n.Spec.PodCIDR == "" {
-			return false, nil
+			return false, err
 		}
 		if len(n.Spec.PodCIDRs) != 1 || n.Spec.PodCIDRs[0] != n.Spec.PodCIDR {
 			t.Errorf("node %s: podCIDR %s, podCIDRs %v", name, n.Spec.PodCIDR, n.Spec.PodCIDRs)
 		}
 		cidr = n.Spec.PodCIDR
 		return true, nil
-	}); err != nil {
-		t.Fatalf("node %s got no pod CIDR", name)
-	}
+	})
 	return cidr
 }
 
@@ -140,12 +137,10 @@ func TestExhaustedRangeAndRelease(t *testing.T) {
 	podCIDR(t, s.Client, "n1")
 	freed := podCIDR(t, s.Client, "n2")
 	createNode(t, s.Client, "n3", "")
-	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, "a CIDRNotAvailable event for the node beyond the range", func() (bool, error) {
 		evs, err := s.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=n3,reason=CIDRNotAvailable"})
-		return err == nil && len(evs.Items) > 0, nil
-	}); err != nil {
-		t.Fatal("no CIDRNotAvailable event for the node beyond the range")
-	}
+		return err == nil && len(evs.Items) > 0, err
+	})
 	if err := s.Client.CoreV1().Nodes().Delete(ctx, "n2", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

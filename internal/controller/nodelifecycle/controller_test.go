@@ -2,6 +2,7 @@ package nodelifecycle
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,22 +10,13 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	}); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
 
 func boundPod(t *testing.T, c kubernetes.Interface, name string, tols []corev1.Toleration) {
 	t.Helper()
@@ -93,9 +85,8 @@ func TestLeaseLapseTaintsAndEvicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	factory.Start(ctx.Done())
-	done := make(chan error, 1)
-	go func() { done <- ctrl.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; <-renewDone; factory.Shutdown() })
+	t.Cleanup(func() { cancel(); <-renewDone; factory.Shutdown() })
+	testutil.Start(t, "the node lifecycle controller", 0, ctrl.Run, (func() bool)(nil))
 
 	getNode := func() *corev1.Node {
 		n, err := c.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
@@ -109,34 +100,36 @@ func TestLeaseLapseTaintsAndEvicts(t *testing.T) {
 		return err != nil || p.DeletionTimestamp != nil
 	}
 	// Alive for longer than the grace period: nothing happens.
-	time.Sleep(2500 * time.Millisecond)
-	if r := readyCondition(getNode()); r.Status != corev1.ConditionTrue || len(getNode().Spec.Taints) != 0 {
-		t.Fatalf("a node renewing its lease was marked %v, taints %v", r.Status, getNode().Spec.Taints)
-	}
+	testutil.Consistently(t, 2500*time.Millisecond, "a node renewing its lease Ready and untainted", func() error {
+		if n := getNode(); readyCondition(n).Status != corev1.ConditionTrue || len(n.Spec.Taints) != 0 {
+			return fmt.Errorf("marked %v, taints %v", readyCondition(n).Status, n.Spec.Taints)
+		}
+		return nil
+	})
 	// The kubelet goes silent.
 	alive.Store(false)
-	waitFor(t, "node Unknown with unreachable taints", func() bool {
+	testutil.Eventually(t, "node Unknown with unreachable taints", func() bool {
 		n := getNode()
 		r := readyCondition(n)
 		return r.Status == corev1.ConditionUnknown && r.Reason == "NodeStatusUnknown" && len(n.Spec.Taints) == 2 &&
 			n.Spec.Taints[0].Key == corev1.TaintNodeUnreachable && n.Spec.Taints[1].Key == corev1.TaintNodeUnreachable
 	})
-	waitFor(t, "NodeNotReady event", func() bool {
+	testutil.Eventually(t, "NodeNotReady event", func() bool {
 		return nodeEvent(ctx, c, "n1", "NodeNotReady") == "Node n1 status is now: NodeNotReady"
 	})
-	waitFor(t, "pod marked not ready", func() bool {
+	testutil.Eventually(t, "pod marked not ready", func() bool {
 		p, err := c.CoreV1().Pods("default").Get(ctx, "patient", metav1.GetOptions{})
 		return err == nil && p.Status.Conditions[0].Status == corev1.ConditionFalse
 	})
-	waitFor(t, "the pod tolerating 0 s evicted", func() bool { return deleted("hasty") })
+	testutil.Eventually(t, "the pod tolerating 0 s evicted", func() bool { return deleted("hasty") })
 	if deleted("plain") {
 		t.Error("a pod with a 2 s window was evicted at once")
 	}
-	waitFor(t, "the pod tolerating 2 s evicted after its window", func() bool { return deleted("plain") })
+	testutil.Eventually(t, "the pod tolerating 2 s evicted after its window", func() bool { return deleted("plain") })
 	if deleted("patient") {
 		t.Error("a pod tolerating unreachable for ever was evicted")
 	}
-	waitFor(t, "TaintManagerEviction event", func() bool {
+	testutil.Eventually(t, "TaintManagerEviction event", func() bool {
 		evs, err := c.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "reason=TaintManagerEviction"})
 		return err == nil && len(evs.Items) >= 2
 	})
@@ -152,9 +145,11 @@ func TestLeaseLapseTaintsAndEvicts(t *testing.T) {
 	if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "taints removed", func() bool { return len(getNode().Spec.Taints) == 0 })
-	time.Sleep(2 * time.Second)
-	if r := readyCondition(getNode()); r.Status != corev1.ConditionTrue {
-		t.Errorf("recovered node marked %v again", r.Status)
-	}
+	testutil.Eventually(t, "taints removed", func() bool { return len(getNode().Spec.Taints) == 0 })
+	testutil.Consistently(t, 2*time.Second, "the recovered node Ready", func() error {
+		if r := readyCondition(getNode()); r.Status != corev1.ConditionTrue {
+			return fmt.Errorf("marked %v again", r.Status)
+		}
+		return nil
+	})
 }

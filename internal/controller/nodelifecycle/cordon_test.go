@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // nodeEvent is the message of the event with reason about node name, or "".
@@ -48,11 +49,10 @@ func TestCordonTaintsNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	factory.Start(ctx.Done())
-	done := make(chan error, 1)
-	go func() { done <- ctrl.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; factory.Shutdown() })
+	t.Cleanup(func() { cancel(); factory.Shutdown() })
+	testutil.Start(t, "the node lifecycle controller", 0, ctrl.Run, (func() bool)(nil))
 
-	waitFor(t, "RegisteredNode event", func() bool {
+	testutil.Eventually(t, "RegisteredNode event", func() bool {
 		return nodeEvent(ctx, c, "n1", "RegisteredNode") == "Node n1 event: Registered Node n1 in Controller"
 	})
 
@@ -75,12 +75,12 @@ func TestCordonTaintsNode(t *testing.T) {
 		return n.Spec.Taints
 	}
 	setUnschedulable(true)
-	waitFor(t, "unschedulable taint", func() bool {
+	testutil.Eventually(t, "unschedulable taint", func() bool {
 		ts := taints()
 		return len(ts) == 2 && ts[0].Key == "dedicated" && ts[1].Key == corev1.TaintNodeUnschedulable && ts[1].Effect == corev1.TaintEffectNoSchedule
 	})
 	setUnschedulable(false)
-	waitFor(t, "unschedulable taint removed", func() bool {
+	testutil.Eventually(t, "unschedulable taint removed", func() bool {
 		ts := taints()
 		return len(ts) == 1 && ts[0].Key == "dedicated"
 	})

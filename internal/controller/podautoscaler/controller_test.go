@@ -29,6 +29,8 @@ import (
 	metricsfake "k8s.io/metrics/pkg/client/clientset/versioned/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // fixture is a controller on fake clients: Deployments' scales, PodMetrics and pods the
@@ -536,27 +538,19 @@ func TestRun(t *testing.T) {
 	f.deployment("web", 2)
 	f.pods("web", 2, "100m", "64Mi", "200m", "32Mi")
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
 	f.factory.Start(ctx.Done())
-	go func() { done <- f.c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-		f.factory.Shutdown()
-	})
+	t.Cleanup(func() { cancel(); f.factory.Shutdown() })
+	testutil.Start(t, "the autoscaler controller", 0, f.c.Run, (func() bool)(nil))
 	h := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
 			MaxReplicas: 10, Metrics: []autoscalingv2.MetricSpec{cpuUtilization(50)}}}
 	if _, err := f.kube.AutoscalingV2().HorizontalPodAutoscalers("default").Create(ctx, h, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for f.replicas("web") != 4 {
-		if time.Now().After(deadline) {
-			t.Fatalf("not rescaled: %d replicas", f.replicas("web"))
+	testutil.Eventually(t, "web rescaled to 4", func() error {
+		if n := f.replicas("web"); n != 4 {
+			return fmt.Errorf("%d replicas", n)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }

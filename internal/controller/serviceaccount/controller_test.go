@@ -4,15 +4,14 @@ import (
 	"context"
 	"reflect"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/controller/controllertest"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 func TestMissing(t *testing.T) {
@@ -42,12 +41,10 @@ func TestDefaultServiceAccountInEveryNamespace(t *testing.T) {
 	}
 	waitSA := func(ns string) {
 		t.Helper()
-		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		testutil.Eventually(t, "the default service account in "+ns, func() error {
 			_, err := s.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-			return err == nil, nil
-		}); err != nil {
-			t.Fatalf("no default service account in %s: %v", ns, err)
-		}
+			return err
+		})
 	}
 	for _, ns := range []string{"default", "kube-system", "team-a"} {
 		waitSA(ns)

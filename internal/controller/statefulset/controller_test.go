@@ -2,6 +2,7 @@ package statefulset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -42,9 +43,8 @@ func TestOrderedStartWithClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	factory.Start(ctx.Done())
-	done := make(chan error, 1)
-	go func() { done <- ctrl.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; factory.Shutdown() })
+	t.Cleanup(func() { cancel(); factory.Shutdown() })
+	testutil.Start(t, "the statefulset controller", 0, ctrl.Run, (func() bool)(nil))
 
 	l := map[string]string{"app": "nginx"}
 	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.StatefulSetSpec{
@@ -86,12 +86,12 @@ func TestOrderedStartWithClaims(t *testing.T) {
 		return err == nil, err
 	})
 	// While web-0 is not Ready, web-1 does not appear.
-	for i := 0; i < 20; i++ {
+	testutil.Consistently(t, time.Second, "no web-1 while web-0 is not Ready", func() error {
 		if _, err := c.CoreV1().Pods(ns).Get(ctx, "web-1", metav1.GetOptions{}); err == nil {
-			t.Fatal("web-1 created before web-0 was Ready")
+			return errors.New("web-1 created before web-0 was Ready")
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	release.Store(true)
 	testutil.Eventually(t, "3 ready replicas", func() (bool, error) {
 		got, err := c.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})

@@ -3,6 +3,7 @@ package cloud
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -209,40 +210,43 @@ func TestRealLifecycle(t *testing.T) {
 	}
 }
 
+// waitSnapshot waits until snapshot id is completed; one that fails fails the test.
 func waitSnapshot(t testing.TB, r *running, id string) types.Snapshot {
 	t.Helper()
-	for {
+	var s types.Snapshot
+	testutil.Eventually(t, "snapshot "+id+" completed", func() (bool, error) {
 		out, err := r.ec2.DescribeSnapshots(context.Background(), &ec2.DescribeSnapshotsInput{SnapshotIds: []string{id}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := out.Snapshots[0]
-		switch s.State {
-		case types.SnapshotStateCompleted:
-			if *s.Progress != "100%" {
-				t.Errorf("completed snapshot progress %q", *s.Progress)
-			}
-			return s
-		case types.SnapshotStateError:
+		s = out.Snapshots[0]
+		if s.State == types.SnapshotStateError {
 			t.Fatalf("snapshot %s failed: %v", id, aws.ToString(s.StateMessage))
 		}
+		return s.State == types.SnapshotStateCompleted, fmt.Errorf("state %s", s.State)
+	})
+	if *s.Progress != "100%" {
+		t.Errorf("completed snapshot progress %q", *s.Progress)
 	}
+	return s
 }
 
+// waitModification waits until vol's modification is optimizing or completed; one
+// that fails fails the test.
 func waitModification(t testing.TB, r *running, vol string) {
 	t.Helper()
-	for {
+	testutil.Eventually(t, "the modification of "+vol+" optimizing", func() (bool, error) {
 		out, err := r.ec2.DescribeVolumesModifications(context.Background(), &ec2.DescribeVolumesModificationsInput{VolumeIds: []string{vol}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		switch out.VolumesModifications[0].ModificationState {
-		case types.VolumeModificationStateOptimizing, types.VolumeModificationStateCompleted:
-			return
-		case types.VolumeModificationStateFailed:
-			t.Fatalf("modification failed: %v", aws.ToString(out.VolumesModifications[0].StatusMessage))
+		m := out.VolumesModifications[0]
+		if m.ModificationState == types.VolumeModificationStateFailed {
+			t.Fatalf("modification failed: %v", aws.ToString(m.StatusMessage))
 		}
-	}
+		return m.ModificationState == types.VolumeModificationStateOptimizing || m.ModificationState == types.VolumeModificationStateCompleted,
+			fmt.Errorf("state %s", m.ModificationState)
+	})
 }
 
 // TestRealRestart: an attached volume survives a restart of the cloud (same loop

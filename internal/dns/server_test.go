@@ -72,23 +72,10 @@ func newTestServer(t *testing.T, objs ...runtime.Object) (*testServer, *Server, 
 	return ts, srv, udp, tcp
 }
 
-// serve runs srv until the test ends, when Serve must return nil.
+// serve runs srv until the test ends.
 func serve(t *testing.T, srv *Server, udp net.PacketConn, tcp net.Listener) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, udp, tcp) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("serve did not return after its context ended")
-		}
-	})
+	testutil.Start(t, "the DNS server", 0, func(ctx context.Context) error { return srv.Serve(ctx, udp, tcp) }, (func() bool)(nil))
 }
 
 // startServer serves objs and waits until the informers watch.

@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 // identity is a driver whose Probe answers what probe says.
@@ -43,24 +45,7 @@ func serve(t *testing.T, probe func() (*csi.ProbeResponse, error)) string {
 	}
 	t.Cleanup(func() { conn.Close() })
 	p := New(Config{Addr: "127.0.0.1:0"}, conn)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Error(err)
-			}
-		default: // ended already, reported above
-		}
-	})
-	select {
-	case <-p.Ready():
-	case err := <-done:
-		t.Fatalf("livenessprobe ended before it listened: %v", err)
-	}
+	testutil.Start(t, "the livenessprobe", testutil.DefaultTimeout, p.Run, testutil.Closed(p.Ready()))
 	return "http://" + p.Addr() + "/healthz"
 }
 

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/containernetworking/plugins/pkg/ns"
-	"github.com/containernetworking/plugins/pkg/testutils"
 	"github.com/vishvananda/netlink"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -169,17 +168,9 @@ func TestNoAdvertiseAddress(t *testing.T) {
 // TestListenerInAnotherNetworkNamespace is how the cluster uses it: a socket opened in
 // the cluster network's namespace, handed to the running server, reached there by pods.
 func TestListenerInAnotherNetworkNamespace(t *testing.T) {
-	testutil.RequireRoot(t)
-	netns, err := testutils.NewNS()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		netns.Close()
-		_ = testutils.UnmountNS(netns)
-	})
+	netns := testutil.NetNS(t)
 	var l net.Listener
-	err = netns.Do(func(ns.NetNS) error {
+	err := netns.Do(func(ns.NetNS) error {
 		lo, err := netlink.LinkByName("lo")
 		if err != nil {
 			return err

@@ -106,7 +106,7 @@ func BenchmarkSyncPeerAdded(b *testing.B) {
 func BenchmarkRealNFTPeerAdded(b *testing.B) {
 	testutil.RequireRoot(b, "nft")
 	ctx := context.Background()
-	node := newTestNS(b)
+	node := testutil.NetNS(b)
 	nft, err := netns.NFTables(node.Path(), knftables.IPv4Family, testTable)
 	if err != nil {
 		b.Fatal(err)

@@ -13,9 +13,7 @@ import (
 	"time"
 
 	"github.com/containernetworking/plugins/pkg/ns"
-	"github.com/containernetworking/plugins/pkg/testutils"
 	"github.com/vishvananda/netlink"
-	vnetns "github.com/vishvananda/netns"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,30 +33,6 @@ func must(t testing.TB, what string, err error) {
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
-}
-
-func newTestNS(t testing.TB) ns.NetNS {
-	t.Helper()
-	n, err := testutils.NewNS()
-	must(t, "new netns", err)
-	t.Cleanup(func() {
-		n.Close()
-		if err := testutils.UnmountNS(n); err != nil {
-			t.Errorf("unmount netns: %v", err)
-		}
-	})
-	return n
-}
-
-func newHandle(t testing.TB, n ns.NetNS) *netlink.Handle {
-	t.Helper()
-	nsh, err := vnetns.GetFromPath(n.Path())
-	must(t, "open "+n.Path(), err)
-	defer nsh.Close()
-	h, err := netlink.NewHandleAt(nsh)
-	must(t, "netlink handle", err)
-	t.Cleanup(h.Close)
-	return h
 }
 
 func linkUp(t testing.TB, h *netlink.Handle, name string) netlink.Link {
@@ -97,8 +71,8 @@ const podPort = 8080
 func newNode(t testing.TB, names ...string) (ns.NetNS, map[string]*testPod) {
 	t.Helper()
 	testutil.RequireRoot(t, "nft")
-	node := newTestNS(t)
-	h := newHandle(t, node)
+	node := testutil.NetNS(t)
+	h := testutil.NetlinkHandle(t, node)
 	linkUp(t, h, "lo")
 	sysctl(t, node, "net.ipv4.ip_forward", "1")
 	sysctl(t, node, "net.bridge.bridge-nf-call-iptables", "1")
@@ -109,8 +83,8 @@ func newNode(t testing.TB, names ...string) (ns.NetNS, map[string]*testPod) {
 	addAddr(t, h, br, "10.244.1.1/24")
 	pods := map[string]*testPod{}
 	for i, name := range names {
-		p := &testPod{name: name, ip: fmt.Sprintf("10.244.1.%d", i+2), ns: newTestNS(t)}
-		ph := newHandle(t, p.ns)
+		p := &testPod{name: name, ip: fmt.Sprintf("10.244.1.%d", i+2), ns: testutil.NetNS(t)}
+		ph := testutil.NetlinkHandle(t, p.ns)
 		linkUp(t, ph, "lo")
 		veth := "veth" + name
 		la := netlink.NewLinkAttrs()
@@ -333,7 +307,7 @@ func TestEnforceInNamespaces(t *testing.T) {
 func TestRealNFTAcceptsRulesets(t *testing.T) {
 	testutil.RequireRoot(t, "nft")
 	ctx := context.Background()
-	nodeNS := newTestNS(t)
+	nodeNS := testutil.NetNS(t)
 	nft, err := netns.NFTables(nodeNS.Path(), knftables.IPv4Family, testTable)
 	must(t, "open table", err)
 	s := &tableSyncer{nft: nft}

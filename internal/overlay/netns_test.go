@@ -14,9 +14,7 @@ import (
 	"time"
 
 	"github.com/containernetworking/plugins/pkg/ns"
-	"github.com/containernetworking/plugins/pkg/testutils"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,36 +43,6 @@ type testNet struct {
 	vpc   ns.NetNS
 	vpcIP netip.Addr
 	nodes []*testNode
-}
-
-func newTestNS(t testing.TB) ns.NetNS {
-	t.Helper()
-	n, err := testutils.NewNS()
-	if err != nil {
-		t.Fatalf("new netns: %v", err)
-	}
-	t.Cleanup(func() {
-		n.Close()
-		if err := testutils.UnmountNS(n); err != nil {
-			t.Errorf("unmount netns: %v", err)
-		}
-	})
-	return n
-}
-
-func newHandle(t testing.TB, n ns.NetNS) *netlink.Handle {
-	t.Helper()
-	nsh, err := netns.GetFromPath(n.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nsh.Close()
-	h, err := netlink.NewHandleAt(nsh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Close)
-	return h
 }
 
 func must(t testing.TB, what string, err error) {
@@ -126,23 +94,23 @@ func sysctl(t testing.TB, n ns.NetNS, key, value string) {
 func newTestNet(t testing.TB, count int) *testNet {
 	t.Helper()
 	testutil.RequireRoot(t, "nft")
-	tn := &testNet{vpc: newTestNS(t), vpcIP: netip.MustParseAddr("172.31.0.2")}
-	vh := newHandle(t, tn.vpc)
+	tn := &testNet{vpc: testutil.NetNS(t), vpcIP: netip.MustParseAddr("172.31.0.2")}
+	vh := testutil.NetlinkHandle(t, tn.vpc)
 	linkUp(t, vh, "lo")
 	br := addBridge(t, vh, "br0")
 	addAddr(t, vh, br, "172.31.0.2/16")
 	for i := 1; i <= count; i++ {
 		n := &testNode{
 			name:    fmt.Sprintf("node-%c", 'a'+i-1),
-			netns:   newTestNS(t),
-			pod:     newTestNS(t),
+			netns:   testutil.NetNS(t),
+			pod:     testutil.NetNS(t),
 			ip:      netip.MustParseAddr(fmt.Sprintf("172.31.%d.10", i)),
 			podCIDR: netip.MustParsePrefix(fmt.Sprintf("10.244.%d.0/24", i)),
 			podIP:   netip.MustParseAddr(fmt.Sprintf("10.244.%d.2", i)),
 			vpcPort: fmt.Sprintf("vpc%d", i),
 		}
-		n.h = newHandle(t, n.netns)
-		ph := newHandle(t, n.pod)
+		n.h = testutil.NetlinkHandle(t, n.netns)
+		ph := testutil.NetlinkHandle(t, n.pod)
 		linkUp(t, n.h, "lo")
 		linkUp(t, ph, "lo")
 		sysctl(t, n.netns, "net.ipv4.ip_forward", "1")

@@ -382,7 +382,7 @@ func TestMasquerade(t *testing.T) {
 	if strings.Contains(nftTables(t, tn.vpc), TableName) {
 		t.Fatal("table in the vpc namespace")
 	}
-	vh := newHandle(t, tn.vpc)
+	vh := testutil.NetlinkHandle(t, tn.vpc)
 	if r, err := vh.RouteGet(net.ParseIP(a.podIP.String())); err == nil {
 		t.Fatalf("the vpc namespace has a route to pods (%v); the test needs none", r)
 	}

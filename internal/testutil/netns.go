@@ -5,6 +5,9 @@ import (
 
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/containernetworking/plugins/pkg/testutils"
+	"github.com/vishvananda/netlink"
+
+	"github.com/kubelab/kubelab/internal/util/netns"
 )
 
 // NetNS makes a network namespace for t, bound to a file of its own and removed when t
@@ -23,4 +26,15 @@ func NetNS(t testing.TB, tools ...string) ns.NetNS {
 		}
 	})
 	return n
+}
+
+// NetlinkHandle is a netlink handle inside n, closed when t ends.
+func NetlinkHandle(t testing.TB, n ns.NetNS) *netlink.Handle {
+	t.Helper()
+	h, err := netns.Handle(n.Path())
+	if err != nil {
+		t.Fatalf("netlink handle in %s: %v", n.Path(), err)
+	}
+	t.Cleanup(h.Close)
+	return h
 }

@@ -41,7 +41,7 @@ func BenchmarkADD(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			n := newNode(b, "10.244.40.0/24")
-			pod := newNS(b)
+			pod := testutil.NetNS(b)
 			conf := bc.conf(n)
 			bin, err := filepath.Abs(bc.bin)
 			if err != nil {

@@ -15,13 +15,14 @@ import (
 	types040 "github.com/containernetworking/cni/pkg/types/040"
 	types100 "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/kubelab/kubelab/internal/testutil"
 	"github.com/vishvananda/netlink"
 )
 
 func TestBinaryProtocolErrors(t *testing.T) {
 	n := newNode(t, "10.244.30.0/24")
 	bin := pluginBinary(t)
-	pod := newNS(t)
+	pod := testutil.NetNS(t)
 
 	out, err := execPlugin(n.ns, bin, map[string]string{"CNI_COMMAND": "VERSION"}, nil)
 	if err != nil {
@@ -88,7 +89,7 @@ func TestConflist100EndToEnd(t *testing.T) {
 	bin := pluginBinary(t)
 	cni := libcni.NewCNIConfigWithCacheDir([]string{filepath.Dir(bin)}, t.TempDir(), nil)
 	list := n.conflist("1.0.0", true)
-	pod := newNS(t)
+	pod := testutil.NetNS(t)
 	rt := &libcni.RuntimeConf{
 		ContainerID: "0123456789abcdef0123456789abcdef", NetNS: pod.Path(), IfName: "eth0",
 		CapabilityArgs: map[string]any{"portMappings": []map[string]any{{"hostPort": 8443, "containerPort": 443, "protocol": "tcp"}}},
@@ -150,7 +151,7 @@ func TestConflist110StatusAndGC(t *testing.T) {
 			return fmt.Errorf("STATUS: %w", err)
 		}
 		for _, id := range []string{"keep", "gone"} {
-			rt := &libcni.RuntimeConf{ContainerID: id, NetNS: newNS(t).Path(), IfName: "eth0"}
+			rt := &libcni.RuntimeConf{ContainerID: id, NetNS: testutil.NetNS(t).Path(), IfName: "eth0"}
 			if _, err := cni.AddNetworkList(ctx, list, rt); err != nil {
 				return fmt.Errorf("ADD %s: %w", id, err)
 			}
@@ -176,7 +177,7 @@ func TestOldVersionResult(t *testing.T) {
 	n := newNode(t, "10.244.33.0/24")
 	n.version = "0.3.1"
 	bin := pluginBinary(t)
-	pod := newNS(t)
+	pod := testutil.NetNS(t)
 	out, err := execPlugin(n.ns, bin, cniEnv("ADD", "c1", pod), n.conf(nil))
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +207,7 @@ func TestNodeNetNSFromOutside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod := newNS(t)
+	pod := testutil.NetNS(t)
 	rt := &libcni.RuntimeConf{ContainerID: "fedcba9876543210fedcba9876543210", NetNS: pod.Path(), IfName: "eth0"}
 	ctx := context.Background()
 	if _, err := cni.AddNetworkList(ctx, list, rt); err != nil {

@@ -20,7 +20,6 @@ import (
 	types100 "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/version"
 	"github.com/containernetworking/plugins/pkg/ns"
-	"github.com/containernetworking/plugins/pkg/testutils"
 	"github.com/vishvananda/netlink"
 
 	"github.com/kubelab/kubelab/internal/testutil"
@@ -43,20 +42,6 @@ func testLogger(tb testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{tb}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-// newNS makes a network namespace removed when the test ends.
-func newNS(tb testing.TB) ns.NetNS {
-	tb.Helper()
-	n, err := testutils.NewNS()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		_ = n.Close()
-		_ = testutils.UnmountNS(n)
-	})
-	return n
-}
-
 // node is a test's "node": a namespace the plugin runs in, with its data dir.
 type node struct {
 	tb      testing.TB
@@ -70,7 +55,7 @@ type node struct {
 func newNode(tb testing.TB, subnet string) *node {
 	tb.Helper()
 	testutil.RequireRoot(tb, "nft")
-	return &node{tb: tb, ns: newNS(tb), subnet: subnet, dataDir: filepath.Join(tb.TempDir(), "ipam"), bridge: "cni0", version: "1.0.0"}
+	return &node{tb: tb, ns: testutil.NetNS(tb), subnet: subnet, dataDir: filepath.Join(tb.TempDir(), "ipam"), bridge: "cni0", version: "1.0.0"}
 }
 
 // conf is the node's network configuration with extra fields set.

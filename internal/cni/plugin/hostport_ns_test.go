@@ -10,6 +10,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/kubelab/kubelab/internal/testutil"
 	"github.com/vishvananda/netlink"
 	"sigs.k8s.io/knftables"
 )
@@ -87,7 +88,7 @@ func TestHostPortDNAT(t *testing.T) {
 		"capabilities":  map[string]bool{"portMappings": true},
 		"runtimeConfig": map[string]any{"portMappings": []map[string]any{{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}}},
 	})
-	pod1, pod2 := newNS(t), newNS(t)
+	pod1, pod2 := testutil.NetNS(t), testutil.NetNS(t)
 	r1, err := n.add("c1", pod1, withPorts)
 	if err != nil {
 		t.Fatalf("ADD with hostPort: %v", err)
@@ -115,7 +116,7 @@ func TestHostPortDNAT(t *testing.T) {
 	}
 
 	// Another pod asking for the same hostPort is refused and leaves nothing.
-	pod3 := newNS(t)
+	pod3 := testutil.NetNS(t)
 	_, err = n.add("c3", pod3, withPorts)
 	wantCode(t, err, CodeHostPort, "hostPort 8080/tcp already used by another pod on this node")
 	if l := linkIn(t, n.ns, HostVethName("c3", "eth0")); l != nil {
@@ -160,10 +161,10 @@ func TestHostPortsGC(t *testing.T) {
 	withPorts := func(port int) []byte {
 		return n.conf(map[string]any{"runtimeConfig": map[string]any{"portMappings": []map[string]any{{"hostPort": port, "containerPort": 80}}}})
 	}
-	if _, err := n.add("keep", newNS(t), withPorts(8081)); err != nil {
+	if _, err := n.add("keep", testutil.NetNS(t), withPorts(8081)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.add("stale", newNS(t), withPorts(8082)); err != nil {
+	if _, err := n.add("stale", testutil.NetNS(t), withPorts(8082)); err != nil {
 		t.Fatal(err)
 	}
 	conf := n.conf(map[string]any{"cni.dev/valid-attachments": []map[string]string{{"containerID": "keep", "ifname": "eth0"}}})

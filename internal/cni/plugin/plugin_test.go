@@ -17,11 +17,12 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/kubelab/kubelab/internal/cni/ipam"
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 func TestAddConnectsPods(t *testing.T) {
 	n := newNode(t, "10.244.1.0/24")
-	pod1, pod2 := newNS(t), newNS(t)
+	pod1, pod2 := testutil.NetNS(t), testutil.NetNS(t)
 	r1 := n.mustAdd("c1", pod1)
 	r2 := n.mustAdd("c2", pod2)
 	subnet := netip.MustParsePrefix("10.244.1.0/24")
@@ -103,7 +104,7 @@ func TestAddConnectsPods(t *testing.T) {
 
 func TestAddIsRejectedWhenIfaceExists(t *testing.T) {
 	n := newNode(t, "10.244.2.0/24")
-	pod := newNS(t)
+	pod := testutil.NetNS(t)
 	n.mustAdd("c1", pod)
 	_, err := n.add("c2", pod, n.conf(nil))
 	wantCode(t, err, CodeInterfaceExists, "interface eth0 already exists in "+pod.Path())
@@ -123,7 +124,7 @@ func TestAddIsRejectedWhenIfaceExists(t *testing.T) {
 
 func TestDelIsIdempotentAndLeavesNothing(t *testing.T) {
 	n := newNode(t, "10.244.3.0/24")
-	pod := newNS(t)
+	pod := testutil.NetNS(t)
 	n.mustAdd("c1", pod)
 	for i := range 2 {
 		if err := n.del("c1", pod, n.conf(nil)); err != nil {
@@ -155,7 +156,7 @@ func TestDelIsIdempotentAndLeavesNothing(t *testing.T) {
 
 func TestAddAfterCrashLeftovers(t *testing.T) {
 	n := newNode(t, "10.244.4.0/24")
-	pod := newNS(t)
+	pod := testutil.NetNS(t)
 	hostName := HostVethName("c1", "eth0")
 	// What an ADD killed halfway leaves: the bridge without its address, the address
 	// allocated, and a veth with the attachment's name (its peer here in the node).
@@ -202,7 +203,7 @@ func TestConcurrentAddsGetDistinctAddresses(t *testing.T) {
 	const pods = 20
 	podNS := make([]ns.NetNS, pods)
 	for i := range podNS {
-		podNS[i] = newNS(t)
+		podNS[i] = testutil.NetNS(t)
 	}
 	results := make([][]byte, pods)
 	errs := make([]error, pods)
@@ -257,9 +258,9 @@ func TestConcurrentAddsGetDistinctAddresses(t *testing.T) {
 func TestExhaustedRange(t *testing.T) {
 	n := newNode(t, "10.244.6.8/29")
 	for i := range 5 {
-		n.mustAdd(fmt.Sprint("c", i), newNS(t))
+		n.mustAdd(fmt.Sprint("c", i), testutil.NetNS(t))
 	}
-	pod := newNS(t)
+	pod := testutil.NetNS(t)
 	_, err := n.add("c5", pod, n.conf(nil))
 	wantCode(t, err, CodeRangeFull, "no free address in 10.244.6.8/29: all 5 in use")
 	if l := linkIn(t, n.ns, HostVethName("c5", "eth0")); l != nil {
@@ -275,7 +276,7 @@ func TestExhaustedRange(t *testing.T) {
 
 func TestRollbackOnLateFailure(t *testing.T) {
 	n := newNode(t, "10.244.7.0/24")
-	pod := newNS(t)
+	pod := testutil.NetNS(t)
 	// The pod's namespace already routes by default elsewhere: the default route cannot
 	// be added, the last step of configuring the pod.
 	err := pod.Do(func(ns.NetNS) error {
@@ -309,7 +310,7 @@ func TestRollbackOnLateFailure(t *testing.T) {
 
 func TestCheckFailsWhenAddressRemoved(t *testing.T) {
 	n := newNode(t, "10.244.8.0/24")
-	pod := newNS(t)
+	pod := testutil.NetNS(t)
 	r := n.mustAdd("c1", pod)
 	prev, err := r.GetAsVersion("1.0.0")
 	if err != nil {
@@ -338,7 +339,7 @@ func TestCheckFailsWhenAddressRemoved(t *testing.T) {
 func TestGCReleasesStaleAllocations(t *testing.T) {
 	n := newNode(t, "10.244.9.0/24")
 	n.version = "1.1.0"
-	pods := map[string]ns.NetNS{"a": newNS(t), "b": newNS(t), "c": newNS(t)}
+	pods := map[string]ns.NetNS{"a": testutil.NetNS(t), "b": testutil.NetNS(t), "c": testutil.NetNS(t)}
 	for id, pod := range pods {
 		n.mustAdd(id, pod)
 	}

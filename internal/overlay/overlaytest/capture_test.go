@@ -8,34 +8,15 @@ import (
 	"time"
 
 	"github.com/containernetworking/plugins/pkg/ns"
-	"github.com/containernetworking/plugins/pkg/testutils"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 
 	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 func newNS(t *testing.T) (ns.NetNS, *netlink.Handle) {
 	t.Helper()
-	n, err := testutils.NewNS()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		n.Close()
-		testutils.UnmountNS(n)
-	})
-	nsh, err := netns.GetFromPath(n.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nsh.Close()
-	h, err := netlink.NewHandleAt(nsh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Close)
-	return n, h
+	n := testutil.NetNS(t)
+	return n, testutil.NetlinkHandle(t, n)
 }
 
 func TestCapture(t *testing.T) {

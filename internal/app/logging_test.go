@@ -66,3 +66,15 @@ func TestLogFormatRejectsUnknown(t *testing.T) {
 		t.Fatalf("err %v, want one naming --log-format", err)
 	}
 }
+
+func TestRepeatedKey(t *testing.T) {
+	for line, want := range map[string]string{
+		`I1128 09:45:22.123456   12345 attacher.go:88] "attached" component="csi-attacher" volume="vol-1"`:                    "",
+		`I1128 09:45:22.123456   12345 attacher.go:88] "a=b c=d" component="csi-attacher" msg="x component=y"`:                "",
+		`I1128 09:45:22.123456   12345 attacher.go:88] "attached" component="csi-attacher" component="csi-attacher" node="n"`: "component",
+	} {
+		if got := repeatedKey(line); got != want {
+			t.Errorf("repeatedKey(%q) = %q, want %q", line, got, want)
+		}
+	}
+}

@@ -18,7 +18,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"sort"
@@ -30,14 +29,13 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/kubelab/kubelab/internal/containerd"
 	"github.com/kubelab/kubelab/internal/kubelet"
 	"github.com/kubelab/kubelab/internal/testutil"
 )
@@ -147,9 +145,10 @@ type testContainerd struct {
 	is  runtimeapi.ImageServiceClient
 }
 
-// startContainerd runs containerd with its root, state and sockets in a fresh directory
-// and an empty CNI config dir (so only host-network pods run). Cleanup removes every
-// sandbox through CRI, stops containerd and removes what is left in its directory.
+// startContainerd runs a node's containerd as kubelab runs it (internal/containerd's
+// config), with its directory fresh, its registry the test's (the host of sandboxImage)
+// and its CNI config dir empty, so only host-network pods run. When the test ends it
+// removes its pods and stops, and what is left in its directory is removed.
 func startContainerd(t *testing.T, sandboxImage string) *testContainerd {
 	t.Helper()
 	dir, err := os.MkdirTemp("/tmp", "kr")
@@ -157,105 +156,18 @@ func startContainerd(t *testing.T, sandboxImage string) *testContainerd {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { removeDir(t, dir) })
-	for _, d := range []string{"root", "state", "cni", "opt", "tmp"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o711); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sock := filepath.Join(dir, "c.sock")
-	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
-	const cri = `plugins."io.containerd.grpc.v1.cri"`
-	config := strings.Join([]string{
-		"version = 2",
-		"root = " + q(filepath.Join(dir, "root")),
-		"state = " + q(filepath.Join(dir, "state")),
-		"temp = " + q(filepath.Join(dir, "tmp")),
-		`disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]`,
-		"[grpc]", "  address = " + q(sock),
-		"[debug]", `  address = ""`,
-		"[metrics]", `  address = ""`,
-		`[plugins."io.containerd.internal.v1.opt"]`, "  path = " + q(filepath.Join(dir, "opt")),
-		"[" + cri + "]",
-		"  sandbox_image = " + q(sandboxImage),
-		`  stream_server_address = "127.0.0.1"`, `  stream_server_port = "0"`,
-		"  enable_selinux = false", "  disable_apparmor = true", "  restrict_oom_score_adj = true",
-		"  tolerate_missing_hugetlb_controller = true",
-		"  [" + cri + ".containerd]", `    snapshotter = "overlayfs"`, `    default_runtime_name = "runc"`,
-		"    [" + cri + ".containerd.runtimes.runc]", `      runtime_type = "io.containerd.runc.v2"`,
-		"      [" + cri + ".containerd.runtimes.runc.options]", "        SystemdCgroup = false",
-		"        Root = " + q(filepath.Join(dir, "state", "runc")),
-		"  [" + cri + ".cni]", `    bin_dir = "/usr/lib/cni"`, "    conf_dir = " + q(filepath.Join(dir, "cni")),
-		"",
-	}, "\n")
-	cfgPath := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logFile, err := os.Create(filepath.Join(dir, "containerd.log"))
+	c, err := containerd.New(containerd.Config{Name: filepath.Base(dir), Dir: dir, SandboxImage: sandboxImage,
+		RegistryAddr: strings.SplitN(sandboxImage, "/", 2)[0], Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("containerd", "--config", cfgPath)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); logFile.Close(); close(exited) }()
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	testutil.Start(t, "containerd", time.Minute, c.Run, testutil.Closed(c.Ready()))
+	cl, err := containerd.Dial(c.Endpoint())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &testContainerd{dir: dir, rs: runtimeapi.NewRuntimeServiceClient(conn), is: runtimeapi.NewImageServiceClient(conn)}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if sbs, err := c.rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{}); err == nil {
-			for _, s := range sbs.GetItems() {
-				_, _ = c.rs.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.GetId()})
-				if _, err := c.rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.GetId()}); err != nil {
-					t.Logf("cleanup: remove sandbox %s: %v", s.GetId(), err)
-				}
-			}
-		}
-		conn.Close()
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			if b, err := os.ReadFile(filepath.Join(dir, "containerd.log")); err == nil {
-				lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-				t.Logf("containerd log (last lines):\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
-			}
-		}
-	})
-	testutil.EventuallyWithin(t, 30*time.Second, "containerd ready", func() (bool, error) {
-		select {
-		case <-exited:
-			b, _ := os.ReadFile(filepath.Join(dir, "containerd.log"))
-			t.Fatalf("containerd exited:\n%s", b)
-		default:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		st, err := c.rs.Status(ctx, &runtimeapi.StatusRequest{})
-		return err == nil && conditionTrue(st, runtimeapi.RuntimeReady), err
-	})
-	return c
-}
-
-func conditionTrue(st *runtimeapi.StatusResponse, typ string) bool {
-	for _, c := range st.GetStatus().GetConditions() {
-		if c.GetType() == typ {
-			return c.GetStatus()
-		}
-	}
-	return false
+	t.Cleanup(func() { cl.Close() })
+	return &testContainerd{dir: dir, rs: cl.Runtime, is: cl.Image}
 }
 
 // removeDir unmounts whatever is still mounted under dir (deepest first) and removes it.

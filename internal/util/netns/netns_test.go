@@ -1,4 +1,4 @@
-package netns
+package netns_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/kubelab/kubelab/internal/testutil"
+	"github.com/kubelab/kubelab/internal/util/netns"
 )
 
 // threadNS names the network namespace of the calling thread (net:[inode]).
@@ -29,7 +30,7 @@ func TestDo(t *testing.T) {
 		t.Fatalf("the test namespace is the host's (%s)", host)
 	}
 	var inside, child string
-	err := Do(n.Path(), func() (err error) {
+	err := netns.Do(n.Path(), func() (err error) {
 		if inside, err = threadNS(); err != nil {
 			return err
 		}
@@ -50,10 +51,10 @@ func TestDo(t *testing.T) {
 		t.Errorf("the process' namespace is %s after Do, want %s", got, host)
 	}
 	var here string
-	if err := Do("", func() (err error) { here, err = threadNS(); return err }); err != nil || here == want {
-		t.Errorf(`Do("") ran in %s (%v), want the caller's namespace`, here, err)
+	if err := netns.Do("", func() (err error) { here, err = threadNS(); return err }); err != nil || here == want {
+		t.Errorf(`netns.Do("") ran in %s (%v), want the caller's namespace`, here, err)
 	}
-	if err := Do(n.Path()+"-missing", func() error { return nil }); err == nil {
+	if err := netns.Do(n.Path()+"-missing", func() error { return nil }); err == nil {
 		t.Error("Do in a missing namespace succeeded")
 	}
 }
@@ -70,7 +71,7 @@ func readNS(t *testing.T) string {
 
 func TestHandle(t *testing.T) {
 	n := testutil.NetNS(t)
-	h, err := Handle(n.Path())
+	h, err := netns.Handle(n.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestNFTables(t *testing.T) {
 	n := testutil.NetNS(t, "nft")
 	ctx := context.Background()
 	const table = "kubelab-netns-test"
-	nft, err := NFTables(n.Path(), knftables.IPv4Family, table)
+	nft, err := netns.NFTables(n.Path(), knftables.IPv4Family, table)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestNFTables(t *testing.T) {
 	}
 	// The table is in the namespace only: nft run there sees it, the host's does not.
 	var out []byte
-	if err := Do(n.Path(), func() (err error) {
+	if err := netns.Do(n.Path(), func() (err error) {
 		out, err = exec.Command("nft", "list", "tables").Output()
 		return err
 	}); err != nil || !strings.Contains(string(out), table) {

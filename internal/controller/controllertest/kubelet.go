@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubelab/kubelab/internal/util/worker"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,7 +42,7 @@ func RunKubelet(t testing.TB, client kubernetes.Interface, ns string, k *Kubelet
 	ctx, cancel := context.WithCancel(context.Background())
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
 	inf := factory.Core().V1().Pods().Informer()
-	q := workqueue.NewTypedDelayingQueue[string]()
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o interface{}) { key, _ := cache.MetaNamespaceKeyFunc(o); q.Add(key) },
 		UpdateFunc: func(_, o interface{}) { key, _ := cache.MetaNamespaceKeyFunc(o); q.Add(key) },
@@ -50,19 +51,16 @@ func RunKubelet(t testing.TB, client kubernetes.Interface, ns string, k *Kubelet
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for {
-			key, quit := q.Get()
-			if quit {
-				return
-			}
+		worker.Work(ctx, q, func(ctx context.Context, key string) error {
 			obj, exists, _ := inf.GetStore().GetByKey(key)
-			if exists {
-				if again := k.handle(ctx, client, obj.(*corev1.Pod)); again > 0 {
-					q.AddAfter(key, again)
-				}
+			if !exists {
+				return nil
 			}
-			q.Done(key)
-		}
+			if again := k.handle(ctx, client, obj.(*corev1.Pod)); again > 0 {
+				return worker.RequeueAfter(again)
+			}
+			return nil
+		}, func(context.Context, string, error) {})
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -1169,6 +1169,8 @@ func corpusKinds() []corpusKind {
 			{"role-ref-no-name", without("roleRef.name"), nil},
 			{"role-ref-kind-bad", setTo("roleRef.kind", "Group"), nil},
 			{"role-ref-api-group-bad", setTo("roleRef.apiGroup", "rbac"), nil},
+			{"role-ref-no-api-group", without("roleRef.apiGroup"), nil},
+			{"role-ref-api-group-empty", setTo("roleRef.apiGroup", ""), nil},
 			{"role-ref-cluster-role", setTo("roleRef", cm{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"}), nil},
 			{"subject-kind-bad", setTo("subjects.0.kind", "Robot"), nil},
 			{"subject-user-no-api-group", without("subjects.0.apiGroup"), nil},
@@ -1185,6 +1187,7 @@ func corpusKinds() []corpusKind {
 		cases: []corpusCase{
 			{"role-ref-kind-role", setTo("roleRef.kind", "Role"), nil},
 			{"role-ref-no-name", without("roleRef.name"), nil},
+			{"role-ref-no-api-group", without("roleRef.apiGroup"), nil},
 			{"subject-service-account-no-namespace", setTo("subjects", cl{cm{"kind": "ServiceAccount", "name": "default"}}), nil},
 			{"subject-service-account", setTo("subjects", cl{cm{"kind": "ServiceAccount", "name": "default", "namespace": corpusNamespace}}), nil},
 			{"subject-group", setTo("subjects", cl{cm{"kind": "Group", "name": "system:authenticated", "apiGroup": "rbac.authorization.k8s.io"}}), nil},

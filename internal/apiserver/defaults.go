@@ -94,9 +94,15 @@ func addDefaults(s *runtime.Scheme) {
 		}
 		normalizeDataSources(&pvc.Spec)
 	})
-	s.AddTypeDefaultingFunc(&rbacv1.RoleBinding{}, func(o interface{}) { defaultSubjects(o.(*rbacv1.RoleBinding).Subjects) })
+	s.AddTypeDefaultingFunc(&rbacv1.RoleBinding{}, func(o interface{}) {
+		b := o.(*rbacv1.RoleBinding)
+		defaultRoleRef(&b.RoleRef)
+		defaultSubjects(b.Subjects)
+	})
 	s.AddTypeDefaultingFunc(&rbacv1.ClusterRoleBinding{}, func(o interface{}) {
-		defaultSubjects(o.(*rbacv1.ClusterRoleBinding).Subjects)
+		b := o.(*rbacv1.ClusterRoleBinding)
+		defaultRoleRef(&b.RoleRef)
+		defaultSubjects(b.Subjects)
 	})
 	s.AddTypeDefaultingFunc(&networkingv1.IngressClass{}, func(o interface{}) {
 		if p := o.(*networkingv1.IngressClass).Spec.Parameters; p != nil && p.Scope == nil {
@@ -310,6 +316,14 @@ func normalizeDataSources(spec *corev1.PersistentVolumeClaimSpec) {
 		spec.DataSource = &corev1.TypedLocalObjectReference{
 			APIGroup: spec.DataSourceRef.APIGroup, Kind: spec.DataSourceRef.Kind, Name: spec.DataSourceRef.Name,
 		}
+	}
+}
+
+// defaultRoleRef fills an empty roleRef.apiGroup: a binding refers to a Role or
+// ClusterRole of rbac.authorization.k8s.io.
+func defaultRoleRef(ref *rbacv1.RoleRef) {
+	if ref.APIGroup == "" {
+		ref.APIGroup = rbacv1.GroupName
 	}
 }
 

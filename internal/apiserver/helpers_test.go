@@ -22,5 +22,5 @@ func startNamespaceController(t *testing.T, s *apiservertest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testutil.Start(t, "the namespace controller", 0, c.Run, (func() bool)(nil))
+	testutil.Start(t, "the namespace controller", 0, c.Run, testutil.NoWait)
 }

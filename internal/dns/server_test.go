@@ -75,7 +75,7 @@ func newTestServer(t *testing.T, objs ...runtime.Object) (*testServer, *Server, 
 // serve runs srv until the test ends.
 func serve(t *testing.T, srv *Server, udp net.PacketConn, tcp net.Listener) {
 	t.Helper()
-	testutil.Start(t, "the DNS server", 0, func(ctx context.Context) error { return srv.Serve(ctx, udp, tcp) }, (func() bool)(nil))
+	testutil.Start(t, "the DNS server", 0, func(ctx context.Context) error { return srv.Serve(ctx, udp, tcp) }, testutil.NoWait)
 }
 
 // startServer serves objs and waits until the informers watch.

@@ -485,7 +485,7 @@ func TestKubeletProbesDriveStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	startInformers(t, factory)
-	testutil.Start(t, "the kubelet", 0, k.Run, (func() bool)(nil))
+	testutil.Start(t, "the kubelet", 0, k.Run, testutil.NoWait)
 
 	pod := testPod("probed", "probed-a")
 	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5)

@@ -64,7 +64,7 @@ func runProxier(t *testing.T, cfg Config, objects ...any) (*Proxier, *fake.Clien
 	if err != nil {
 		t.Fatal(err)
 	}
-	testutil.Start(t, "the proxier", 0, p.Run, (func() bool)(nil))
+	testutil.Start(t, "the proxier", 0, p.Run, testutil.NoWait)
 	return p, client, nft
 }
 

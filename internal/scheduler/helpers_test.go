@@ -45,7 +45,7 @@ func startScheduler(t *testing.T, client kubernetes.Interface, cfg Config) *test
 	stop := make(chan struct{})
 	factory.Start(stop)
 	t.Cleanup(func() { close(stop); factory.Shutdown() }) // after the scheduler stopped
-	testutil.Start(t, "the scheduler", 0, s.Run, (func() bool)(nil))
+	testutil.Start(t, "the scheduler", 0, s.Run, testutil.NoWait)
 	return &testCluster{t: t, client: client, ctx: context.Background(), sched: s}
 }
 

@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+// NoWait is the ready condition of a component whose readiness Start does not wait for:
+// the test waits for what the component does instead.
+var NoWait func() bool
+
 // Start runs run(ctx) in a goroutine until the test ends, then cancels ctx and waits for
 // run to return, failing t if it returned an error other than the cancellation. If run
 // returns while the test still runs, the error is reported when the test ends. ready,

@@ -94,3 +94,20 @@ func TestStartWaitsUntilReadyAndStopsAtCleanup(t *testing.T) {
 		t.Fatal("the component still runs after its test ended")
 	}
 }
+
+func TestStartWithNoWaitReturnsAtOnce(t *testing.T) {
+	release := make(chan struct{})
+	var stopped atomic.Bool
+	t.Run("run", func(t *testing.T) {
+		Start(t, "component", time.Second, func(ctx context.Context) error {
+			<-release // not ready until released: Start must not wait for it
+			<-ctx.Done()
+			stopped.Store(true)
+			return nil
+		}, NoWait)
+		close(release)
+	})
+	if !stopped.Load() {
+		t.Fatal("the component still runs after its test ended")
+	}
+}

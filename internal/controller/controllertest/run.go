@@ -28,5 +28,5 @@ func RunController(t testing.TB, client kubernetes.Interface, build func(informe
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop); factory.Shutdown() }) // after the controller stopped
 	factory.Start(stop)
-	testutil.Start(t, "controller", 0, c.Run, (func() bool)(nil))
+	testutil.Start(t, "controller", 0, c.Run, testutil.NoWait)
 }

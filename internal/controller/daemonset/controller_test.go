@@ -62,7 +62,7 @@ func TestDaemonSetOnePodPerEligibleNode(t *testing.T) {
 	}
 	factory.Start(ctx.Done())
 	t.Cleanup(func() { cancel(); factory.Shutdown() })
-	testutil.Start(t, "the daemonset controller", 0, ctrl.Run, (func() bool)(nil))
+	testutil.Start(t, "the daemonset controller", 0, ctrl.Run, testutil.NoWait)
 
 	l := map[string]string{"app": "agent"}
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent"}, Spec: appsv1.DaemonSetSpec{

@@ -106,7 +106,7 @@ func TestServiceEndpointSlicesAndEndpoints(t *testing.T) {
 	}
 	factory.Start(ctx.Done())
 	t.Cleanup(func() { cancel(); factory.Shutdown() })
-	testutil.Start(t, "the endpointslice controller", 0, ctrl.Run, (func() bool)(nil))
+	testutil.Start(t, "the endpointslice controller", 0, ctrl.Run, testutil.NoWait)
 
 	svc, err := c.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{"team": "x"}},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"},

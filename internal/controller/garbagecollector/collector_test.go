@@ -36,7 +36,7 @@ func start(t *testing.T, ns string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testutil.Start(t, "the garbage collector", 0, gc.Run, (func() bool)(nil))
+	testutil.Start(t, "the garbage collector", 0, gc.Run, testutil.NoWait)
 	if _, err := s.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

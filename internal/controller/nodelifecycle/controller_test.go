@@ -86,7 +86,7 @@ func TestLeaseLapseTaintsAndEvicts(t *testing.T) {
 	}
 	factory.Start(ctx.Done())
 	t.Cleanup(func() { cancel(); <-renewDone; factory.Shutdown() })
-	testutil.Start(t, "the node lifecycle controller", 0, ctrl.Run, (func() bool)(nil))
+	testutil.Start(t, "the node lifecycle controller", 0, ctrl.Run, testutil.NoWait)
 
 	getNode := func() *corev1.Node {
 		n, err := c.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})

@@ -50,7 +50,7 @@ func TestCordonTaintsNode(t *testing.T) {
 	}
 	factory.Start(ctx.Done())
 	t.Cleanup(func() { cancel(); factory.Shutdown() })
-	testutil.Start(t, "the node lifecycle controller", 0, ctrl.Run, (func() bool)(nil))
+	testutil.Start(t, "the node lifecycle controller", 0, ctrl.Run, testutil.NoWait)
 
 	testutil.Eventually(t, "RegisteredNode event", func() bool {
 		return nodeEvent(ctx, c, "n1", "RegisteredNode") == "Node n1 event: Registered Node n1 in Controller"

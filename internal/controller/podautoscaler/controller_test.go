@@ -540,7 +540,7 @@ func TestRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	f.factory.Start(ctx.Done())
 	t.Cleanup(func() { cancel(); f.factory.Shutdown() })
-	testutil.Start(t, "the autoscaler controller", 0, f.c.Run, (func() bool)(nil))
+	testutil.Start(t, "the autoscaler controller", 0, f.c.Run, testutil.NoWait)
 	h := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
 			MaxReplicas: 10, Metrics: []autoscalingv2.MetricSpec{cpuUtilization(50)}}}

@@ -44,7 +44,7 @@ func TestOrderedStartWithClaims(t *testing.T) {
 	}
 	factory.Start(ctx.Done())
 	t.Cleanup(func() { cancel(); factory.Shutdown() })
-	testutil.Start(t, "the statefulset controller", 0, ctrl.Run, (func() bool)(nil))
+	testutil.Start(t, "the statefulset controller", 0, ctrl.Run, testutil.NoWait)
 
 	l := map[string]string{"app": "nginx"}
 	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.StatefulSetSpec{

@@ -77,4 +77,28 @@ func TestImageImportCommand(t *testing.T) {
 	if out != "imported example.com/app:1\n" {
 		t.Errorf("output %q, want the imported reference", out)
 	}
+
+	// `image build` and `image tag` go to the same registry.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"image", "build", "example.com/tools:1", "--busybox", "--cmd", "sh", "--expose", "80", "--label", "a=b"}, "built example.com/tools:1\n"},
+		{[]string{"image", "tag", "example.com/app:1", "example.com/app:2"}, "tagged example.com/app:2\n"},
+	} {
+		var out, errOut bytes.Buffer
+		if err := Run(context.Background(), append(c.args, "--data-dir", live), &out, &errOut); err != nil || out.String() != c.want {
+			t.Errorf("%q = %q, %v; want %q", c.args, out.String(), err, c.want)
+		}
+	}
+	for _, args := range [][]string{
+		{"image", "build", "example.com/tools:1", "--file", "relative/path"},
+		{"image", "build", "example.com/tools:1", "--busybox", "--label", "novalue"},
+		{"image", "tag", "example.com/absent:1", "example.com/app:3"},
+	} {
+		var out, errOut bytes.Buffer
+		if err := Run(context.Background(), append(args, "--data-dir", live), &out, &errOut); err == nil {
+			t.Errorf("%q succeeded, want an error", args)
+		}
+	}
 }

@@ -43,7 +43,10 @@
 // Import (`kubelab image import FILE`) reads a `docker save` tarball or an OCI image
 // layout tarball, pushes its images to the running registry and records them in the OCI
 // image layout Dir/layout. The registry keeps manifests in memory only, so Run pushes
-// the layout's images again at each start.
+// the layout's images again at each start. BuildHost (`kubelab image build`) makes an
+// image of this machine's files (executables with their shared libraries, directories,
+// busybox's applets) and Tag (`kubelab image tag`) serves an image under more names;
+// both record what they push in the same layout.
 //
 // # Contract
 //

@@ -60,6 +60,17 @@ func Import(ctx context.Context, registryAddr, layoutDir, file string) ([]string
 		return nil, err
 	}
 	defer cleanup()
+	refs, err := store(ctx, registryAddr, layoutDir, images)
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", file, err)
+	}
+	return refs, nil
+}
+
+// store pushes images to the registry at registryAddr and records them in the OCI image
+// layout layoutDir. On error the layout's index is unchanged and the blobs this call
+// added to it are removed.
+func store(ctx context.Context, registryAddr, layoutDir string, images []namedImage) ([]string, error) {
 	if err := ping(ctx, registryAddr); err != nil {
 		return nil, err
 	}
@@ -83,7 +94,7 @@ func Import(ctx context.Context, registryAddr, layoutDir, file string) ([]string
 	for _, ni := range images {
 		desc, err := w.writeImage(ni.img)
 		if err != nil {
-			return fail(fmt.Errorf("import %s from %s: %w", ni.ref, file, err))
+			return fail(fmt.Errorf("%s: %w", ni.ref, err))
 		}
 		desc.Annotations = map[string]string{annotationRefName: ni.ref}
 		descs = append(descs, *desc)
@@ -91,12 +102,12 @@ func Import(ctx context.Context, registryAddr, layoutDir, file string) ([]string
 	var refs []string
 	for _, ni := range images {
 		if err := push(ctx, registryAddr, ni.ref, ni.img); err != nil {
-			return fail(fmt.Errorf("import %s from %s: %w", ni.ref, file, err))
+			return fail(fmt.Errorf("%s: %w", ni.ref, err))
 		}
 		refs = append(refs, ni.ref)
 	}
 	if err := updateIndex(layoutDir, descs); err != nil {
-		return fail(fmt.Errorf("import %s: %w", file, err))
+		return fail(err)
 	}
 	return refs, nil
 }

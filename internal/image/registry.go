@@ -39,6 +39,9 @@ func AddrFile(dir string) string { return filepath.Join(dir, addrFileName) }
 // pushes from.
 func LayoutDir(dir string) string { return filepath.Join(dir, layoutDirName) }
 
+// CacheDir is where the registry in dir keeps built layers' digests.
+func CacheDir(dir string) string { return filepath.Join(dir, cacheDirName) }
+
 // RecordedAddr is the address (host:port) a registry with this Dir last served on.
 func RecordedAddr(dir string) (string, error) {
 	b, err := os.ReadFile(AddrFile(dir))
@@ -152,7 +155,7 @@ func (r *Registry) Run(ctx context.Context) error {
 	}()
 	layoutDir := LayoutDir(r.cfg.Dir)
 	blobDir := filepath.Join(layoutDir, "blobs")
-	cacheDir := filepath.Join(r.cfg.Dir, cacheDirName)
+	cacheDir := CacheDir(r.cfg.Dir)
 	for _, d := range []string{r.cfg.Dir, filepath.Join(blobDir, "sha256"), cacheDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("image registry: %w", err)

@@ -84,9 +84,11 @@ func (h *HostImage) layer() (*layerSpec, error) {
 			dest = f.Src
 		}
 		if fi.IsDir() {
-			if err := addTreeAt(spec, f.Src, dest); err != nil {
+			found, err := addTreeAt(spec, f.Src, dest)
+			if err != nil {
 				return nil, err
 			}
+			elfs = append(elfs, found...)
 			continue
 		}
 		if err := spec.hostFile(spec.resolve(dest), f.Src); err != nil {
@@ -128,9 +130,10 @@ func (h *HostImage) layer() (*layerSpec, error) {
 	return spec, spec.check()
 }
 
-// addTreeAt adds the host directory src and what it holds at dest.
-func addTreeAt(spec *layerSpec, src, dest string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+// addTreeAt adds the host directory src and what it holds at dest (which may be the
+// root). It returns the dynamically linked ELF files among them.
+func addTreeAt(spec *layerSpec, src, dest string) (elfs []string, err error) {
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -139,6 +142,9 @@ func addTreeAt(spec *layerSpec, src, dest string) error {
 			return err
 		}
 		at := spec.resolve(filepath.Join(dest, rel))
+		if at == "" { // the image's root itself
+			return nil
+		}
 		fi, err := d.Info()
 		if err != nil {
 			return err
@@ -153,12 +159,16 @@ func addTreeAt(spec *layerSpec, src, dest string) error {
 		case d.IsDir():
 			spec.dir(at, tarMode(fi.Mode()))
 		case fi.Mode().IsRegular():
+			if isDynamicELF(p) {
+				elfs = append(elfs, p)
+			}
 			return spec.hostFile(at, p)
 		default:
 			return fmt.Errorf("%s: unsupported file type %v", p, fi.Mode().Type())
 		}
 		return nil
 	})
+	return elfs, err
 }
 
 // isDynamicELF tells whether file is an ELF object with a program interpreter.

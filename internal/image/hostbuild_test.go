@@ -27,9 +27,19 @@ func TestBuildHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A tree put at the image's root; its executables bring their libraries too.
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "opt", "tree"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(env); err != nil {
+		t.Fatal(err)
+	} else if err := os.WriteFile(filepath.Join(root, "opt", "tree", "env2"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	h := HostImage{
 		Refs:    []string{"example.com/tools/env:1", "env-tool"},
-		Files:   []HostFile{{Src: env, Dest: "/opt/env"}, {Src: site, Dest: "/www"}},
+		Files:   []HostFile{{Src: site, Dest: "/www"}, {Src: root, Dest: "/"}, {Src: env, Dest: "/opt/env"}},
 		Busybox: true,
 		Config:  v1.Config{Entrypoint: []string{"/opt/env"}, Cmd: []string{"true"}, Env: []string{"GREETING=hi"}},
 	}
@@ -64,9 +74,9 @@ func TestBuildHost(t *testing.T) {
 		// The executable runs in the image's root: its loader and libraries came along.
 		root := t.TempDir()
 		extractImage(t, img, root)
-		out, err := exec.Command("chroot", root, "/opt/env", "/bin/sh", "-c", "cat /www/index.html").CombinedOutput()
+		out, err := exec.Command("chroot", root, "/opt/tree/env2", "/bin/sh", "-c", "cat /www/index.html").CombinedOutput()
 		if err != nil || string(out) != "hello\n" {
-			t.Errorf("chroot /opt/env sh -c 'cat /www/index.html' = %q, %v", out, err)
+			t.Errorf("chroot /opt/tree/env2 sh -c 'cat /www/index.html' = %q, %v", out, err)
 		}
 	}
 	check(r.Addr())

@@ -48,6 +48,11 @@
 //     of its pods' namespaces, syncs a pod again when one it references changes, and gives
 //     the runtime the containers' ConfigMap/Secret references and Service variables
 //     (serviceenv.go).
+//   - in real mode, makes its pods' emptyDir volumes (emptydir.go) once, at
+//     pods/<uid>/volumes/kubernetes.io~empty-dir/<volume>: a directory of mode 0777
+//     (whatever the umask), or for medium Memory a tmpfs sized by the volume's sizeLimit,
+//     the pod's memory limit or the node's allocatable memory, whichever is smallest; with
+//     a fsGroup the directory is the group's and setgid. Tear down unmounts and removes them.
 //   - in real mode, runs its containers' probes (prober.go, probeworker.go) when the Runtime
 //     also implements ContainerProber: a worker per pod, container and probe (startup,
 //     liveness, readiness) while the container instance runs, first at its start plus

@@ -167,6 +167,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		k.probes = newProbeManager(p, clock.RealClock{}, k.recorder, k.log, func(key string) { k.queue.Add(key) })
 	}
 	if !cfg.Hollow {
+		k.volumes.local, k.volumes.nodeMemory = true, cfg.Capacity.Memory().Value()
 		if err := k.useObjects(deps.Objects); err != nil {
 			return nil, fmt.Errorf("kubelet %s: %w", cfg.NodeName, err)
 		}

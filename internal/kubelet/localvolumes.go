@@ -15,13 +15,8 @@ import (
 // podDir is the pod's directory under the kubelet root.
 func podDir(root string, uid types.UID) string { return filepath.Join(root, "pods", string(uid)) }
 
-// emptyDirPath is where an emptyDir volume of the pod lives on the node.
-func emptyDirPath(root string, uid types.UID, volume string) string {
-	return filepath.Join(podDir(root, uid), "volumes", "kubernetes.io~empty-dir", volume)
-}
-
 // hostPaths maps the pod's volumes to the host paths its containers bind: published CSI
-// volumes at their target paths, emptyDirs (created here), hostPaths, and the configMap,
+// volumes at their target paths, emptyDirs (set up here), hostPaths, and the configMap,
 // secret, downwardAPI and projected volumes setUp wrote.
 func (m *volumeManager) hostPaths(pod *corev1.Pod) (PodVolumes, error) {
 	out := PodVolumes{}
@@ -33,9 +28,9 @@ func (m *volumeManager) hostPaths(pod *corev1.Pod) (PodVolumes, error) {
 	for _, v := range pod.Spec.Volumes {
 		switch {
 		case v.EmptyDir != nil:
-			dir := emptyDirPath(m.root, pod.UID, v.Name)
-			if err := os.MkdirAll(dir, 0o777); err != nil {
-				return nil, fmt.Errorf("emptyDir %s: %w", v.Name, err)
+			dir, err := m.setUpEmptyDir(pod, &v)
+			if err != nil {
+				return nil, err
 			}
 			out[v.Name] = dir
 		case v.HostPath != nil:

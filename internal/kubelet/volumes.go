@@ -63,6 +63,10 @@ type volumeManager struct {
 	mounter    Mounter
 	// config writes configMap, secret, downwardAPI and projected volumes (real mode only).
 	config *configVolumes
+	// local: the node is real, its pods' emptyDirs are made on the machine (and torn
+	// down); nodeMemory is its allocatable memory, the default size of Memory emptyDirs.
+	local      bool
+	nodeMemory int64
 	// requeue asks the pod workers to look at pods again.
 	requeue func(keys ...string)
 	// changed signals that the set of volumes in use changed.
@@ -259,6 +263,11 @@ func (m *volumeManager) tearDown(ctx context.Context, uid types.UID) error {
 	m.reconstruct(uid)
 	if m.config != nil {
 		if err := m.config.tearDown(uid); err != nil {
+			return err
+		}
+	}
+	if m.local {
+		if err := tearDownEmptyDirs(m.root, uid); err != nil {
 			return err
 		}
 	}

@@ -22,6 +22,7 @@ type containerInput struct {
 	restartCount uint32
 	imageRef     string
 	env          envInput
+	hosts        hostsInput
 	volumes      kubelet.PodVolumes
 	// podDir is the pod's dir under the kubelet root (termination-message files).
 	podDir     string
@@ -55,6 +56,13 @@ func containerConfig(pod *corev1.Pod, c *corev1.Container, in containerInput) (*
 	mounts, err := containerMounts(pod, c, in.volumes, values)
 	if err != nil {
 		return nil, err
+	}
+	if mountsHostsFile(pod, c, in.env.podIP) {
+		m, err := hostsMount(pod, in.podDir, in.env.podIP, in.hosts)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, m)
 	}
 	if c.TerminationMessagePath != "" {
 		file, err := terminationFile(in.podDir, c.Name)

@@ -291,7 +291,8 @@ func TestContainerdPods(t *testing.T) {
 	web.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	init := ctr("write", "echo hello from init > /data/msg")
 	init.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
-	app := ctr("read", "cat /data/msg; echo pod $(POD_NAME); exec sleep 3600")
+	web.Spec.HostAliases = []corev1.HostAlias{{IP: "123.45.67.89", Hostnames: []string{"foo", "bar"}}}
+	app := ctr("read", "cat /data/msg; echo pod $(POD_NAME); cat /etc/hosts; exec sleep 3600")
 	app.Env = []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
 	app.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data", ReadOnly: true}}
 	web.Spec.InitContainers, web.Spec.Containers = []corev1.Container{init}, []corev1.Container{app}
@@ -314,7 +315,10 @@ func TestContainerdPods(t *testing.T) {
 	logPath := filepath.Join(r.cfg.PodLogsDir, "default_web_"+string(web.UID), "read", "0.log")
 	testutil.EventuallyWithin(t, 10*time.Second, "the containers' lines in "+logPath, func() error {
 		b, _ := os.ReadFile(logPath)
-		if strings.Contains(string(b), "stdout F hello from init") && strings.Contains(string(b), "stdout F pod web") {
+		// The kubelet's hosts file of a host-network pod: the node's with the pod's hostAliases.
+		if strings.Contains(string(b), "stdout F hello from init") && strings.Contains(string(b), "stdout F pod web") &&
+			strings.Contains(string(b), "stdout F # Kubernetes-managed hosts file (host network).\n") &&
+			strings.Contains(string(b), "stdout F 123.45.67.89\tfoo\tbar\n") {
 			return nil
 		}
 		return fmt.Errorf("log = %q", b)

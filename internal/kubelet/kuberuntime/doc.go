@@ -22,7 +22,10 @@
 //     image), builds its config (command and args with $(VAR) expanded, environment with the
 //     downward API, ConfigMap/Secret references and Service variables, bind mounts of the
 //     pod's volumes — those the kubelet writes (configMap, secret, downwardAPI, projected)
-//     always read-only — and of a termination-message file, cgroup resources, security context, log path
+//     always read-only — of a termination-message file and of the pod's hosts file at /etc/hosts
+//     (hosts.go: localhost lines, the pod's address with its hostname and FQDN, its
+//     hostAliases; a host-network pod's is the node's with its hostAliases; none for a
+//     container that mounts /etc/hosts itself), cgroup resources, security context, log path
 //     <container>/<restartCount>.log under the pod's log directory) and creates and starts it;
 //   - records the events the kubelet records (Pulling, Pulled, Created, Started, Killing,
 //     BackOff, Failed, SandboxChanged, FailedCreatePodSandBox) and returns the containers'

@@ -34,6 +34,10 @@ type Runtime struct {
 	// failed; a successful start clears it.
 	waiting map[types.UID]map[string]waitReason
 
+	// nodeHostsFile is the node's hosts file, which host-network pods get (/etc/hosts
+	// unless a test sets it).
+	nodeHostsFile string
+
 	// dialPod connects from inside a pod's network namespace (dialInNetNS unless a test
 	// sets it).
 	dialPod func(ctx context.Context, nsPath, network, addr string) (net.Conn, error)
@@ -52,9 +56,10 @@ func New(cfg Config, rs runtimeapi.RuntimeServiceClient, is runtimeapi.ImageServ
 	cfg.defaults()
 	return &Runtime{
 		cfg: cfg, rs: rs, is: is, log: cfg.Logger.With("node", cfg.NodeName),
-		crashBackOff: newBackOff(cfg.Clock, cfg.RestartBackOff, cfg.MaxRestartBackOff),
-		pullBackOff:  newBackOff(cfg.Clock, cfg.ImagePullBackOff, cfg.MaxImagePullBackOff),
-		waiting:      map[types.UID]map[string]waitReason{},
+		crashBackOff:  newBackOff(cfg.Clock, cfg.RestartBackOff, cfg.MaxRestartBackOff),
+		pullBackOff:   newBackOff(cfg.Clock, cfg.ImagePullBackOff, cfg.MaxImagePullBackOff),
+		waiting:       map[types.UID]map[string]waitReason{},
+		nodeHostsFile: etcHostsPath,
 	}, nil
 }
 

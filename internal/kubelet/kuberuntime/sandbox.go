@@ -52,13 +52,7 @@ func (r *Runtime) sandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.Pod
 	}
 	if !pod.Spec.HostNetwork {
 		// Host-network pods share the node's hostname.
-		cfg.Hostname = pod.Spec.Hostname
-		if cfg.Hostname == "" {
-			cfg.Hostname = pod.Name
-		}
-		if len(cfg.Hostname) > 63 {
-			cfg.Hostname = strings.TrimRight(cfg.Hostname[:63], "-.")
-		}
+		cfg.Hostname, _ = podHostname(pod, r.cfg.ClusterDomain)
 	}
 	sc := cfg.Linux.SecurityContext
 	if psc := pod.Spec.SecurityContext; psc != nil {

@@ -64,8 +64,10 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *corev1.Pod, volumes kubelet.
 		sandboxID, podIP = id, ip
 	}
 	if sandboxID != "" {
+		hostname, domain := podHostname(pod, r.cfg.ClusterDomain)
 		in := containerInput{
 			env:        envInput{nodeIP: r.cfg.NodeIP, podIP: podIP, allocatable: r.cfg.Allocatable, objects: r.cfg.Objects},
+			hosts:      hostsInput{hostname: hostname, domain: domain, nodeHostsFile: r.nodeHostsFile},
 			volumes:    volumes,
 			podDir:     r.podDir(pod.UID),
 			nodeMemory: r.cfg.Allocatable.Memory().Value(),

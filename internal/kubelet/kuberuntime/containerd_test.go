@@ -80,7 +80,7 @@ func busyboxLayer(t *testing.T) ([]byte, v1.Hash) {
 	must(tw.WriteHeader(&tar.Header{Name: "bin/busybox", Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(bin)), ModTime: mtime}))
 	_, err = tw.Write(bin)
 	must(err)
-	for _, applet := range []string{"sh", "sleep", "echo", "cat", "ls", "true", "false"} {
+	for _, applet := range []string{"sh", "sleep", "echo", "cat", "ls", "true", "false", "env"} {
 		must(tw.WriteHeader(&tar.Header{Name: "bin/" + applet, Typeflag: tar.TypeSymlink, Linkname: "busybox", Mode: 0o777, ModTime: mtime}))
 	}
 	must(tw.Close())
@@ -265,6 +265,9 @@ func TestContainerdPods(t *testing.T) {
 	recorder := record.NewFakeRecorder(1000)
 	r, err := New(Config{NodeName: "kr-" + id, RootDir: root, CgroupParent: cgroupParent, Recorder: recorder,
 		RestartBackOff: 2 * time.Second, MaxRestartBackOff: 4 * time.Second, ImagePullBackOff: time.Minute,
+		Objects: &fakeObjects{
+			cms:     map[string]*corev1.ConfigMap{"default/cfg": {Data: map[string]string{"data-1": "value-1", "DUP": "from-configmap"}}},
+			secrets: map[string]*corev1.Secret{"default/creds": {Data: map[string][]byte{"data-2": []byte("value-2")}}}},
 		Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil))}, cd.rs, cd.is)
 	if err != nil {
 		t.Fatal(err)
@@ -295,7 +298,17 @@ func TestContainerdPods(t *testing.T) {
 	app := ctr("read", "cat /data/msg; echo pod $(POD_NAME); cat /etc/hosts; exec sleep 3600")
 	app.Env = []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
 	app.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data", ReadOnly: true}}
-	web.Spec.InitContainers, web.Spec.Containers = []corev1.Container{init}, []corev1.Container{app}
+	// envFrom's variables reach the process with their names as the keys are, "-" and all
+	// (env runs directly: Debian's busybox sh, the test image's, drops variables whose
+	// names are not shell identifiers from the environment of what it runs).
+	envs := corev1.Container{Name: "env", Image: busybox, Command: []string{"env"}, ImagePullPolicy: corev1.PullIfNotPresent,
+		EnvFrom: []corev1.EnvFromSource{
+			{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}},
+			{Prefix: "p-", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}},
+			{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}}},
+		},
+		Env: []corev1.EnvVar{{Name: "DUP", Value: "from-env"}}}
+	web.Spec.InitContainers, web.Spec.Containers = []corev1.Container{init, envs}, []corev1.Container{app}
 	vols := kubelet.PodVolumes{"data": data}
 	st := syncUntil(t, r, web, vols, "web running", func(st kubelet.PodStatus) bool {
 		c, ok := find(st, "read")
@@ -312,6 +325,16 @@ func TestContainerdPods(t *testing.T) {
 	if st.IP != "" || st.SandboxID == "" {
 		t.Errorf("host-network pod: sandbox %q ip %q", st.SandboxID, st.IP)
 	}
+	envLog := filepath.Join(r.cfg.PodLogsDir, "default_web_"+string(web.UID), "env", "0.log")
+	testutil.EventuallyWithin(t, 10*time.Second, "envFrom's variables in "+envLog, func() error {
+		b, _ := os.ReadFile(envLog)
+		for _, want := range []string{"data-1=value-1", "p-data-1=value-1", "data-2=value-2", "DUP=from-env", "p-DUP=from-configmap"} {
+			if !strings.Contains(string(b), "stdout F "+want+"\n") {
+				return fmt.Errorf("no %q in the env container's log:\n%s", want, b)
+			}
+		}
+		return nil
+	})
 	logPath := filepath.Join(r.cfg.PodLogsDir, "default_web_"+string(web.UID), "read", "0.log")
 	testutil.EventuallyWithin(t, 10*time.Second, "the containers' lines in "+logPath, func() error {
 		b, _ := os.ReadFile(logPath)

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // expand replaces $(VAR) references in s with mapping's values: $$ is a literal $, a
@@ -74,10 +73,12 @@ type envInput struct {
 }
 
 // containerEnv builds a container's environment: the variables of
-// envFrom's ConfigMaps and Secrets, then env in order (each value may reference earlier
-// variables and Service variables with $(VAR)), then the Service variables not set
-// otherwise. Variables whose value is unknown (status.hostIP without a node address) are
-// left out.
+// envFrom's ConfigMaps and Secrets (every key, prefixed, as upstream's kubelet takes
+// them: a ConfigMap or Secret key such as "data-1" or "1st" is a variable too; a later
+// source's key wins), then env in order (each value may reference earlier variables and
+// Service variables with $(VAR); an env entry overrides an envFrom variable of its name),
+// then the Service variables not set otherwise. Variables whose value is unknown
+// (status.hostIP without a node address) are left out.
 func containerEnv(pod *corev1.Pod, c *corev1.Container, in envInput) ([]envVar, error) {
 	var service map[string]string
 	if in.objects != nil {
@@ -105,11 +106,7 @@ func containerEnv(pod *corev1.Pod, c *corev1.Container, in envInput) ([]envVar, 
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			name := from.Prefix + k
-			if len(validation.IsEnvVarName(name)) > 0 {
-				continue // not a valid variable name: skipped
-			}
-			set(name, data[k])
+			set(from.Prefix+k, data[k])
 		}
 	}
 	for _, e := range c.Env {

@@ -81,6 +81,7 @@ func TestContainerEnv(t *testing.T) {
 	c.EnvFrom = []corev1.EnvFromSource{
 		{Prefix: "CM_", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}},
 		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "gone"}, Optional: &yes}},
+		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}}},
 	}
 	c.Env = []corev1.EnvVar{
 		{Name: "NAME", ValueFrom: field("metadata.name")},
@@ -106,8 +107,8 @@ func TestContainerEnv(t *testing.T) {
 		{Name: "CM_mode", Value: "overridden"},
 	}
 	objs := &fakeObjects{
-		cms:     map[string]*corev1.ConfigMap{"default/cfg": {Data: map[string]string{"mode": "fast", "bad-name!": "x"}}},
-		secrets: map[string]*corev1.Secret{"default/creds": {Data: map[string][]byte{"password": []byte("s3cret")}}},
+		cms:     map[string]*corev1.ConfigMap{"default/cfg": {Data: map[string]string{"mode": "fast", "data-1": "x"}}},
+		secrets: map[string]*corev1.Secret{"default/creds": {Data: map[string][]byte{"password": []byte("s3cret"), "1st": []byte("one")}}},
 		service: map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.1", "NAME": "not-this"},
 	}
 	env, err := containerEnv(pod, c, envInput{podIP: "10.1.0.5", allocatable: corev1.ResourceList{
@@ -120,7 +121,7 @@ func TestContainerEnv(t *testing.T) {
 		got = append(got, e.name+"="+e.value)
 	}
 	want := []string{
-		"CM_mode=overridden", "NAME=web", "NS=default", "UID=uid-1", "NODE=node-1", "SA=sa", "POD_IP=10.1.0.5",
+		"CM_data-1=x", "CM_mode=overridden", "1st=one", "password=s3cret", "NAME=web", "NS=default", "UID=uid-1", "NODE=node-1", "SA=sa", "POD_IP=10.1.0.5",
 		"LABEL=web", "ANN=storage", "CPU_REQ_M=250", "CPU_REQ=1", "CPU_LIM=4", "MEM_LIM_MI=128", "KEY=fast", "PASS=s3cret",
 		"GREETING=hello web in default at 10.0.0.1, $(UNSET) $(NAME)", "KUBERNETES_SERVICE_HOST=10.0.0.1",
 	}

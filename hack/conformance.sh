@@ -4,17 +4,19 @@
 #
 #   hack/conformance.sh                      # all [Conformance] specs: parallel, then [Serial]
 #   hack/conformance.sh --focus 'emptydir'   # only the matching specs (ginkgo's own flags)
-#   KUBECONFIG=... hack/conformance.sh       # against a running cluster instead of a new one
+#   KUBECONFIG=... DATA_DIR=... hack/conformance.sh   # against a running kubelab instead
 #
 # It builds, once and kept in $(go env GOPATH)/upstream/conformance-<version>:
-#   e2e.test  from the k8s.io/kubernetes module (test/e2e, with the version ldflags),
-#   ginkgo    the runner of the version that module requires,
-#   kubectl   of the same release, for the kubectl specs,
-#   agnhost   the suite's test image program, from its Go package in the same module;
-# makes every image the suite lists available to the nodes without internet (see
-# `kubelab conformance-images`), starts a cluster in a data dir of its own unless
-# $KUBECONFIG names one, runs the specs and writes junit*.xml and summary.txt into
-# $ARTIFACTS (default _artifacts/).
+#   e2e.test          from the k8s.io/kubernetes module (test/e2e, with the version ldflags),
+#   ginkgo            the runner of the version that module requires,
+#   kubectl           of the same release, for the kubectl specs,
+#   agnhost, nnp      the test images' programs, from their Go packages in the same module,
+#   sample-apiserver  from the k8s.io/sample-apiserver module of the same release;
+# makes the images the [Conformance] specs run available to the nodes without internet
+# (images() below, with `kubelab image build` and `kubelab image tag`), starts a cluster
+# in a data dir of its own (DATA_DIR, default /tmp/kl-e2e) unless $KUBECONFIG names one,
+# runs the specs (PROCS in parallel, default 8) and writes junit*.xml and summary.txt
+# into $ARTIFACTS (default _artifacts/).
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"

@@ -143,6 +143,7 @@ if [ -n "${KUBECONFIG:-}" ]; then
 else
 	data="${DATA_DIR:-/tmp/kl-e2e}"
 	mkdir -p "$data"
+	: >"$artifacts/kubelab.log"
 	log "starting kubelab in $data (log: $artifacts/kubelab.log)"
 	bin/kubelab up --data-dir "$data" --secure-port 0 --etcd-client-port "${ETCD_PORT:-42379}" >"$artifacts/kubelab.log" 2>&1 &
 	pid=$!

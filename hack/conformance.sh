@@ -78,6 +78,7 @@ build_suite() {
 		# The test images' programs, static: they run in images without glibc's NSS.
 		CGO_ENABLED=0 go build -o "$cache/agnhost" k8s.io/kubernetes/test/images/agnhost
 		CGO_ENABLED=0 go build -o "$cache/nnp" "$src/test/images/nonewprivs/nnp.go"
+		chmod u+s,g+s "$cache/nnp" # the image's file is setuid, as upstream's Dockerfile makes it
 		go build -o "$cache/ginkgo" github.com/onsi/ginkgo/v2/ginkgo
 		CGO_ENABLED=0 go build -o "$cache/sample-apiserver" k8s.io/sample-apiserver
 	)

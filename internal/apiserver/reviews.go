@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"net/http"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -10,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -147,16 +150,22 @@ func userInfo(u user.Info) authenticationv1.UserInfo {
 	return info
 }
 
-// tokenReview authenticates spec.token for spec.audiences (the server's when empty).
+// tokenReview authenticates spec.token for spec.audiences (the server's when empty) as
+// a request bearing it would be: through the bearer-token authenticators and then the
+// group system:authenticated every authenticated user is in.
 func tokenReview(ctx context.Context, tokens authenticator.Token, r *authenticationv1.TokenReview) (*authenticationv1.TokenReview, error) {
 	if r.Spec.Token == "" {
-		return nil, apierrors.NewInvalid(authenticationv1.SchemeGroupVersion.WithKind("TokenReview").GroupKind(), "",
-			field.ErrorList{field.Required(field.NewPath("spec", "token"), "")})
+		return nil, apierrors.NewBadRequest("token is required for TokenReview in authentication")
 	}
 	if len(r.Spec.Audiences) > 0 {
 		ctx = authenticator.WithAudiences(ctx, r.Spec.Audiences)
 	}
-	resp, ok, err := tokens.AuthenticateToken(ctx, r.Spec.Token)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/", nil)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+r.Spec.Token)
+	resp, ok, err := group.NewAuthenticatedGroupAdder(bearertoken.New(tokens)).AuthenticateRequest(req)
 	r.Status = authenticationv1.TokenReviewStatus{Authenticated: ok && err == nil}
 	if err != nil {
 		r.Status.Error = err.Error()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -305,5 +306,52 @@ func TestServiceAccountAdmission(t *testing.T) {
 	_, err = pods.Create(ctx, missing, metav1.CreateOptions{})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `error looking up service account default/ghost: serviceaccount "ghost" not found`) {
 		t.Errorf("a missing account: %v", err)
+	}
+}
+
+// A service account's token, reviewed (TokenReview) or presented (SelfSubjectReview),
+// is the account's user in the groups system:serviceaccounts,
+// system:serviceaccounts:<namespace> and system:authenticated.
+func TestTokenReviewGroups(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Options{})
+	ctx := context.Background()
+	sa := waitForServiceAccount(t, s.Client, "default", "default")
+	tr, err := s.Client.CoreV1().ServiceAccounts("default").CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantGroups := []string{"system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"}
+
+	review, err := s.Client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
+		Spec: authenticationv1.TokenReviewSpec{Token: tr.Status.Token}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !review.Status.Authenticated || review.Status.Error != "" || review.Status.User.Username != "system:serviceaccount:default:default" {
+		t.Fatalf("review %+v", review.Status)
+	}
+	if got := review.Status.User.Groups; !slices.Equal(got, wantGroups) {
+		t.Errorf("TokenReview groups %q, want %q", got, wantGroups)
+	}
+
+	self, err := tokenClient(t, s, tr.Status.Token).AuthenticationV1().SelfSubjectReviews().Create(ctx,
+		&authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := self.Status.UserInfo.Groups; !slices.Equal(got, wantGroups) {
+		t.Errorf("SelfSubjectReview groups %q, want %q", got, wantGroups)
+	}
+
+	bad, err := s.Client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
+		Spec: authenticationv1.TokenReviewSpec{Token: "not-a-token"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad.Status.Authenticated || bad.Status.Error == "" || len(bad.Status.User.Groups) != 0 {
+		t.Errorf("a bad token's review %+v, want unauthenticated with an error", bad.Status)
+	}
+	if _, err := s.Client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{}, metav1.CreateOptions{}); !apierrors.IsBadRequest(err) {
+		t.Errorf("a review without a token: %v, want 400", err)
 	}
 }

@@ -25,7 +25,8 @@
 // node, reached as kubelet.go says), namespaces.go (two-step deletion, /finalize),
 // services.go (the rules of Services), scale.go (/scale), serviceaccounttoken.go
 // (serviceaccounts/token: TokenRequest, signed and checked by package
-// auth/serviceaccount with the PKI's sa.key and sa.pub).
+// auth/serviceaccount with the PKI's sa.key and sa.pub), openid.go (the issuer's OpenID
+// Connect discovery document and key set).
 //
 // Service ClusterIPs (Config.ServiceCIDR; its first host is the "kubernetes" Service's)
 // and NodePorts (30000-32767) are reserved as etcd keys, one per value, on create and on

@@ -338,6 +338,10 @@ func (s *Server) Run(ctx context.Context) error {
 		listener.Close()
 		return fmt.Errorf("apiserver: %w", err)
 	}
+	if err := installOpenIDMetadata(server.Handler.NonGoRestfulMux, s.serviceAccounts, s.jwksURI(listener.Addr())); err != nil {
+		listener.Close()
+		return fmt.Errorf("apiserver: %w", err)
+	}
 	// Watches never go idle, so a graceful HTTP shutdown would wait its whole timeout
 	// for them; clients reconnect anyway.
 	server.ShutdownTimeout = 3 * time.Second

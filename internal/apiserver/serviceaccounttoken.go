@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"crypto"
 	"fmt"
 	"time"
 
@@ -47,6 +48,8 @@ type serviceAccountTokens struct {
 	issuer *serviceaccount.Issuer
 	authn  *serviceaccount.Authenticator
 	client kubernetes.Interface
+	// keys are the public keys tokens are checked with (sa.pub).
+	keys []crypto.PublicKey
 	// audiences are the API server's own: a TokenRequest without spec.audiences gets them.
 	audiences []string
 	// extendExpiration extends the kubelet's tokens as the constants above say.
@@ -74,7 +77,7 @@ func newServiceAccountTokens(p PKI, client kubernetes.Interface, factory informe
 	if err != nil {
 		return nil, err
 	}
-	return &serviceAccountTokens{issuer: issuer, authn: authn, client: client, audiences: audiences, extendExpiration: true}, nil
+	return &serviceAccountTokens{issuer: issuer, authn: authn, client: client, keys: pubs, audiences: audiences, extendExpiration: true}, nil
 }
 
 // tokenREST serves serviceaccounts/token: a TokenRequest for the service account,

@@ -2,8 +2,13 @@ package apiserver_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"math/big"
 	"slices"
 	"strings"
 	"testing"
@@ -354,4 +359,69 @@ func TestTokenReviewGroups(t *testing.T) {
 	if _, err := s.Client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{}, metav1.CreateOptions{}); !apierrors.IsBadRequest(err) {
 		t.Errorf("a review without a token: %v, want 400", err)
 	}
+}
+
+// A service account reads the issuer's OpenID Connect discovery document and key set,
+// and the key the document leads to verifies its token.
+func TestOpenIDDiscovery(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Options{})
+	ctx := context.Background()
+	sa := waitForServiceAccount(t, s.Client, "default", "default")
+	tr, err := s.Client.CoreV1().ServiceAccounts("default").CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) (map[string]any, string) {
+		t.Helper()
+		res := tokenClient(t, s, tr.Status.Token).Discovery().RESTClient().Get().AbsPath(path).Do(ctx)
+		raw, err := res.Raw()
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		var contentType string
+		res.ContentType(&contentType)
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatalf("GET %s: %v\n%s", path, err, raw)
+		}
+		return m, contentType
+	}
+	doc, contentType := get("/.well-known/openid-configuration")
+	jwksURI, _ := doc["jwks_uri"].(string)
+	if doc["issuer"] != "https://kubernetes.default.svc.cluster.local" || jwksURI != s.URL+"/openid/v1/jwks" ||
+		contentType != "application/json" || fmt.Sprint(doc["id_token_signing_alg_values_supported"]) != "[ES256]" {
+		t.Errorf("discovery document (%s): %v", contentType, doc)
+	}
+	set, contentType := get(strings.TrimPrefix(jwksURI, s.URL))
+	keys, _ := set["keys"].([]any)
+	if contentType != "application/jwk-set+json" || len(keys) != 1 {
+		t.Fatalf("key set (%s): %v", contentType, set)
+	}
+	jwk := keys[0].(map[string]any)
+	x, y := unbase64url(t, jwk["x"].(string)), unbase64url(t, jwk["y"].(string))
+	pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), append(append([]byte{4}, x...), y...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(tr.Status.Token, ".")
+	var header map[string]any
+	if b, err := base64.RawURLEncoding.DecodeString(parts[0]); err != nil || json.Unmarshal(b, &header) != nil || header["kid"] != jwk["kid"] {
+		t.Errorf("token header %v (%v), want kid %v", header, err, jwk["kid"])
+	}
+	sig := unbase64url(t, parts[2])
+	digest := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+	r, ss := new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])
+	if !ecdsa.Verify(pub, digest[:], r, ss) {
+		t.Error("the published key does not verify the token")
+	}
+}
+
+// unbase64url decodes unpadded base64url.
+func unbase64url(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

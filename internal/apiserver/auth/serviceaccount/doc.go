@@ -34,6 +34,10 @@
 //     node-name and node-uid (when the token names a node) and credential-id
 //     ("JTI=<jti>").
 //
+// OpenIDConfiguration and JWKS are the issuer's OpenID Connect discovery document and
+// JSON Web Key Set (each key with its kid, use "sig" and its algorithm), which the API
+// server serves at OpenIDConfigurationPath and JWKSPath.
+//
 // The objects are read through Getter: ClusterGetter reads the informers' caches of
 // the API server's loopback client once they have synced, and the API itself before
 // that, when the cache misses, or when the cached object has another uid (a token for

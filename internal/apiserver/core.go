@@ -138,7 +138,7 @@ func coreResources() []resource {
 				cm := o.(*corev1.ConfigMap)
 				return []interface{}{cm.Name, int64(len(cm.Data) + len(cm.BinaryData)), age(cm.CreationTimestamp)}
 			},
-			hooks: hooks{validate: validateConfigMap},
+			hooks: hooks{validate: validateConfigMap, validateUpdate: validateConfigMapUpdate},
 		},
 		{
 			kind: "Secret", plural: "secrets", singular: "secret", namespaced: true,
@@ -150,7 +150,7 @@ func coreResources() []resource {
 				s := o.(*corev1.Secret)
 				return []interface{}{s.Name, string(s.Type), int64(len(s.Data)), age(s.CreationTimestamp)}
 			},
-			hooks: hooks{validate: validateSecret},
+			hooks: hooks{validate: validateSecret, validateUpdate: validateSecretUpdate},
 		},
 		{
 			kind: "ServiceAccount", plural: "serviceaccounts", singular: "serviceaccount", shortNames: []string{"sa"}, namespaced: true,

@@ -2,10 +2,12 @@ package apiserver
 
 import (
 	"encoding/json"
+	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 )
 
 // validateSecret checks the keys and that the values of data total at most
@@ -27,6 +29,26 @@ func validateSecret(o runtime.Object) field.ErrorList {
 		errs = append(errs, field.TooLong(field.NewPath("data"), "", corev1.MaxSecretSize))
 	}
 	return append(errs, validateSecretType(s)...)
+}
+
+// validateSecretUpdate: the type never changes; once immutable is true, it stays true
+// and data (stringData already merged into it) stays as it is.
+func validateSecretUpdate(o, old runtime.Object) field.ErrorList {
+	s, prev := o.(*corev1.Secret), old.(*corev1.Secret)
+	var errs field.ErrorList
+	if s.Type != prev.Type {
+		errs = append(errs, field.Invalid(field.NewPath("type"), s.Type, "field is immutable"))
+	}
+	if !ptr.Deref(prev.Immutable, false) {
+		return errs
+	}
+	if !ptr.Deref(s.Immutable, false) {
+		errs = append(errs, field.Forbidden(field.NewPath("immutable"), immutableMessage))
+	}
+	if !reflect.DeepEqual(s.Data, prev.Data) {
+		errs = append(errs, field.Forbidden(field.NewPath("data"), immutableMessage))
+	}
+	return errs
 }
 
 // validateSecretType checks the keys each well-known secret type needs.

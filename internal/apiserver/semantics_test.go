@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/storageclass"
@@ -366,5 +367,70 @@ func TestDefaultStorageClassAdmission(t *testing.T) {
 	}
 	if got, err := pvcs.Get(ctx, "before", metav1.GetOptions{}); err != nil || classOf(got) != "<nil>" {
 		t.Errorf("claim created before the default: class %s, %v; admission only acts on create", classOf(got), err)
+	}
+}
+
+// TestImmutableConfigMapsAndSecrets: once `immutable: true`, a ConfigMap's data and
+// binaryData and a Secret's data (stringData included) are refused with kube-apiserver's
+// message, as is setting immutable back to false; metadata may still change, and the
+// object may be deleted. A Secret's type never changes.
+func TestImmutableConfigMapsAndSecrets(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Options{})
+	ctx := context.Background()
+	const msg = "field is immutable when `immutable` is set"
+	refused := func(what string, err error, fields ...string) {
+		t.Helper()
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), msg) || strings.Join(causeFields(err), ",") != strings.Join(fields, ",") {
+			t.Errorf("%s: %v (fields %v), want 422 naming %v", what, err, causeFields(err), fields)
+		}
+	}
+
+	cms := s.Client.CoreV1().ConfigMaps("default")
+	cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "frozen"}, Immutable: ptr.To(true),
+		Data: map[string]string{"a": "1"}, BinaryData: map[string][]byte{"b": {2}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	change := func(mut func(*corev1.ConfigMap)) error {
+		c := cm.DeepCopy()
+		mut(c)
+		_, err := cms.Update(ctx, c, metav1.UpdateOptions{})
+		return err
+	}
+	refused("configmap data", change(func(c *corev1.ConfigMap) { c.Data["a"] = "2" }), "data")
+	refused("configmap binaryData", change(func(c *corev1.ConfigMap) { c.BinaryData = nil }), "binaryData")
+	refused("configmap immutable false", change(func(c *corev1.ConfigMap) { c.Immutable = ptr.To(false) }), "immutable")
+	refused("configmap immutable unset, data", change(func(c *corev1.ConfigMap) { c.Immutable, c.Data = nil, nil }), "immutable", "data")
+	if err := change(func(c *corev1.ConfigMap) { c.Labels = map[string]string{"k": "v"} }); err != nil {
+		t.Errorf("configmap labels: %v", err)
+	}
+	if err := cms.Delete(ctx, cm.Name, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("delete the configmap: %v", err)
+	}
+
+	secrets := s.Client.CoreV1().Secrets("default")
+	sec, err := secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "frozen"}, Immutable: ptr.To(true),
+		Data: map[string][]byte{"a": []byte("1")}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changeSecret := func(mut func(*corev1.Secret)) error {
+		c := sec.DeepCopy()
+		mut(c)
+		_, err := secrets.Update(ctx, c, metav1.UpdateOptions{})
+		return err
+	}
+	refused("secret data", changeSecret(func(c *corev1.Secret) { c.Data["b"] = []byte("2") }), "data")
+	refused("secret stringData", changeSecret(func(c *corev1.Secret) { c.StringData = map[string]string{"a": "2"} }), "data")
+	refused("secret immutable false", changeSecret(func(c *corev1.Secret) { c.Immutable = ptr.To(false) }), "immutable")
+	if err := changeSecret(func(c *corev1.Secret) { c.StringData = map[string]string{"a": "1"} }); err != nil {
+		t.Errorf("secret stringData equal to its data: %v", err)
+	}
+	if err := changeSecret(func(c *corev1.Secret) { c.Type = "example.com/custom" }); !apierrors.IsInvalid(err) ||
+		strings.Join(causeFields(err), ",") != "type" || !strings.Contains(err.Error(), "field is immutable") {
+		t.Errorf("secret type: %v, want 422 naming type", err)
+	}
+	if err := secrets.Delete(ctx, sec.Name, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("delete the secret: %v", err)
 	}
 }

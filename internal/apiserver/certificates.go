@@ -14,7 +14,8 @@ import (
 )
 
 // certificatesResources are the rows of certificates.k8s.io/v1: CertificateSigningRequests
-// (with /status and /approval) and ClusterTrustBundles.
+// (with /status and /approval) and ClusterTrustBundles (their rules in
+// clustertrustbundles_rules.go), both selectable by spec.signerName.
 func certificatesResources() []resource {
 	certs := func(r resource) resource { r.group, r.version = "certificates.k8s.io", "v1"; return r }
 	return []resource{
@@ -59,13 +60,12 @@ func certificatesResources() []resource {
 				b := o.(*certificatesv1.ClusterTrustBundle)
 				return []interface{}{b.Name, orNone(b.Spec.SignerName)}
 			},
-			hooks: hooks{validate: func(o runtime.Object) field.ErrorList {
-				b := o.(*certificatesv1.ClusterTrustBundle)
-				if strings.TrimSpace(b.Spec.TrustBundle) == "" {
-					return field.ErrorList{field.Required(field.NewPath("spec", "trustBundle"), "")}
-				}
-				return nil
-			}},
+			selectableFields: []string{"spec.signerName"},
+			fields: func(o runtime.Object) fields.Set {
+				return fields.Set{"spec.signerName": o.(*certificatesv1.ClusterTrustBundle).Spec.SignerName}
+			},
+			hooks: hooks{objectName: clusterTrustBundleName, validate: validateClusterTrustBundle,
+				validateUpdate: validateClusterTrustBundleUpdate},
 		}),
 	}
 }
@@ -107,12 +107,7 @@ func validateCSR(c *certificatesv1.CertificateSigningRequest) field.ErrorList {
 	} else if !strings.Contains(string(c.Spec.Request), "CERTIFICATE REQUEST") {
 		errs = append(errs, field.Invalid(spec.Child("request"), c.Spec.Request, "PEM block type must be CERTIFICATE REQUEST"))
 	}
-	if c.Spec.SignerName == "" {
-		errs = append(errs, field.Required(spec.Child("signerName"), ""))
-	} else if parts := strings.Split(c.Spec.SignerName, "/"); len(parts) != 2 {
-		errs = append(errs, field.Invalid(spec.Child("signerName"), c.Spec.SignerName,
-			"must be a fully qualified domain and path of the form 'example.com/signer-name'"))
-	}
+	errs = append(errs, validateSignerName(spec.Child("signerName"), c.Spec.SignerName)...)
 	if e := c.Spec.ExpirationSeconds; e != nil && *e < 600 {
 		errs = append(errs, field.Invalid(spec.Child("expirationSeconds"), *e, "may not specify a duration less than 600 seconds (10 minutes)"))
 	}

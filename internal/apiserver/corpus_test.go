@@ -4,10 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net/http"
 	"os"
 	"reflect"
@@ -1484,8 +1491,49 @@ func corpusKinds() []corpusKind {
 			{"scheduling-toleration-bad", setTo("scheduling", cm{"tolerations": cl{cm{"key": "k", "operator": "Exists", "value": "v"}}}), nil},
 		},
 	}
+	ca, otherCA, leaf := corpusCertPEM("corpus-ca", true), corpusCertPEM("corpus-other-ca", true), corpusCertPEM("corpus-leaf", false)
+	clusterTrustBundle := corpusKind{kind: "ClusterTrustBundle", apiVersion: "certificates.k8s.io/v1", resource: "clustertrustbundles",
+		base: cm{"metadata": cm{"name": "base"}, "spec": cm{"trustBundle": ca}},
+		cases: []corpusCase{
+			{"signer-prefixed-name", allOf(setTo("metadata.name", "example.com:mysigner:abc"), setTo("spec.signerName", "example.com/mysigner")), nil},
+			{"signer-prefixed-name-without-signer", setTo("metadata.name", "example.com:mysigner:abc"), nil},
+			{"signer-without-prefixed-name", setTo("spec.signerName", "example.com/mysigner"), nil},
+			{"signer-prefix-of-another-signer", allOf(setTo("metadata.name", "example.com:other:abc"), setTo("spec.signerName", "example.com/mysigner")), nil},
+			{"signer-prefix-only", allOf(setTo("metadata.name", "example.com:mysigner:"), setTo("spec.signerName", "example.com/mysigner")), nil},
+			{"signer-prefixed-name-suffix-bad", allOf(setTo("metadata.name", "example.com:mysigner:Bad_1"), setTo("spec.signerName", "example.com/mysigner")), nil},
+			{"signer-generate-name", allOf(without("metadata.name"), setTo("metadata.generateName", "example.com:mysigner:"), setTo("spec.signerName", "example.com/mysigner")), nil},
+			{"signer-no-slash", allOf(setTo("metadata.name", "mysigner:abc"), setTo("spec.signerName", "mysigner")), nil},
+			{"signer-one-label-domain", allOf(setTo("metadata.name", "example:mysigner:abc"), setTo("spec.signerName", "example/mysigner")), nil},
+			{"signer-two-slashes", allOf(setTo("metadata.name", "example.com:a:b:abc"), setTo("spec.signerName", "example.com/a/b")), nil},
+			{"signer-path-bad", allOf(setTo("metadata.name", "example.com:My_Signer:abc"), setTo("spec.signerName", "example.com/My_Signer")), nil},
+			{"trust-bundle-missing", without("spec.trustBundle"), nil},
+			{"trust-bundle-not-pem", setTo("spec.trustBundle", "not a certificate"), nil},
+			{"trust-bundle-not-ca", setTo("spec.trustBundle", leaf), nil},
+			{"trust-bundle-two-anchors", setTo("spec.trustBundle", ca+otherCA), nil},
+			{"trust-bundle-duplicate", setTo("spec.trustBundle", ca+otherCA+ca), nil},
+			{"trust-bundle-wrong-block", setTo("spec.trustBundle", strings.ReplaceAll(ca, "CERTIFICATE", "PUBLIC KEY")), nil},
+			{"trust-bundle-headers", setTo("spec.trustBundle", strings.Replace(ca, "-----\n", "-----\nX-Header: 1\n\n", 1)), nil},
+			{"trust-bundle-too-large", setTo("spec.trustBundle", ca+long(1<<20)), nil},
+		},
+	}
 	return []corpusKind{pod, service, configMap, secret, pvc, pv, deployment, statefulSet, daemonSet, replicaSet, rc,
 		job, cronJob, namespace, serviceAccount, role, clusterRole, roleBinding, clusterRoleBinding, networkPolicy,
 		ingress, ingressClass, storageClass, pdb, priorityClass, hpa, quota, limitRange, volumeAttachment, csiDriver,
-		lease, endpointSlice, runtimeClass}
+		lease, endpointSlice, runtimeClass, clusterTrustBundle}
+}
+
+// corpusCertPEM is a new self-signed ECDSA certificate named cn, a CA or not, as PEM.
+func corpusCertPEM(cn string, isCA bool) string {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: isCA, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		panic(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 }

@@ -47,6 +47,9 @@ type resource struct {
 type hooks struct {
 	// name validates metadata.name; DNS-1123 subdomain when nil.
 	name func(name string, prefix bool) []string
+	// objectName is the rule for metadata.name when it depends on the object itself;
+	// it takes the place of name.
+	objectName func(obj runtime.Object) func(name string, prefix bool) []string
 	// validate checks an object about to be created or updated.
 	validate func(obj runtime.Object) field.ErrorList
 	// validateUpdate checks what may not change.

@@ -86,6 +86,9 @@ func (s strategy) validateMeta(obj runtime.Object) field.ErrorList {
 	if s.r.hooks.name != nil {
 		nameFn = s.r.hooks.name
 	}
+	if s.r.hooks.objectName != nil {
+		nameFn = s.r.hooks.objectName(obj)
+	}
 	om, ok := metaOf(obj)
 	if !ok {
 		return field.ErrorList{field.InternalError(field.NewPath("metadata"), fmt.Errorf("%T has no object metadata", obj))}
@@ -101,7 +104,7 @@ func (s strategy) validateMeta(obj runtime.Object) field.ErrorList {
 // names without a "/" (the others allow any qualified name).
 var standardFinalizerGroups = map[string]bool{
 	"": true, "apps": true, "batch": true, "autoscaling": true, "networking.k8s.io": true, "storage.k8s.io": true,
-	"scheduling.k8s.io": true, "rbac.authorization.k8s.io": true, "discovery.k8s.io": true,
+	"scheduling.k8s.io": true, "rbac.authorization.k8s.io": true, "discovery.k8s.io": true, "certificates.k8s.io": true,
 }
 
 // validateStandardFinalizers rejects a finalizer without "/" that is not one of the

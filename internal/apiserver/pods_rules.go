@@ -32,9 +32,36 @@ func podHooks() hooks {
 			p := o.(*corev1.Pod)
 			p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: podutil.ComputeQOSClass(p)}
 		},
+		prepareForStatusUpdate: func(o, old runtime.Object) {
+			keepObservedGenerations(&o.(*corev1.Pod).Status, &old.(*corev1.Pod).Status)
+		},
 		validate:       validatePod,
 		validateUpdate: validatePodUpdate,
 		gracefulDelete: podGracefulDelete,
+	}
+}
+
+// keepObservedGenerations keeps the observedGeneration of a pod's status, and of each of
+// its conditions, that a status write leaves at 0: the old value, matching conditions
+// of a type in order.
+func keepObservedGenerations(status, old *corev1.PodStatus) {
+	if status.ObservedGeneration == 0 {
+		status.ObservedGeneration = old.ObservedGeneration
+	}
+	oldByType := map[corev1.PodConditionType][]int64{}
+	for _, c := range old.Conditions {
+		oldByType[c.Type] = append(oldByType[c.Type], c.ObservedGeneration)
+	}
+	for i := range status.Conditions {
+		c := &status.Conditions[i]
+		gens := oldByType[c.Type]
+		if len(gens) == 0 {
+			continue
+		}
+		oldByType[c.Type] = gens[1:]
+		if c.ObservedGeneration == 0 {
+			c.ObservedGeneration = gens[0]
+		}
 	}
 }
 

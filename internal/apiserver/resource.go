@@ -60,6 +60,8 @@ type hooks struct {
 	requestor func(obj runtime.Object, u user.Info)
 	// prepareForUpdate carries server-owned fields over on update.
 	prepareForUpdate func(obj, old runtime.Object)
+	// prepareForStatusUpdate carries status fields over on an update of /status.
+	prepareForStatusUpdate func(obj, old runtime.Object)
 	// gracefulDelete decides whether a delete is graceful, adjusting the options.
 	gracefulDelete func(ctx context.Context, obj runtime.Object, options *metav1.DeleteOptions) bool
 }

@@ -434,3 +434,87 @@ func TestImmutableConfigMapsAndSecrets(t *testing.T) {
 		t.Errorf("delete the secret: %v", err)
 	}
 }
+
+// TestPodGeneration: a pod starts at generation 1 whatever the client says; each
+// change of its spec (tolerations, activeDeadlineSeconds, images) adds one, while
+// metadata, status, the client's own generation and binding do not; a graceful delete
+// adds one; status.observedGeneration (the kubelet's) is kept when a status update
+// leaves it out.
+func TestPodGeneration(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Options{})
+	ctx := context.Background()
+	pods := s.Client.CoreV1().Pods("default")
+	p := pod("generations")
+	p.Generation = 100
+	p.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox"}}
+	p, err := pods.Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Generation != 1 {
+		t.Fatalf("created with generation 100: %d, want 1", p.Generation)
+	}
+	want := int64(1)
+	for _, step := range []struct {
+		name string
+		mut  func(*corev1.Pod)
+		bump bool
+	}{
+		{"empty update", func(*corev1.Pod) {}, false},
+		{"tolerations", func(p *corev1.Pod) {
+			p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: "foo", Operator: corev1.TolerationOpEqual, Value: "bar", Effect: corev1.TaintEffectNoSchedule})
+		}, true},
+		{"activeDeadlineSeconds", func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr.To[int64](5000) }, true},
+		{"container image", func(p *corev1.Pod) { p.Spec.Containers[0].Image = "nginx" }, true},
+		{"init container image", func(p *corev1.Pod) { p.Spec.InitContainers[0].Image = "pause" }, true},
+		{"annotations", func(p *corev1.Pod) { p.Annotations = map[string]string{"key": "value"} }, false},
+		{"the client's generation", func(p *corev1.Pod) { p.Generation = 1 }, false},
+	} {
+		cur, err := pods.Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		step.mut(cur)
+		got, err := pods.Update(ctx, cur, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if step.bump {
+			want++
+		}
+		if got.Generation != want {
+			t.Errorf("after %s: generation %d, want %d", step.name, got.Generation, want)
+		}
+	}
+
+	// The kubelet reports the generation it acted on; a status write that leaves it
+	// out keeps it, and does not change the generation.
+	cur, _ := pods.Get(ctx, p.Name, metav1.GetOptions{})
+	cur.Status.ObservedGeneration = want
+	cur.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, ObservedGeneration: want}}
+	if cur, err = pods.UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil || cur.Status.ObservedGeneration != want || cur.Generation != want {
+		t.Fatalf("status update: %v, observedGeneration %d generation %d, want both %d", err, cur.Status.ObservedGeneration, cur.Generation, want)
+	}
+	cur.Status.ObservedGeneration = 0
+	cur.Status.Conditions[0].ObservedGeneration = 0
+	if cur, err = pods.UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil || cur.Status.ObservedGeneration != want || cur.Status.Conditions[0].ObservedGeneration != want {
+		t.Errorf("status update without observedGeneration: %v, %d and condition %d, want %d kept", err, cur.Status.ObservedGeneration,
+			cur.Status.Conditions[0].ObservedGeneration, want)
+	}
+
+	if err := pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name}, Target: corev1.ObjectReference{Kind: "Node", Name: "node-a"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if bound, _ := pods.Get(ctx, p.Name, metav1.GetOptions{}); bound.Generation != want {
+		t.Errorf("after binding: generation %d, want %d", bound.Generation, want)
+	}
+	if err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](60)}); err != nil {
+		t.Fatal(err)
+	}
+	if terminating, _ := pods.Get(ctx, p.Name, metav1.GetOptions{}); terminating.Generation != want+1 {
+		t.Errorf("after a graceful delete: generation %d, want %d", terminating.Generation, want+1)
+	}
+	t.Cleanup(func() {
+		_ = pods.Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	})
+}

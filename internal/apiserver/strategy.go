@@ -190,6 +190,9 @@ func (s statusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.O
 			setField(obj, f, fieldOf(old, f))
 		}
 	}
+	if s.r.hooks.prepareForStatusUpdate != nil {
+		s.r.hooks.prepareForStatusUpdate(obj, old)
+	}
 }
 
 func (s statusStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {

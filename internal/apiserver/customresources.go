@@ -1,7 +1,13 @@
 package apiserver
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"sort"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -19,6 +25,8 @@ import (
 	"k8s.io/apiserver/pkg/server/resourceconfig"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/kube-openapi/pkg/aggregator"
+	"k8s.io/kube-openapi/pkg/spec3"
 )
 
 // newCustomResourceServer builds the server of apiextensions.k8s.io: CustomResourceDefinitions
@@ -115,4 +123,80 @@ func customAPIGroup(group string, crds []apiextensionsv1.CustomResourceDefinitio
 		out.PreferredVersion = out.Versions[0]
 	}
 	return out
+}
+
+// apiextensionsGroup is apiextensions.k8s.io in the unaggregated discovery (/apis as an
+// APIGroupList) of kubelab's server: the group is served by the custom resource server
+// behind it, whose own discovery document no request reaches.
+func apiextensionsGroup() metav1.APIGroup {
+	v1 := metav1.GroupVersionForDiscovery{GroupVersion: apiextensionsv1.SchemeGroupVersion.String(), Version: "v1"}
+	return metav1.APIGroup{Name: apiextensionsv1.GroupName, Versions: []metav1.GroupVersionForDiscovery{v1}, PreferredVersion: v1}
+}
+
+// shareOpenAPI makes kubelab's /openapi/v2 and /openapi/v3 describe what the custom
+// resource server serves too, as kube-apiserver's aggregated documents do: the
+// CustomResourceDefinition API itself, and every established CRD's served versions (a
+// definition per kind from its openAPIV3Schema, marked with
+// x-kubernetes-group-version-kind, and its paths), kept up to date as CRDs change.
+//
+// It runs between PrepareRun (which builds both servers' documents) and Run. The v2
+// spec of the CRD API is merged into kubelab's, and the v3 documents of group versions
+// kubelab lacks are copied from the CRD server. apiextensions' own OpenAPI controllers,
+// which its post-start hook starts against the CRD server's documents, are pointed at
+// kubelab's instead, so they publish where clients read.
+func shareOpenAPI(main, crds *genericapiserver.GenericAPIServer) error {
+	if main.StaticOpenAPISpec == nil || main.OpenAPIVersionedService == nil || main.OpenAPIV3VersionedService == nil {
+		return errors.New("openapi: the server has no OpenAPI documents")
+	}
+	if crds.StaticOpenAPISpec != nil {
+		if err := aggregator.MergeSpecsIgnorePathConflictRenamingDefinitionsAndParameters(main.StaticOpenAPISpec, crds.StaticOpenAPISpec); err != nil {
+			return fmt.Errorf("openapi v2: %w", err)
+		}
+		main.OpenAPIVersionedService.UpdateSpec(main.StaticOpenAPISpec)
+	}
+	if crds.OpenAPIV3VersionedService != nil {
+		if err := copyOpenAPIV3(main, crds.UnprotectedHandler()); err != nil {
+			return fmt.Errorf("openapi v3: %w", err)
+		}
+	}
+	crds.StaticOpenAPISpec = main.StaticOpenAPISpec
+	crds.OpenAPIVersionedService = main.OpenAPIVersionedService
+	crds.OpenAPIV3VersionedService = main.OpenAPIV3VersionedService
+	return nil
+}
+
+// copyOpenAPIV3 adds to main's /openapi/v3 the group versions from's lists and main's
+// does not.
+func copyOpenAPIV3(main *genericapiserver.GenericAPIServer, from http.Handler) error {
+	type discovery struct {
+		Paths map[string]struct {
+			ServerRelativeURL string `json:"serverRelativeURL"`
+		} `json:"paths"`
+	}
+	get := func(h http.Handler, path string, into any) error {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != http.StatusOK {
+			return fmt.Errorf("GET %s: %d %s", path, rec.Code, rec.Body.String())
+		}
+		return json.Unmarshal(rec.Body.Bytes(), into)
+	}
+	var have, theirs discovery
+	if err := get(main.UnprotectedHandler(), "/openapi/v3", &have); err != nil {
+		return err
+	}
+	if err := get(from, "/openapi/v3", &theirs); err != nil {
+		return err
+	}
+	for _, gv := range slices.Sorted(maps.Keys(theirs.Paths)) {
+		if _, ok := have.Paths[gv]; ok {
+			continue
+		}
+		doc := &spec3.OpenAPI{}
+		if err := get(from, theirs.Paths[gv].ServerRelativeURL, doc); err != nil {
+			return err
+		}
+		main.OpenAPIV3VersionedService.UpdateGroupVersion(gv, doc)
+	}
+	return nil
 }

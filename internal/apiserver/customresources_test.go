@@ -2,12 +2,16 @@ package apiserver_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/testutil"
 )
 
@@ -55,8 +59,9 @@ spec:
 `
 
 // testCustomResources: a CRD with a structural schema, defaulting, CEL rules, printer
-// columns, status and scale, served in two versions, through kubectl.
-func testCustomResources(t *testing.T, k kubectl) {
+// columns, status and scale, served in two versions, through kubectl; its schemas
+// published in the OpenAPI documents while it is there.
+func testCustomResources(t *testing.T, s *apiservertest.Server, k kubectl) {
 	dir := t.TempDir()
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
@@ -73,6 +78,14 @@ func testCustomResources(t *testing.T, k kubectl) {
 		out, err := k.cmd(context.Background(), "get", "wd").CombinedOutput()
 		return err == nil || strings.Contains(string(out), "No resources found")
 	})
+
+	// The served versions' schemas are published in /openapi/v3 and /openapi/v2, and
+	// kubectl explain reads them.
+	for _, v := range []string{"v1", "v1beta1"} {
+		testutil.EventuallyWithin(t, waitTimeout, "widgets "+v+" in /openapi/v3", func() error { return widgetInOpenAPIV3(s, v) })
+		testutil.EventuallyWithin(t, waitTimeout, "widgets "+v+" in /openapi/v2", func() error { return widgetInOpenAPIV2(s, v) })
+	}
+	expectLines(t, k.run("explain", "widgets.spec.size"), "GROUP:      example.com", "KIND:       Widget", "FIELD: size <integer>")
 
 	k.run("apply", "-f", write("w1.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1}\nspec: {size: 3, replicas: 1}\n"))
 	expectLines(t, k.run("get", "widgets"), "NAME   SIZE   COLOR", "w1     3      blue")
@@ -112,6 +125,91 @@ func testCustomResources(t *testing.T, k kubectl) {
 		out, _ := k.cmd(context.Background(), "api-resources", "--api-group=example.com", "-o", "name").CombinedOutput()
 		return strings.TrimSpace(string(out)) == ""
 	})
+	testutil.EventuallyWithin(t, waitTimeout, "widgets gone from /openapi/v3 and v2", func() bool {
+		return widgetInOpenAPIV3(s, "v1") != nil && widgetInOpenAPIV2(s, "v1") != nil
+	})
+}
+
+// widgetSchemaPublished says why def (the Widget definition of version v, as JSON) is
+// not the published one: marked with its group, version and kind, with the CRD's
+// schema.
+func widgetSchemaPublished(def map[string]any, v string) error {
+	gvk, _ := json.Marshal(def["x-kubernetes-group-version-kind"])
+	if want := `[{"group":"example.com","kind":"Widget","version":"` + v + `"}]`; string(gvk) != want {
+		return fmt.Errorf("x-kubernetes-group-version-kind %s, want %s", gvk, want)
+	}
+	props, _ := def["properties"].(map[string]any)
+	spec, _ := props["spec"].(map[string]any)
+	specProps, _ := spec["properties"].(map[string]any)
+	if size, _ := specProps["size"].(map[string]any); size["type"] != "integer" {
+		return fmt.Errorf("spec's properties %v, want size an integer", specProps)
+	}
+	return nil
+}
+
+// widgetInOpenAPIV2 says why /openapi/v2 lacks the Widget of version v.
+func widgetInOpenAPIV2(s *apiservertest.Server, v string) error {
+	raw, err := s.Client.Discovery().RESTClient().Get().AbsPath("/openapi/v2").DoRaw(context.Background())
+	if err != nil {
+		return err
+	}
+	var doc struct {
+		Definitions map[string]map[string]any `json:"definitions"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return err
+	}
+	def, ok := doc.Definitions["com.example."+v+".Widget"]
+	if !ok {
+		return fmt.Errorf("no definition com.example.%s.Widget", v)
+	}
+	return widgetSchemaPublished(def, v)
+}
+
+// widgetInOpenAPIV3 says why /openapi/v3 does not list apis/example.com/<v> with the
+// Widget of version v.
+func widgetInOpenAPIV3(s *apiservertest.Server, v string) error {
+	rc := s.Client.Discovery().RESTClient()
+	raw, err := rc.Get().AbsPath("/openapi/v3").DoRaw(context.Background())
+	if err != nil {
+		return err
+	}
+	var paths struct {
+		Paths map[string]struct {
+			ServerRelativeURL string `json:"serverRelativeURL"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(raw, &paths); err != nil {
+		return err
+	}
+	gv, ok := paths.Paths["apis/example.com/"+v]
+	if !ok {
+		return fmt.Errorf("/openapi/v3 does not list apis/example.com/%s", v)
+	}
+	u, err := url.Parse(gv.ServerRelativeURL)
+	if err != nil {
+		return err
+	}
+	req := rc.Get().AbsPath(u.Path)
+	for k, vals := range u.Query() {
+		req = req.Param(k, vals[0])
+	}
+	if raw, err = req.DoRaw(context.Background()); err != nil {
+		return err
+	}
+	var doc struct {
+		Components struct {
+			Schemas map[string]map[string]any `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return err
+	}
+	def, ok := doc.Components.Schemas["com.example."+v+".Widget"]
+	if !ok {
+		return fmt.Errorf("apis/example.com/%s has no schema com.example.%s.Widget", v, v)
+	}
+	return widgetSchemaPublished(def, v)
 }
 
 // testApplyPrune: kubectl apply --prune with a label selector and no allowlist deletes

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 )
@@ -53,7 +54,7 @@ func TestAPIGroups(t *testing.T) {
 	s := apiservertest.Start(t, apiservertest.Options{})
 	t.Run("discovery matches kube-apiserver", func(t *testing.T) { testDiscoveryMatchesKubeAPIServer(t, s) })
 	k := newKubectl(t, s.Kubeconfig)
-	t.Run("custom resources", func(t *testing.T) { k.t = t; testCustomResources(t, k) })
+	t.Run("custom resources", func(t *testing.T) { k.t = t; testCustomResources(t, s, k) })
 	t.Run("apply --prune", func(t *testing.T) { k.t = t; testApplyPrune(t, k) })
 }
 
@@ -73,6 +74,7 @@ func testDiscoveryMatchesKubeAPIServer(t *testing.T, s *apiservertest.Server) {
 		addDiscovery(t, want, raw)
 	}
 	got := map[string]string{}
+	var aggregatedGroups []string
 	for _, path := range []string{"/api", "/apis"} {
 		raw, err := s.Client.Discovery().RESTClient().Get().AbsPath(path).
 			SetHeader("Accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList").DoRaw(context.Background())
@@ -80,6 +82,31 @@ func testDiscoveryMatchesKubeAPIServer(t *testing.T, s *apiservertest.Server) {
 			t.Fatalf("GET %s: %v", path, err)
 		}
 		addDiscovery(t, got, raw)
+		if path == "/apis" {
+			aggregatedGroups = groupVersionsOf(t, raw)
+		}
+	}
+	// The unaggregated /apis (an APIGroupList, which older clients read) lists the same
+	// groups and versions, apiextensions.k8s.io among them.
+	var legacy metav1.APIGroupList
+	if err := s.Client.Discovery().RESTClient().Get().AbsPath("/apis").Do(context.Background()).Into(&legacy); err != nil {
+		t.Fatal(err)
+	}
+	var legacyGroups []string
+	for _, g := range legacy.Groups {
+		for _, v := range g.Versions {
+			legacyGroups = append(legacyGroups, v.GroupVersion)
+		}
+		// Each group answers /apis/<group> with its versions and a preferred one of them.
+		var group metav1.APIGroup
+		if err := s.Client.Discovery().RESTClient().Get().AbsPath("/apis/" + g.Name + "/").Do(context.Background()).Into(&group); err != nil {
+			t.Errorf("GET /apis/%s/: %v", g.Name, err)
+		} else if !slices.Contains(group.Versions, group.PreferredVersion) {
+			t.Errorf("/apis/%s/ prefers %v of %v", g.Name, group.PreferredVersion, group.Versions)
+		}
+	}
+	if slices.Sort(legacyGroups); !slices.Equal(legacyGroups, aggregatedGroups) || !slices.Contains(legacyGroups, "apiextensions.k8s.io/v1") {
+		t.Errorf("/apis as an APIGroupList lists %v; the aggregated discovery %v", legacyGroups, aggregatedGroups)
 	}
 	for _, key := range slices.Sorted(maps.Keys(want)) {
 		g, ok := got[key]
@@ -150,3 +177,19 @@ func addDiscovery(t *testing.T, into map[string]string, raw []byte) {
 }
 
 func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
+
+// groupVersionsOf are the group versions of an APIGroupDiscoveryList, sorted.
+func groupVersionsOf(t *testing.T, raw []byte) []string {
+	t.Helper()
+	var list apidiscoveryv2.APIGroupDiscoveryList
+	if err := json.Unmarshal(raw, &list); err != nil {
+		t.Fatalf("discovery: %v", err)
+	}
+	var out []string
+	for _, g := range list.Items {
+		for _, v := range g.Versions {
+			out = append(out, g.Name+"/"+v.Version)
+		}
+	}
+	return sorted(out)
+}

@@ -18,7 +18,9 @@
 // served in two versions (HorizontalPodAutoscaler: autoscaling/v2 and v1) has one store,
 // converted through the scheme. CustomResourceDefinitions and custom resources are
 // served by k8s.io/apiextensions-apiserver as the delegate behind this server
-// (customresources.go). Kinds with behaviour beyond storage have a file each: pods.go
+// (customresources.go); this server's discovery lists their groups, and its /openapi/v2
+// and /openapi/v3 describe them (each established CRD's served versions from its
+// schema). Kinds with behaviour beyond storage have a file each: pods.go
 // (binding, graceful deletion), eviction.go (pods/eviction, honouring
 // PodDisruptionBudgets),
 // podstreams.go (log, exec, attach and portforward, proxied to the kubelet of the pod's

@@ -19,6 +19,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -281,7 +282,8 @@ func (s *Server) Run(ctx context.Context) error {
 		listener.Close()
 		return fmt.Errorf("apiserver: %w", err)
 	}
-	namer := openapinamer.NewDefinitionNamer(scheme)
+	// The CRD server behind this one describes its kinds with the same namer.
+	namer := openapinamer.NewDefinitionNamer(scheme, apiextensionsapiserver.Scheme)
 	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(openapi.Definitions, namer)
 	cfg.OpenAPIConfig.Info.Title, cfg.OpenAPIConfig.Info.Version = "Kubernetes", info.GitVersion
 	cfg.OpenAPIConfig.GetDefinitionName = definitionName(namer)
@@ -334,6 +336,7 @@ func (s *Server) Run(ctx context.Context) error {
 		listener.Close()
 		return fmt.Errorf("apiserver: %w", err)
 	}
+	server.DiscoveryGroupManager.AddGroup(apiextensionsGroup())
 	if err := listCustomGroups(crds, server.DiscoveryGroupManager); err != nil {
 		listener.Close()
 		return fmt.Errorf("apiserver: %w", err)
@@ -391,7 +394,11 @@ func (s *Server) Run(ctx context.Context) error {
 		})
 		return nil
 	})
-	return server.PrepareRun().RunWithContext(ctx)
+	prepared := server.PrepareRun()
+	if err := shareOpenAPI(server, crds.GenericAPIServer); err != nil {
+		return fmt.Errorf("apiserver: %w", err)
+	}
+	return prepared.RunWithContext(ctx)
 }
 
 // kubelabVersion is the API level kubelab serves, answering /version with kubelab's

@@ -156,6 +156,16 @@ func addAdmissionRegistrationDefaults(s *runtime.Scheme) {
 	s.AddTypeDefaultingFunc(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, func(o interface{}) {
 		defaultMatchResources(o.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding).Spec.MatchResources)
 	})
+	s.AddTypeDefaultingFunc(&admissionregistrationv1.MutatingAdmissionPolicy{}, func(o interface{}) {
+		spec := &o.(*admissionregistrationv1.MutatingAdmissionPolicy).Spec
+		if spec.FailurePolicy == nil {
+			spec.FailurePolicy = ptr.To(admissionregistrationv1.Fail)
+		}
+		defaultMatchResources(spec.MatchConstraints)
+	})
+	s.AddTypeDefaultingFunc(&admissionregistrationv1.MutatingAdmissionPolicyBinding{}, func(o interface{}) {
+		defaultMatchResources(o.(*admissionregistrationv1.MutatingAdmissionPolicyBinding).Spec.MatchResources)
+	})
 }
 
 func defaultWebhook(failure **admissionregistrationv1.FailurePolicyType, match **admissionregistrationv1.MatchPolicyType,

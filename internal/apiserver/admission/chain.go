@@ -42,6 +42,10 @@ func New(d Deps) (admission.Interface, error) {
 	}
 	// The webhooks and the policies come last, as upstream: webhooks see the object the
 	// built-in plugins made.
+	mutatingPolicies, err := newMutatingAdmissionPolicy(d)
+	if err != nil {
+		return nil, err
+	}
 	mutatingWebhook, err := newMutatingWebhook(d)
 	if err != nil {
 		return nil, err
@@ -75,6 +79,7 @@ func New(d Deps) (admission.Interface, error) {
 		newDefaultStorageClass(d.Factory),
 		newStorageObjectInUseProtection(),
 		newPersistentVolumeClaimResize(d.Factory),
+		mutatingPolicies,
 		mutatingWebhook,
 		policies,
 		validatingWebhook,

@@ -9,10 +9,15 @@
 //     it shuts down; each key is synced once at a time (the queue never hands the same
 //     key to two workers).
 //   - A key whose sync fails is reported to the failure callback and put back rate
-//     limited; a key whose sync succeeds has its rate-limit history forgotten. A key
-//     whose sync lost a write race (a Conflict) is retried soon, outside the rate
-//     limiter. A key whose sync returns RequeueAfter(d) is not a failure: it is
-//     forgotten and synced again after d.
+//     limited (the queue's limiter; controllers use client-go's default controller
+//     limiter, per key 5ms doubling to 1000s, overall 10/s with bursts of 100); a key
+//     whose sync succeeds has its rate-limit history forgotten. A key whose sync lost
+//     a write race (a Conflict) is retried soon, outside the rate limiter, after
+//     100ms doubling for each further lost race of the key. A key whose sync failed
+//     because its namespace is being terminated or is gone (Gone) is forgotten and
+//     not retried: nothing can be made in it, and its deletion removes the object. A
+//     key whose sync returns RequeueAfter(d) is not a failure: it is forgotten and
+//     synced again after d.
 //   - Failed builds the usual failure report: "<name> sync failed, will retry" with the
 //     key under the given attribute, at Info for errors the caller calls benign (a stale
 //     cache the retry reads anew) and at Error otherwise; LogInfo logs a given message

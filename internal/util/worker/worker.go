@@ -5,16 +5,52 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
 
-// conflictRetry is when a key whose sync lost a write race is looked at again.
-const conflictRetry = 100 * time.Millisecond
+// conflictRetry is when a key whose sync lost a write race is looked at again; each
+// further lost race of the same key doubles the wait, up to conflictRetryMax.
+const (
+	conflictRetry    = 100 * time.Millisecond
+	conflictRetryMax = 1000 * time.Second
+)
+
+// conflictBackoffs holds, per queue, the per-key backoff of keys whose syncs keep
+// losing write races; every worker of a queue shares it.
+var conflictBackoffs sync.Map // queue -> workqueue.TypedRateLimiter[K]
+
+// conflictBackoff is q's per-key backoff of lost write races.
+func conflictBackoff[K comparable](q workqueue.TypedRateLimitingInterface[K]) workqueue.TypedRateLimiter[K] {
+	if l, ok := conflictBackoffs.Load(q); ok {
+		return l.(workqueue.TypedRateLimiter[K])
+	}
+	l, _ := conflictBackoffs.LoadOrStore(q, workqueue.NewTypedItemExponentialFailureRateLimiter[K](conflictRetry, conflictRetryMax))
+	return l.(workqueue.TypedRateLimiter[K])
+}
+
+// Gone says whether err means that what a key names can no longer be made: its
+// namespace is being terminated (the API server refuses new content in it, with the
+// NamespaceTerminating cause) or no longer exists (NotFound of the namespace). Retrying
+// cannot succeed; the namespace's deletion removes the object, and a namespace created
+// again under the name brings the key back through its informers.
+func Gone(err error) bool {
+	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		return true
+	}
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Group == "" && d.Kind == "namespaces"
+}
 
 // SyncFunc reconciles one key; an error puts the key back rate limited, and an error
 // made by RequeueAfter has it looked at again after a delay without counting as a
@@ -47,6 +83,7 @@ func Start[K comparable](ctx context.Context, n int, q workqueue.TypedRateLimiti
 func Work[K comparable](ctx context.Context, q workqueue.TypedRateLimitingInterface[K], sync SyncFunc[K], failed FailFunc[K]) {
 	for processNext(ctx, q, sync, failed) {
 	}
+	conflictBackoffs.Delete(q)
 }
 
 // processNext syncs one key of q; it returns false once q has shut down.
@@ -57,26 +94,31 @@ func processNext[K comparable](ctx context.Context, q workqueue.TypedRateLimitin
 	}
 	defer q.Done(key)
 	err := sync(ctx, key)
+	conflicts := conflictBackoff(q)
 	var again *requeue
-	if errors.As(err, &again) {
+	switch {
+	case err == nil:
 		q.Forget(key)
+		conflicts.Forget(key)
+	case errors.As(err, &again):
+		q.Forget(key)
+		conflicts.Forget(key)
 		q.AddAfter(key, again.after)
-		return true
-	}
-	if err != nil {
+	case Gone(err):
+		q.Forget(key)
+		conflicts.Forget(key)
+	case apierrors.IsConflict(err):
+		// The cache is behind the API server: the newer object's event re-adds the
+		// key. Retry soon as a safety net, outside the rate limiter, whose overall
+		// bucket (10/s) would otherwise throttle a busy controller's every write race;
+		// a key that keeps losing waits twice as long each time, so it cannot spin.
 		failed(ctx, key, err)
-		if apierrors.IsConflict(err) {
-			// The cache is behind the API server: the newer object's event re-adds the
-			// key. Retry soon as a safety net, outside the rate limiter, whose overall
-			// bucket (10/s) would otherwise throttle a busy controller's every write race.
-			q.Forget(key)
-			q.AddAfter(key, conflictRetry)
-			return true
-		}
+		q.Forget(key)
+		q.AddAfter(key, conflicts.When(key))
+	default:
+		failed(ctx, key, err)
 		q.AddRateLimited(key)
-		return true
 	}
-	q.Forget(key)
 	return true
 }
 

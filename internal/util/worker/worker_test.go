@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubelab/kubelab/internal/testutil"
 )
 
 func newQueue() workqueue.TypedRateLimitingInterface[string] {
@@ -167,6 +169,105 @@ func TestConflictRetriedOutsideRateLimiter(t *testing.T) {
 	}
 	if !processNext(context.Background(), q, syncKey, func(context.Context, string, error) {}) || calls != 2 {
 		t.Errorf("conflicting key not synced again: %d calls", calls)
+	}
+	if n := conflictBackoff(q).NumRequeues("a"); n != 0 {
+		t.Errorf("lost races remembered after the key synced = %d, want 0", n)
+	}
+}
+
+// A key that keeps losing write races waits twice as long before each retry: it
+// cannot spin at the first retry's pace.
+func TestConflictRetriesBackOff(t *testing.T) {
+	q := newQueue()
+	t.Cleanup(q.ShutDown)
+	conflict := apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "deployments"}, "d", errors.New("changed"))
+	var times []time.Time
+	syncKey := func(_ context.Context, key string) error {
+		times = append(times, time.Now())
+		return conflict
+	}
+	q.Add("a")
+	for i := 0; i < 4; i++ {
+		if !processNext(context.Background(), q, syncKey, func(context.Context, string, error) {}) {
+			t.Fatal("queue shut down")
+		}
+	}
+	if !processNext(context.Background(), q, func(context.Context, string) error { times = append(times, time.Now()); return nil },
+		func(context.Context, string, error) {}) {
+		t.Fatal("queue shut down")
+	}
+	for i := 1; i < len(times); i++ {
+		want := conflictRetry << (i - 1)
+		if gap := times[i].Sub(times[i-1]); gap < want {
+			t.Errorf("retry %d came after %v, want at least %v", i, gap, want)
+		}
+	}
+}
+
+// A sync that fails because the key's namespace is being terminated, or is gone, is
+// not retried: it runs once, is not reported as a failure to retry, and its key's
+// rate-limit history is forgotten.
+func TestGoneNamespaceIsNotRetried(t *testing.T) {
+	terminating := apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "replicasets"}, "web-1",
+		errors.New("unable to create new content in namespace gone because it is being terminated"))
+	terminating.ErrStatus.Details.Causes = append(terminating.ErrStatus.Details.Causes,
+		metav1.StatusCause{Type: corev1.NamespaceTerminatingCause, Message: "namespace gone is being terminated", Field: "metadata.namespace"})
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"terminating", fmt.Errorf("create replicaset web-1: %w", terminating)},
+		{"namespace not found", fmt.Errorf("create pod: %w", apierrors.NewNotFound(corev1.Resource("namespaces"), "gone"))},
+		{"joined", errors.Join(terminating, terminating)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newQueue()
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(func() { cancel(); q.ShutDown() })
+			var mu sync.Mutex
+			calls := 0
+			syncKey := func(context.Context, string) error {
+				mu.Lock()
+				defer mu.Unlock()
+				calls++
+				return tc.err
+			}
+			failed := func(_ context.Context, key string, err error) {
+				t.Errorf("failure of %s reported as to be retried: %v", key, err)
+			}
+			q.AddRateLimited("gone/web") // some history the sync forgets
+			Start(ctx, 1, q, syncKey, failed)
+			callsAre := func(n int) func() bool {
+				return func() bool { mu.Lock(); defer mu.Unlock(); return calls == n }
+			}
+			testutil.Eventually(t, "one sync of gone/web", callsAre(1))
+			// The queue's limiter would retry within 10ms, 20ms, 40ms...
+			testutil.Consistently(t, 500*time.Millisecond, "a single sync of gone/web", callsAre(1))
+			if n := q.NumRequeues("gone/web"); n != 0 {
+				t.Errorf("requeues of gone/web = %d, want 0 (forgotten)", n)
+			}
+		})
+	}
+}
+
+// Gone holds only for a namespace being terminated or missing, not for other
+// NotFound or Forbidden errors, which are retried.
+func TestGone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"plain", errors.New("boom"), false},
+		{"namespace not found", apierrors.NewNotFound(corev1.Resource("namespaces"), "x"), true},
+		{"pod not found", apierrors.NewNotFound(corev1.Resource("pods"), "x"), false},
+		{"forbidden", apierrors.NewForbidden(corev1.Resource("pods"), "x", errors.New("no")), false},
+		{"other group's namespaces", apierrors.NewNotFound(schema.GroupResource{Group: "example.com", Resource: "namespaces"}, "x"), false},
+	} {
+		if got := Gone(tc.err); got != tc.want {
+			t.Errorf("%s: Gone(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
 // sync reconciles Deployment key: its ReplicaSets, their sizes, its status.
@@ -220,6 +222,10 @@ func (s *syncState) newAndOld(ctx context.Context, rsList []*appsv1.ReplicaSet, 
 			return nil, nil, fmt.Errorf("record hash collision of %s: %w", rs.Name, uerr)
 		}
 		return nil, nil, fmt.Errorf("replicaset %s exists with another template (hash collision)", rs.Name)
+	}
+	if worker.Gone(err) {
+		// The namespace is going: nothing to report, and the key is not retried.
+		return nil, nil, fmt.Errorf("create replicaset %s: %w", rs.Name, err)
 	}
 	if err != nil {
 		msg := fmt.Sprintf("Failed to create new replica set %q: %v", rs.Name, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/kubelab/kubelab/internal/controller/daemonset"
 	"github.com/kubelab/kubelab/internal/controller/deployment"
 	"github.com/kubelab/kubelab/internal/controller/disruption"
+	"github.com/kubelab/kubelab/internal/controller/endpoint"
 	"github.com/kubelab/kubelab/internal/controller/endpointslice"
 	"github.com/kubelab/kubelab/internal/controller/garbagecollector"
 	"github.com/kubelab/kubelab/internal/controller/job"
@@ -297,6 +298,14 @@ func New(cfg Config, restConfig *rest.Config) (*ControllerManager, error) {
 			}
 			c, err := endpointslice.New(endpointslice.Config{}, cl, factory)
 			return add("endpointslice", c, err)
+		},
+		func() error {
+			cl, err := own("endpoint-controller")
+			if err != nil {
+				return add("endpoint-controller", nil, err)
+			}
+			c, err := endpoint.New(endpoint.Config{}, cl, factory)
+			return add("endpoint", c, err)
 		},
 		func() error {
 			cl, err := own("service-account-controller")

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kubelab/kubelab/internal/util/endpointutil"
 	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
@@ -28,8 +29,6 @@ type Config struct {
 	Workers int
 	// MaxEndpointsPerSlice caps each EndpointSlice (100 when zero, as upstream).
 	MaxEndpointsPerSlice int
-	// SkipEndpoints leaves core/v1 Endpoints alone (they are kept by default).
-	SkipEndpoints bool
 }
 
 func (c *Config) validate() error {
@@ -42,7 +41,12 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// Controller keeps EndpointSlices and Endpoints of Services.
+// errStaleCache: the informer has not yet seen every slice write of the controller for
+// this Service. The sync is retried once it has; it is not the Service's failure, and
+// gets no event.
+var errStaleCache = errors.New("the endpointslice cache has not caught up with the controller's own writes yet")
+
+// Controller keeps the EndpointSlices of Services.
 type Controller struct {
 	cfg         Config
 	client      kubernetes.Interface
@@ -50,8 +54,7 @@ type Controller struct {
 	podLister   corelisters.PodLister
 	nodeLister  corelisters.NodeLister
 	sliceLister discoverylisters.EndpointSliceLister
-	epLister    corelisters.EndpointsLister
-	tracker     *sliceTracker
+	tracker     *endpointutil.SliceTracker
 	synced      []cache.InformerSynced
 	queue       workqueue.TypedRateLimitingInterface[string]
 	broadcaster record.EventBroadcaster
@@ -73,14 +76,13 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	podInf := factory.Core().V1().Pods()
 	nodeInf := factory.Core().V1().Nodes()
 	sliceInf := factory.Discovery().V1().EndpointSlices()
-	epInf := factory.Core().V1().Endpoints()
 	broadcaster := record.NewBroadcaster()
 	c := &Controller{
 		cfg: cfg, client: client,
 		svcLister: svcInf.Lister(), podLister: podInf.Lister(), nodeLister: nodeInf.Lister(),
-		sliceLister: sliceInf.Lister(), epLister: epInf.Lister(), tracker: newSliceTracker(),
+		sliceLister: sliceInf.Lister(), tracker: endpointutil.NewSliceTracker(),
 		synced: []cache.InformerSynced{svcInf.Informer().HasSynced, podInf.Informer().HasSynced, nodeInf.Informer().HasSynced,
-			sliceInf.Informer().HasSynced, epInf.Informer().HasSynced},
+			sliceInf.Informer().HasSynced},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "endpointslice"}),
 		broadcaster: broadcaster,
@@ -110,14 +112,10 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		UpdateFunc: func(_, obj interface{}) { c.sliceChanged(obj) },
 		DeleteFunc: c.sliceDeleted,
 	}
-	epHandler := cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, obj interface{}) { c.enqueue(obj) },
-		DeleteFunc: c.enqueue,
-	}
 	for _, h := range []struct {
 		h   cache.ResourceEventHandler
 		inf cache.SharedIndexInformer
-	}{{svcHandler, svcInf.Informer()}, {podHandler, podInf.Informer()}, {sliceHandler, sliceInf.Informer()}, {epHandler, epInf.Informer()}} {
+	}{{svcHandler, svcInf.Informer()}, {podHandler, podInf.Informer()}, {sliceHandler, sliceInf.Informer()}} {
 		if err := add(h.h, h.inf); err != nil {
 			return nil, err
 		}
@@ -185,7 +183,7 @@ func (c *Controller) sliceChanged(obj interface{}) {
 // sliceDeleted: the cache can no longer be behind on a slice it saw deleted.
 func (c *Controller) sliceDeleted(obj interface{}) {
 	if s, key := managedSlice(obj); s != nil {
-		c.tracker.gone(key, s.Name)
+		c.tracker.Gone(key, s.Name)
 		c.queue.Add(key)
 	}
 }

@@ -87,7 +87,7 @@ func deref(s *string) string {
 	return *s
 }
 
-func TestServiceEndpointSlicesAndEndpoints(t *testing.T) {
+func TestServiceEndpointSlices(t *testing.T) {
 	s := apiservertest.Start(t, apiservertest.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	c := s.Client
@@ -137,20 +137,6 @@ func TestServiceEndpointSlicesAndEndpoints(t *testing.T) {
 			t.Errorf("slice %s: labels %v owner %v generateName %q", sl.Name, sl.Labels, sl.OwnerReferences, sl.GenerateName)
 		}
 	}
-	testutil.Eventually(t, "core/v1 Endpoints", func() (bool, error) {
-		ep, err := c.CoreV1().Endpoints(ns).Get(ctx, "web", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		ready, notReady := 0, 0
-		for _, s := range ep.Subsets {
-			ready += len(s.Addresses)
-			notReady += len(s.NotReadyAddresses)
-		}
-		return ep.Labels[EndpointsManagedBy] == EndpointsControllerID && len(ep.Subsets) == 2 && ready == 2 && notReady == 1,
-			fmt.Errorf("endpoints %+v", ep.Subsets)
-	})
-
 	// Nothing changes while nothing happens (no update loop against server defaults).
 	before := map[string]string{}
 	for _, sl := range slices(t, c, ns, "web") {
@@ -176,29 +162,6 @@ func TestServiceEndpointSlicesAndEndpoints(t *testing.T) {
 		got := view(slices(t, c, ns, "web"))
 		return fmt.Sprint(got) == fmt.Sprint(want), fmt.Errorf("slices %v", got)
 	})
-	testutil.Eventually(t, "terminating pod out of Endpoints", func() (bool, error) {
-		ep, err := c.CoreV1().Endpoints(ns).Get(ctx, "web", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, s := range ep.Subsets {
-			for _, a := range append(s.Addresses, s.NotReadyAddresses...) {
-				if a.IP == "10.244.0.2" {
-					return false, nil
-				}
-			}
-		}
-		return true, nil
-	})
-
-	// The Service goes: its Endpoints go (slices follow through the garbage collector).
-	if err := c.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	testutil.Eventually(t, "endpoints deleted with the service", func() (bool, error) {
-		_, err := c.CoreV1().Endpoints(ns).Get(ctx, "web", metav1.GetOptions{})
-		return err != nil, nil
-	})
 }
 
 // TestSyncWaitsForItsOwnWrites holds the controller's informer caches by hand (the
@@ -215,7 +178,7 @@ func TestSyncWaitsForItsOwnWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	factory := informers.NewSharedInformerFactory(c, 0)
-	ctrl, err := New(Config{SkipEndpoints: true}, c, factory)
+	ctrl, err := New(Config{}, c, factory)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,20 +8,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubelab/kubelab/internal/util/endpointutil"
 )
 
-// Upstream names.
-const (
-	ControllerName        = "endpointslice-controller.k8s.io"
-	EndpointsManagedBy    = "endpoints.kubernetes.io/managed-by"
-	EndpointsControllerID = "endpoint-controller"
-	OverCapacity          = "endpoints.kubernetes.io/over-capacity"
-	HeadlessLabel         = "service.kubernetes.io/headless"
-	maxEndpointsAddresses = 1000
-)
+// ControllerName is the managed-by label value of the slices this controller keeps, as
+// upstream's.
+const ControllerName = "endpointslice-controller.k8s.io"
 
 // group is the endpoints of one port set and address type: one or more slices.
 type group struct {
@@ -42,53 +37,16 @@ func groupKey(t discoveryv1.AddressType, ports []discoveryv1.EndpointPort) strin
 	return b.String()
 }
 
-// podInEndpoints says whether a pod can back a Service at all: it has an IP and has
-// not finished.
-func podInEndpoints(p *corev1.Pod) bool {
-	return p.Status.PodIP != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
-}
-
-// findPort resolves a Service port's targetPort for pod: a number as is, a name through
-// the pod's container ports of the same protocol.
-func findPort(pod *corev1.Pod, sp *corev1.ServicePort) (int32, bool) {
-	tp := sp.TargetPort
-	switch {
-	case tp.Type == intstr.String && tp.StrVal != "":
-		for _, c := range pod.Spec.Containers {
-			for _, cp := range c.Ports {
-				proto := cp.Protocol
-				if proto == "" {
-					proto = corev1.ProtocolTCP
-				}
-				if cp.Name == tp.StrVal && proto == protocolOf(sp) {
-					return cp.ContainerPort, true
-				}
-			}
-		}
-		return 0, false
-	case tp.Type == intstr.Int && tp.IntVal != 0:
-		return tp.IntVal, true
-	}
-	return sp.Port, true
-}
-
-func protocolOf(sp *corev1.ServicePort) corev1.Protocol {
-	if sp.Protocol == "" {
-		return corev1.ProtocolTCP
-	}
-	return sp.Protocol
-}
-
 // podPorts are the Service's ports as resolved for pod.
 func podPorts(svc *corev1.Service, pod *corev1.Pod) []discoveryv1.EndpointPort {
 	var out []discoveryv1.EndpointPort
 	for i := range svc.Spec.Ports {
 		sp := &svc.Spec.Ports[i]
-		n, ok := findPort(pod, sp)
+		n, ok := endpointutil.TargetPort(pod, sp)
 		if !ok {
 			continue
 		}
-		out = append(out, discoveryv1.EndpointPort{Name: ptr.To(sp.Name), Protocol: ptr.To(protocolOf(sp)), Port: ptr.To(n), AppProtocol: sp.AppProtocol})
+		out = append(out, discoveryv1.EndpointPort{Name: ptr.To(sp.Name), Protocol: ptr.To(endpointutil.Protocol(sp)), Port: ptr.To(n), AppProtocol: sp.AppProtocol})
 	}
 	return out
 }
@@ -110,7 +68,7 @@ func addressType(ip string) (discoveryv1.AddressType, bool) {
 func desiredGroups(svc *corev1.Service, pods []*corev1.Pod, zones map[string]string) []*group {
 	groups := map[string]*group{}
 	for _, pod := range pods {
-		if !podInEndpoints(pod) {
+		if !endpointutil.PodServes(pod) {
 			continue
 		}
 		ports := podPorts(svc, pod)
@@ -143,8 +101,8 @@ func desiredGroups(svc *corev1.Service, pods []*corev1.Pod, zones map[string]str
 					ep.Zone = ptr.To(z)
 				}
 			}
-			if pod.Spec.Hostname != "" && pod.Spec.Subdomain == svc.Name {
-				ep.Hostname = ptr.To(pod.Spec.Hostname)
+			if h := endpointutil.Hostname(pod, svc); h != "" {
+				ep.Hostname = ptr.To(h)
 			}
 			k := groupKey(at, ports)
 			g := groups[k]
@@ -175,79 +133,4 @@ func chunk(eps []discoveryv1.Endpoint, n int) [][]discoveryv1.Endpoint {
 		out = append(out, eps)
 	}
 	return out
-}
-
-// desiredSubsets is the core/v1 Endpoints content for svc: ready pods in addresses,
-// not-ready ones in notReadyAddresses, terminating ones left out (unless
-// publishNotReadyAddresses), grouped by resolved ports. It reports whether it had to
-// truncate to maxEndpointsAddresses.
-func desiredSubsets(svc *corev1.Service, pods []*corev1.Pod) ([]corev1.EndpointSubset, bool) {
-	type sub struct {
-		ports           []corev1.EndpointPort
-		ready, notReady []corev1.EndpointAddress
-	}
-	subs := map[string]*sub{}
-	total := 0
-	truncated := false
-	for _, pod := range pods {
-		if !podInEndpoints(pod) {
-			continue
-		}
-		if pod.DeletionTimestamp != nil && !svc.Spec.PublishNotReadyAddresses {
-			continue
-		}
-		var ports []corev1.EndpointPort
-		var key strings.Builder
-		for i := range svc.Spec.Ports {
-			sp := &svc.Spec.Ports[i]
-			n, ok := findPort(pod, sp)
-			if !ok {
-				continue
-			}
-			ports = append(ports, corev1.EndpointPort{Name: sp.Name, Port: n, Protocol: protocolOf(sp), AppProtocol: sp.AppProtocol})
-			fmt.Fprintf(&key, "|%s/%s/%d", sp.Name, protocolOf(sp), n)
-		}
-		if len(svc.Spec.Ports) > 0 && len(ports) == 0 {
-			continue
-		}
-		addr := corev1.EndpointAddress{IP: pod.Status.PodIP,
-			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}}
-		if pod.Spec.NodeName != "" {
-			addr.NodeName = ptr.To(pod.Spec.NodeName)
-		}
-		if pod.Spec.Hostname != "" && pod.Spec.Subdomain == svc.Name {
-			addr.Hostname = pod.Spec.Hostname
-		}
-		if total >= maxEndpointsAddresses {
-			truncated = true
-			continue
-		}
-		total++
-		s := subs[key.String()]
-		if s == nil {
-			s = &sub{ports: ports}
-			subs[key.String()] = s
-		}
-		if svc.Spec.PublishNotReadyAddresses || podutils.IsPodReady(pod) {
-			s.ready = append(s.ready, addr)
-		} else {
-			s.notReady = append(s.notReady, addr)
-		}
-	}
-	keys := make([]string, 0, len(subs))
-	for k := range subs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var out []corev1.EndpointSubset
-	byIP := func(a []corev1.EndpointAddress) {
-		sort.Slice(a, func(i, j int) bool { return a[i].IP < a[j].IP })
-	}
-	for _, k := range keys {
-		s := subs[k]
-		byIP(s.ready)
-		byIP(s.notReady)
-		out = append(out, corev1.EndpointSubset{Addresses: s.ready, NotReadyAddresses: s.notReady, Ports: s.ports})
-	}
-	return out, truncated
 }

@@ -37,26 +37,6 @@ func httpOn(port int32) podOpt {
 	return func(p *corev1.Pod) { p.Spec.Containers[0].Ports[0].ContainerPort = port }
 }
 
-func TestFindPort(t *testing.T) {
-	p := pod("a", "10.244.0.2")
-	for _, tc := range []struct {
-		sp   corev1.ServicePort
-		want int32
-		ok   bool
-	}{
-		{corev1.ServicePort{Port: 80, TargetPort: intstr.FromString("http")}, 8080, true},
-		{corev1.ServicePort{Port: 80, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolUDP}, 0, false},
-		{corev1.ServicePort{Port: 80, TargetPort: intstr.FromString("grpc")}, 0, false},
-		{corev1.ServicePort{Port: 80, TargetPort: intstr.FromInt(9000)}, 9000, true},
-		{corev1.ServicePort{Port: 80}, 80, true},
-	} {
-		got, ok := findPort(p, &tc.sp)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("findPort(%v) = %d, %v; want %d, %v", tc.sp.TargetPort, got, ok, tc.want, tc.ok)
-		}
-	}
-}
-
 func TestDesiredGroups(t *testing.T) {
 	svc := svcWith(corev1.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromString("http")})
 	pods := []*corev1.Pod{
@@ -122,32 +102,5 @@ func TestChunk(t *testing.T) {
 	}
 	if chunk(nil, 100) != nil {
 		t.Error("chunk of nothing is not empty")
-	}
-}
-
-func TestDesiredSubsets(t *testing.T) {
-	svc := svcWith(corev1.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromString("http")})
-	pods := []*corev1.Pod{pod("b", "10.244.0.3"), pod("a", "10.244.0.2"), pod("slow", "10.244.0.4", notReady),
-		pod("leaving", "10.244.0.5", terminating), pod("noip", "")}
-	subs, truncated := desiredSubsets(svc, pods)
-	if truncated || len(subs) != 1 {
-		t.Fatalf("subsets %+v truncated %v", subs, truncated)
-	}
-	s := subs[0]
-	if len(s.Addresses) != 2 || s.Addresses[0].IP != "10.244.0.2" || s.Addresses[1].IP != "10.244.0.3" {
-		t.Errorf("addresses %+v", s.Addresses)
-	}
-	if len(s.NotReadyAddresses) != 1 || s.NotReadyAddresses[0].IP != "10.244.0.4" {
-		t.Errorf("notReadyAddresses %+v", s.NotReadyAddresses)
-	}
-	if len(s.Ports) != 1 || s.Ports[0].Port != 8080 || s.Ports[0].Name != "http" {
-		t.Errorf("ports %+v", s.Ports)
-	}
-	var many []*corev1.Pod
-	for i := 0; i < maxEndpointsAddresses+5; i++ {
-		many = append(many, pod("p", "10.0.0.1"))
-	}
-	if subs, truncated := desiredSubsets(svc, many); !truncated || len(subs[0].Addresses) != maxEndpointsAddresses {
-		t.Errorf("over capacity: truncated %v, %d addresses", truncated, len(subs[0].Addresses))
 	}
 }

@@ -1,7 +1,7 @@
 // Package endpointslice is the EndpointSlice controller of the controller-manager
-// ("endpointslice-controller.k8s.io"), together with the core/v1 Endpoints that
-// upstream's endpoints controller ("endpoint-controller") keeps for the same Services
-// (a pod whose readiness probe fails is listed as not ready, so Service traffic leaves it).
+// ("endpointslice-controller.k8s.io"): a pod whose readiness probe fails is listed as not
+// ready, so Service traffic leaves it. The core/v1 Endpoints of the same Services are the
+// endpoint controller's (internal/controller/endpoint), as upstream.
 //
 // Contract, for each Service with a selector:
 //   - EndpointSlices (generateName "<service>-", owned by the Service, labelled
@@ -14,12 +14,7 @@
 //     pod's container ports, so pods resolving differently go to different slices; at
 //     most Config.MaxEndpointsPerSlice (100) endpoints per slice; existing slices are
 //     updated in place and only when their content changes.
-//   - The Endpoints object of the same name (labelled
-//     endpoints.kubernetes.io/managed-by=endpoint-controller) lists ready pods in
-//     addresses and the others in notReadyAddresses; terminating pods are left out; at
-//     most 1000 addresses (endpoints.kubernetes.io/over-capacity=truncated beyond).
-//     It is deleted with the Service.
 //
 // Decisions (desired.go) are pure and tested with tables. It talks to the API server only
-// through client-go (informers on Services, Pods, Nodes, EndpointSlices and Endpoints).
+// through client-go (informers on Services, Pods, Nodes and EndpointSlices).
 package endpointslice

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
 // sync brings the EndpointSlices and Endpoints of Service key up to date.
@@ -24,17 +26,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	svc, err := c.svcLister.Services(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		c.tracker.forget(key)
-		// Slices are owned by the Service and go with it (garbage collector); the
-		// Endpoints are not, and go here.
-		if !c.cfg.SkipEndpoints {
-			if ep, err := c.epLister.Endpoints(ns).Get(name); err == nil && ep.Labels[EndpointsManagedBy] == EndpointsControllerID {
-				err := c.client.CoreV1().Endpoints(ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &ep.UID}})
-				if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-					return fmt.Errorf("delete endpoints %s: %w", key, err)
-				}
-			}
-		}
+		// Slices are owned by the Service and go with it (garbage collector).
+		c.tracker.Forget(key)
 		return nil
 	}
 	if err != nil {
@@ -53,15 +46,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			zones[n.Name] = n.Labels[corev1.LabelTopologyZone]
 		}
 	}
-	errSlices := c.reconcileSlices(ctx, svc, desiredGroups(svc, pods, zones))
-	if errSlices != nil && !errors.Is(errSlices, errStaleCache) {
-		c.recorder.Eventf(svc, corev1.EventTypeWarning, "FailedToUpdateEndpointSlices", "Error updating Endpoint Slices for Service %s: %v", key, errSlices)
+	err = c.reconcileSlices(ctx, svc, desiredGroups(svc, pods, zones))
+	if err != nil && !errors.Is(err, errStaleCache) && !worker.Gone(err) {
+		c.recorder.Eventf(svc, corev1.EventTypeWarning, "FailedToUpdateEndpointSlices", "Error updating Endpoint Slices for Service %s: %v", key, err)
 	}
-	var errEndpoints error
-	if !c.cfg.SkipEndpoints {
-		errEndpoints = c.reconcileEndpoints(ctx, svc, pods)
-	}
-	return errors.Join(errSlices, errEndpoints)
+	return err
 }
 
 // sliceLabels are the labels of svc's slices.
@@ -73,9 +62,9 @@ func sliceLabels(svc *corev1.Service) map[string]string {
 	l[discoveryv1.LabelServiceName] = svc.Name
 	l[discoveryv1.LabelManagedBy] = ControllerName
 	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
-		l[HeadlessLabel] = ""
+		l[corev1.IsHeadlessService] = ""
 	} else {
-		delete(l, HeadlessLabel)
+		delete(l, corev1.IsHeadlessService)
 	}
 	return l
 }
@@ -89,7 +78,7 @@ func (c *Controller) reconcileSlices(ctx context.Context, svc *corev1.Service, g
 		return err
 	}
 	key := svc.Namespace + "/" + svc.Name
-	if c.tracker.stale(key, existing) {
+	if c.tracker.Stale(key, existing) {
 		return errStaleCache
 	}
 	byGroup := map[string][]*discoveryv1.EndpointSlice{}
@@ -135,7 +124,7 @@ func (c *Controller) reconcileSlices(ctx context.Context, svc *corev1.Service, g
 				s.Endpoints, s.Labels = eps, want
 				updated, err := slices.Update(ctx, s, metav1.UpdateOptions{})
 				if err == nil {
-					c.tracker.wrote(key, updated, false)
+					c.tracker.Wrote(key, updated, false)
 				} else if !apierrors.IsNotFound(err) {
 					errs = append(errs, fmt.Errorf("update endpointslice %s: %w", s.Name, err))
 				}
@@ -148,7 +137,7 @@ func (c *Controller) reconcileSlices(ctx context.Context, svc *corev1.Service, g
 			}
 			created, err := slices.Create(ctx, s, metav1.CreateOptions{})
 			if err == nil {
-				c.tracker.wrote(key, created, false)
+				c.tracker.Wrote(key, created, false)
 			} else if !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				errs = append(errs, fmt.Errorf("create endpointslice for %s: %w", svc.Name, err))
 			}
@@ -172,73 +161,7 @@ func (c *Controller) deleteSlice(ctx context.Context, key string, s *discoveryv1
 		return fmt.Errorf("delete endpointslice %s: %w", s.Name, err)
 	}
 	if err == nil {
-		c.tracker.wrote(key, s, true)
+		c.tracker.Wrote(key, s, true)
 	}
 	return nil
-}
-
-// reconcileEndpoints keeps the core/v1 Endpoints of svc as upstream's endpoints
-// controller does.
-func (c *Controller) reconcileEndpoints(ctx context.Context, svc *corev1.Service, pods []*corev1.Pod) error {
-	subsets, truncated := desiredSubsets(svc, pods)
-	want := map[string]string{}
-	for k, v := range svc.Labels {
-		want[k] = v
-	}
-	want[EndpointsManagedBy] = EndpointsControllerID
-	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
-		want[HeadlessLabel] = ""
-	}
-	cur, err := c.epLister.Endpoints(svc.Namespace).Get(svc.Name)
-	client := c.client.CoreV1().Endpoints(svc.Namespace)
-	if apierrors.IsNotFound(err) {
-		ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: svc.Namespace, Labels: want}, Subsets: subsets}
-		if truncated {
-			ep.Annotations = map[string]string{OverCapacity: "truncated"}
-		}
-		_, err := client.Create(ctx, ep, metav1.CreateOptions{})
-		if err != nil && !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-			return fmt.Errorf("create endpoints %s/%s: %w", svc.Namespace, svc.Name, err)
-		}
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	_, overCap := cur.Annotations[OverCapacity]
-	if apiequality.Semantic.DeepEqual(normalize(cur.Subsets), normalize(subsets)) && labels.Equals(cur.Labels, want) && overCap == truncated {
-		return nil
-	}
-	ep := cur.DeepCopy()
-	ep.Subsets, ep.Labels = subsets, want
-	if truncated {
-		if ep.Annotations == nil {
-			ep.Annotations = map[string]string{}
-		}
-		ep.Annotations[OverCapacity] = "truncated"
-	} else {
-		delete(ep.Annotations, OverCapacity)
-	}
-	if _, err := client.Update(ctx, ep, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("update endpoints %s/%s: %w", svc.Namespace, svc.Name, err)
-	}
-	return nil
-}
-
-// normalize treats empty and nil lists alike.
-func normalize(s []corev1.EndpointSubset) []corev1.EndpointSubset {
-	if len(s) == 0 {
-		return nil
-	}
-	out := make([]corev1.EndpointSubset, len(s))
-	for i, x := range s {
-		if len(x.Addresses) == 0 {
-			x.Addresses = nil
-		}
-		if len(x.NotReadyAddresses) == 0 {
-			x.NotReadyAddresses = nil
-		}
-		out[i] = x
-	}
-	return out
 }

@@ -1,7 +1,6 @@
-package endpointslice
+package endpointutil
 
 import (
-	"errors"
 	"sync"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -9,30 +8,26 @@ import (
 	"github.com/kubelab/kubelab/internal/resourceversion"
 )
 
-// errStaleCache: the informer has not yet seen every slice write of the controller for
-// this Service. The sync is retried once it has; it is not the Service's failure, and
-// gets no event.
-var errStaleCache = errors.New("the endpointslice cache has not caught up with the controller's own writes yet")
-
 // deletedSlice marks a slice the controller deleted.
 const deletedSlice = ""
 
-// sliceTracker remembers, per Service, the slices the controller wrote (with the
+// SliceTracker remembers, per Service, the slices a controller wrote (with the
 // resourceVersion the API server returned) or deleted, until its informer has caught up.
 // A sync from a cache older than its own writes would update slices from stale copies
 // (and be refused with a conflict) or create a slice again that it created a moment ago.
-type sliceTracker struct {
+type SliceTracker struct {
 	mu      sync.Mutex
 	written map[string]map[string]string // service key → slice name → resourceVersion, or deletedSlice
 }
 
-func newSliceTracker() *sliceTracker {
-	return &sliceTracker{written: map[string]map[string]string{}}
+// NewSliceTracker is a tracker that remembers no write yet.
+func NewSliceTracker() *SliceTracker {
+	return &SliceTracker{written: map[string]map[string]string{}}
 }
 
-// wrote records that the controller created or updated slice (as returned by the API
+// Wrote records that the controller created or updated slice (as returned by the API
 // server) for the Service svcKey, or deleted it when deleted is true.
-func (t *sliceTracker) wrote(svcKey string, slice *discoveryv1.EndpointSlice, deleted bool) {
+func (t *SliceTracker) Wrote(svcKey string, slice *discoveryv1.EndpointSlice, deleted bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.written[svcKey] == nil {
@@ -45,9 +40,9 @@ func (t *sliceTracker) wrote(svcKey string, slice *discoveryv1.EndpointSlice, de
 	t.written[svcKey][slice.Name] = rv
 }
 
-// stale reports whether cached, the informer's slices of svcKey, predates any write the
+// Stale reports whether cached, the informer's slices of svcKey, predates any write the
 // controller made to them; writes the cache has caught up with are forgotten.
-func (t *sliceTracker) stale(svcKey string, cached []*discoveryv1.EndpointSlice) bool {
+func (t *SliceTracker) Stale(svcKey string, cached []*discoveryv1.EndpointSlice) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	w := t.written[svcKey]
@@ -76,9 +71,9 @@ func (t *sliceTracker) stale(svcKey string, cached []*discoveryv1.EndpointSlice)
 	return stale
 }
 
-// gone forgets a slice the informer saw deleted (by the controller or anyone else):
+// Gone forgets a slice the informer saw deleted (by the controller or anyone else):
 // the cache can no longer be behind on it.
-func (t *sliceTracker) gone(svcKey, name string) {
+func (t *SliceTracker) Gone(svcKey, name string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if w := t.written[svcKey]; w != nil {
@@ -89,8 +84,8 @@ func (t *sliceTracker) gone(svcKey, name string) {
 	}
 }
 
-// forget drops what is known of svcKey's slices (the Service is gone).
-func (t *sliceTracker) forget(svcKey string) {
+// Forget drops what is known of svcKey's slices (the Service is gone).
+func (t *SliceTracker) Forget(svcKey string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.written, svcKey)

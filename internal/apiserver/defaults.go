@@ -109,6 +109,16 @@ func addDefaults(s *runtime.Scheme) {
 			p.Scope = ptr.To(networkingv1.IngressClassParametersReferenceScopeCluster)
 		}
 	})
+	s.AddTypeDefaultingFunc(&corev1.Endpoints{}, func(o interface{}) {
+		for i := range o.(*corev1.Endpoints).Subsets {
+			ports := o.(*corev1.Endpoints).Subsets[i].Ports
+			for j := range ports {
+				if ports[j].Protocol == "" {
+					ports[j].Protocol = corev1.ProtocolTCP
+				}
+			}
+		}
+	})
 	s.AddTypeDefaultingFunc(&discoveryv1.EndpointSlice{}, func(o interface{}) {
 		es := o.(*discoveryv1.EndpointSlice)
 		for i := range es.Ports {

@@ -133,3 +133,12 @@ func TestPodOnlyDefaults(t *testing.T) {
 			d.Spec.Template.Spec.EnableServiceLinks, d.Spec.Template.Spec.DeprecatedServiceAccount)
 	}
 }
+
+// An Endpoints port without a protocol is TCP, as kube-apiserver defaults it.
+func TestEndpointsPortProtocolDefault(t *testing.T) {
+	ep := &corev1.Endpoints{Subsets: []corev1.EndpointSubset{{Ports: []corev1.EndpointPort{{Port: 80}, {Port: 53, Protocol: corev1.ProtocolUDP}}}}}
+	defaultObject(ep)
+	if got := ep.Subsets[0].Ports; got[0].Protocol != corev1.ProtocolTCP || got[1].Protocol != corev1.ProtocolUDP {
+		t.Errorf("ports after defaulting: %+v", got)
+	}
+}

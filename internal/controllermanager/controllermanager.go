@@ -25,6 +25,7 @@ import (
 	"github.com/kubelab/kubelab/internal/controller/disruption"
 	"github.com/kubelab/kubelab/internal/controller/endpoint"
 	"github.com/kubelab/kubelab/internal/controller/endpointslice"
+	"github.com/kubelab/kubelab/internal/controller/endpointslicemirroring"
 	"github.com/kubelab/kubelab/internal/controller/garbagecollector"
 	"github.com/kubelab/kubelab/internal/controller/job"
 	"github.com/kubelab/kubelab/internal/controller/namespace"
@@ -306,6 +307,14 @@ func New(cfg Config, restConfig *rest.Config) (*ControllerManager, error) {
 			}
 			c, err := endpoint.New(endpoint.Config{}, cl, factory)
 			return add("endpoint", c, err)
+		},
+		func() error {
+			cl, err := own("endpointslicemirroring-controller")
+			if err != nil {
+				return add("endpointslicemirroring-controller", nil, err)
+			}
+			c, err := endpointslicemirroring.New(endpointslicemirroring.Config{}, cl, factory)
+			return add("endpointslicemirroring", c, err)
 		},
 		func() error {
 			cl, err := own("service-account-controller")

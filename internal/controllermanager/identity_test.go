@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/client-go/rest"
@@ -27,9 +28,10 @@ func runAsServiceAccounts(t *testing.T, s *apiservertest.Server) {
 	testutil.Start(t, "the controller-manager", 0, cm.Run, testutil.NoWait)
 }
 
-// The Endpoints of a Service are written by the endpoint controller as its own service
-// account, which its role must allow.
-func TestEndpointsWrittenAsTheEndpointController(t *testing.T) {
+// The Endpoints of a Service with a selector are written by the endpoint controller,
+// and those written by hand for a Service without one are mirrored into a slice by the
+// mirroring controller, each as its own service account, which its role must allow.
+func TestEndpointsWrittenAsTheirControllers(t *testing.T) {
 	s := apiservertest.Start(t, apiservertest.Options{})
 	runAsServiceAccounts(t, s)
 	ctx := context.Background()
@@ -49,5 +51,23 @@ func TestEndpointsWrittenAsTheEndpointController(t *testing.T) {
 			return false, err
 		}
 		return ep.Labels["endpoints.kubernetes.io/managed-by"] == "endpoint-controller", fmt.Errorf("labels %v", ep.Labels)
+	})
+
+	if _, err := c.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ext"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Endpoints(ns).Create(ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "ext"},
+		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "10.1.2.3"}}, Ports: []corev1.EndpointPort{{Name: "http", Port: 80}}}}},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "the mirrored EndpointSlice", func() (bool, error) {
+		list, err := c.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=ext," +
+			discoveryv1.LabelManagedBy + "=endpointslicemirroring-controller.k8s.io"})
+		if err != nil {
+			return false, err
+		}
+		return len(list.Items) == 1, fmt.Errorf("%d slices", len(list.Items))
 	})
 }

@@ -25,6 +25,7 @@ import (
 	"k8s.io/kubectl/pkg/util/podutils"
 
 	"github.com/kubelab/kubelab/internal/controller/expectations"
+	"github.com/kubelab/kubelab/internal/util/history"
 	"github.com/kubelab/kubelab/internal/util/podutil"
 	"github.com/kubelab/kubelab/internal/util/worker"
 )
@@ -50,6 +51,7 @@ type Controller struct {
 	cfg          Config
 	client       kubernetes.Interface
 	dsLister     appslisters.DaemonSetLister
+	crLister     appslisters.ControllerRevisionLister
 	podLister    corelisters.PodLister
 	nodeLister   corelisters.NodeLister
 	synced       []cache.InformerSynced
@@ -68,12 +70,13 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		cfg.Workers = 2
 	}
 	dsInf := factory.Apps().V1().DaemonSets()
+	crInf := factory.Apps().V1().ControllerRevisions()
 	podInf := factory.Core().V1().Pods()
 	nodeInf := factory.Core().V1().Nodes()
 	broadcaster := record.NewBroadcaster()
 	c := &Controller{
-		cfg: cfg, client: client, dsLister: dsInf.Lister(), podLister: podInf.Lister(), nodeLister: nodeInf.Lister(),
-		synced: []cache.InformerSynced{dsInf.Informer().HasSynced, podInf.Informer().HasSynced, nodeInf.Informer().HasSynced},
+		cfg: cfg, client: client, dsLister: dsInf.Lister(), crLister: crInf.Lister(), podLister: podInf.Lister(), nodeLister: nodeInf.Lister(),
+		synced: []cache.InformerSynced{dsInf.Informer().HasSynced, crInf.Informer().HasSynced, podInf.Informer().HasSynced, nodeInf.Informer().HasSynced},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "daemonset"}),
 		expectations: expectations.New(time.Now),
@@ -118,6 +121,27 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 				}
 			}
 		},
+	}); err != nil {
+		return nil, err
+	}
+	// A revision of a DaemonSet that changes or goes (a rollback renumbers one, someone
+	// deletes one) has its DaemonSet looked at again.
+	revisionChanged := func(obj interface{}) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		cr, ok := obj.(*appsv1.ControllerRevision)
+		if !ok {
+			return
+		}
+		if ref := metav1.GetControllerOf(cr); ref != nil && ref.Kind == "DaemonSet" && ref.APIVersion == appsv1.SchemeGroupVersion.String() {
+			c.queue.Add(cr.Namespace + "/" + ref.Name)
+		}
+	}
+	if _, err := crInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    revisionChanged,
+		UpdateFunc: func(_, obj interface{}) { revisionChanged(obj) },
+		DeleteFunc: revisionChanged,
 	}); err != nil {
 		return nil, err
 	}
@@ -198,12 +222,15 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	for _, n := range nodes {
 		byNode[n.Name] = nodePods{want: shouldRun(ds, n)}
 	}
-	var owned []*corev1.Pod
+	var owned, all []*corev1.Pod
 	for _, p := range pods {
-		if ref := metav1.GetControllerOf(p); ref == nil || ref.UID != ds.UID || p.DeletionTimestamp != nil {
+		if ref := metav1.GetControllerOf(p); ref == nil || ref.UID != ds.UID {
 			continue
 		}
-		owned = append(owned, p)
+		all = append(all, p)
+		if p.DeletionTimestamp == nil {
+			owned = append(owned, p)
+		}
 	}
 	sort.SliceStable(owned, func(i, j int) bool { return owned[i].CreationTimestamp.Before(&owned[j].CreationTimestamp) })
 	for _, p := range owned {
@@ -212,9 +239,20 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		np.pods = append(np.pods, p)
 		byNode[n] = np
 	}
-	rev := revision(ds)
+	gen := templateGeneration(ds)
+	if ds.DeletionTimestamp != nil {
+		// Going: no new revision, no pods; the status counts against the template's hash.
+		hash := history.Hash(&ds.Spec.Template, ds.Status.CollisionCount)
+		return c.updateStatus(ctx, ds, func(p *corev1.Pod) bool { return podUpdated(p, hash, gen) }, byNode)
+	}
+	cur, old, err := c.history(ctx, ds)
+	if err != nil {
+		return err
+	}
+	hash := cur.Labels[RevisionHashLabel]
+	updated := func(p *corev1.Pod) bool { return podUpdated(p, hash, gen) }
 	var stepErr error
-	if ds.DeletionTimestamp == nil && c.expectations.Satisfied(key) {
+	if c.expectations.Satisfied(key) {
 		desired := 0
 		for _, np := range byNode {
 			if np.want {
@@ -225,12 +263,15 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if err != nil {
 			return err
 		}
-		stepErr = c.apply(ctx, ds, key, rev, decide(byNode, rev, maxUnavailable))
+		stepErr = c.apply(ctx, ds, key, hash, gen, decide(byNode, updated, maxUnavailable))
+		if stepErr == nil {
+			stepErr = c.cleanupHistory(ctx, ds, old, all)
+		}
 	}
-	return errors.Join(stepErr, c.updateStatus(ctx, ds, rev, byNode))
+	return errors.Join(stepErr, c.updateStatus(ctx, ds, updated, byNode))
 }
 
-func (c *Controller) apply(ctx context.Context, ds *appsv1.DaemonSet, key, rev string, a actions) error {
+func (c *Controller) apply(ctx context.Context, ds *appsv1.DaemonSet, key, hash string, gen *int64, a actions) error {
 	if len(a.create) == 0 && len(a.delete) == 0 {
 		return nil
 	}
@@ -241,7 +282,7 @@ func (c *Controller) apply(ctx context.Context, ds *appsv1.DaemonSet, key, rev s
 	c.expectations.Expect(key, len(a.create), dels)
 	var errs []error
 	for _, node := range a.create {
-		p, err := c.client.CoreV1().Pods(ds.Namespace).Create(ctx, newPod(ds, node, rev), metav1.CreateOptions{})
+		p, err := c.client.CoreV1().Pods(ds.Namespace).Create(ctx, newPod(ds, node, hash, gen), metav1.CreateOptions{})
 		if err != nil {
 			c.expectations.Created(key)
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
@@ -269,7 +310,7 @@ func (c *Controller) apply(ctx context.Context, ds *appsv1.DaemonSet, key, rev s
 	return errors.Join(errs...)
 }
 
-func (c *Controller) updateStatus(ctx context.Context, ds *appsv1.DaemonSet, rev string, byNode map[string]nodePods) error {
+func (c *Controller) updateStatus(ctx context.Context, ds *appsv1.DaemonSet, updated func(*corev1.Pod) bool, byNode map[string]nodePods) error {
 	st := ds.Status.DeepCopy()
 	st.ObservedGeneration = ds.Generation
 	st.DesiredNumberScheduled, st.CurrentNumberScheduled, st.NumberMisscheduled = 0, 0, 0
@@ -291,7 +332,7 @@ func (c *Controller) updateStatus(ctx context.Context, ds *appsv1.DaemonSet, rev
 			}
 			st.CurrentNumberScheduled++
 			p := np.pods[0]
-			if p.Labels[RevisionHashLabel] == rev {
+			if updated(p) {
 				st.UpdatedNumberScheduled++
 			}
 			if podutils.IsPodReady(p) {

@@ -1,25 +1,21 @@
 package daemonset
 
 import (
-	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	"k8s.io/kubectl/pkg/util/podutils"
-	"k8s.io/utils/ptr"
 )
 
-// Upstream label names.
+// Upstream label names of DaemonSet pods and revisions.
 const (
-	RevisionHashLabel     = appsv1.ControllerRevisionHashLabelKey
-	TemplateGenerationKey = appsv1.DeprecatedTemplateGeneration // pod-template-generation
+	RevisionHashLabel       = appsv1.ControllerRevisionHashLabelKey
+	TemplateGenerationLabel = "pod-template-generation"
 )
 
 // daemonTolerations are the tolerations every DaemonSet pod gets.
@@ -116,26 +112,20 @@ func targetNode(p *corev1.Pod) string {
 	return ""
 }
 
-// revision is the hash of the DaemonSet's template.
-func revision(ds *appsv1.DaemonSet) string {
-	h := fnv.New32a()
-	b, _ := json.Marshal(ds.Spec.Template)
-	h.Write(b)
-	return rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
-}
-
-// newPod is the pod of ds for node.
-func newPod(ds *appsv1.DaemonSet, node, rev string) *corev1.Pod {
+// newPod is the pod of ds for node, of the revision named hash and, when gen is set, of
+// template generation gen.
+func newPod(ds *appsv1.DaemonSet, node, hash string, gen *int64) *corev1.Pod {
 	t := ds.Spec.Template.DeepCopy()
 	p := &corev1.Pod{ObjectMeta: t.ObjectMeta, Spec: t.Spec}
 	p.Name, p.GenerateName, p.Namespace = "", ds.Name+"-", ds.Namespace
 	if p.Labels == nil {
 		p.Labels = map[string]string{}
 	}
-	p.Labels[RevisionHashLabel] = rev
-	p.Labels[TemplateGenerationKey] = strconv.FormatInt(ds.Generation, 10)
-	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "DaemonSet", Name: ds.Name, UID: ds.UID,
-		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+	p.Labels[RevisionHashLabel] = hash
+	if gen != nil {
+		p.Labels[TemplateGenerationLabel] = strconv.FormatInt(*gen, 10)
+	}
+	p.OwnerReferences = []metav1.OwnerReference{controllerRef(ds)}
 	p.Spec.Affinity = nodeAffinityFor(p.Spec.Affinity, node)
 	p.Spec.Tolerations = withTolerations(p.Spec.Tolerations, p.Spec.HostNetwork)
 	return p
@@ -153,9 +143,10 @@ type actions struct {
 	delete []*corev1.Pod // pods
 }
 
-// decide plans creations and deletions from what each node wants and has; rev is the
-// current template hash and maxUnavailable the rolling-update budget (-1: OnDelete).
-func decide(nodes map[string]nodePods, rev string, maxUnavailable int) actions {
+// decide plans creations and deletions from what each node wants and has; updated says
+// whether a pod runs the current template and maxUnavailable is the rolling-update
+// budget (-1: OnDelete).
+func decide(nodes map[string]nodePods, updated func(*corev1.Pod) bool, maxUnavailable int) actions {
 	var a actions
 	unavailable := 0
 	var oldReady []*corev1.Pod
@@ -183,12 +174,12 @@ func decide(nodes map[string]nodePods, rev string, maxUnavailable int) actions {
 		p := running[0]
 		if !podutils.IsPodReady(p) {
 			unavailable++
-			if maxUnavailable >= 0 && p.Labels[RevisionHashLabel] != rev {
+			if maxUnavailable >= 0 && !updated(p) {
 				a.delete = append(a.delete, p) // not serving anyway
 			}
 			continue
 		}
-		if maxUnavailable >= 0 && p.Labels[RevisionHashLabel] != rev {
+		if maxUnavailable >= 0 && !updated(p) {
 			oldReady = append(oldReady, p)
 		}
 	}

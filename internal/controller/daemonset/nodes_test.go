@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 func node(name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
@@ -61,7 +62,7 @@ func TestPodForNode(t *testing.T) {
 		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpExists}}}}},
 		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 1}}}}
-	p := newPod(ds, "node-b", "rev1")
+	p := newPod(ds, "node-b", "rev1", ptr.To[int64](3))
 	if targetNode(p) != "node-b" || p.Spec.NodeName != "" {
 		t.Errorf("pod targets %q (nodeName %q), want node-b through affinity", targetNode(p), p.Spec.NodeName)
 	}
@@ -71,7 +72,7 @@ func TestPodForNode(t *testing.T) {
 	if len(p.Spec.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 {
 		t.Error("preferred terms dropped")
 	}
-	if p.GenerateName != "agent-" || p.Labels[RevisionHashLabel] != "rev1" || p.Labels[TemplateGenerationKey] != "3" || metav1.GetControllerOf(p).UID != "u" {
+	if p.GenerateName != "agent-" || p.Labels[RevisionHashLabel] != "rev1" || p.Labels["pod-template-generation"] != "3" || metav1.GetControllerOf(p).UID != "u" {
 		t.Errorf("pod meta %+v", p.ObjectMeta)
 	}
 	if len(p.Spec.Tolerations) != 6 {
@@ -120,7 +121,7 @@ func TestDecide(t *testing.T) {
 			"b": {want: true, pods: []*corev1.Pod{mk("pb", "r1", true, 1)}}}, 1, []string{"a"}, nil},
 		{"OnDelete keeps old pods", map[string]nodePods{"a": {want: true, pods: []*corev1.Pod{mk("pa", "r1", true, 1)}}}, -1, nil, nil},
 	} {
-		a := decide(tc.nodes, "r2", tc.maxUnavail)
+		a := decide(tc.nodes, func(p *corev1.Pod) bool { return podUpdated(p, "r2", nil) }, tc.maxUnavail)
 		if !reflect.DeepEqual(a.create, tc.create) || !reflect.DeepEqual(names(a.delete), tc.del) {
 			t.Errorf("%s: create %v delete %v; want %v, %v", tc.name, a.create, names(a.delete), tc.create, tc.del)
 		}

@@ -131,3 +131,51 @@ func TestControllerRecountsUsage(t *testing.T) {
 	}
 	testutil.EventuallyWithin(t, 30*time.Second, "a new hard resource", usedIs(client, ns, "q", rl("services", "0")))
 }
+
+// A quota on an extended resource's requests and on replicationcontrollers (and
+// count/replicationcontrollers) is counted by the controller and held by admission.
+func TestExtendedResourcesAndReplicationControllers(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Options{})
+	client := s.Client
+	startController(t, client)
+	ctx := context.Background()
+	ns := "quota-extended"
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	hard := rl("requests.example.com/dongle", "3", "replicationcontrollers", "10", "count/replicationcontrollers", "10")
+	if _, err := client.CoreV1().ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q"},
+		Spec: corev1.ResourceQuotaSpec{Hard: hard}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "nothing used yet", usedIs(client, ns, "q", rl("requests.example.com/dongle", "0", "replicationcontrollers", "0", "count/replicationcontrollers", "0")))
+
+	dongles := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "x", Image: "busybox",
+			Resources: corev1.ResourceRequirements{Requests: rl("example.com/dongle", "2"), Limits: rl("example.com/dongle", "2")}}}}}
+	}
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, dongles("fits"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "two dongles used", usedIs(client, ns, "q", rl("requests.example.com/dongle", "2")))
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, dongles("over"), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("a pod taking the dongles past the quota: %v, want Forbidden", err)
+	}
+
+	rc := &corev1.ReplicationController{ObjectMeta: metav1.ObjectMeta{Name: "rc"}, Spec: corev1.ReplicationControllerSpec{
+		Replicas: ptr.To[int32](0), Selector: map[string]string{"app": "rc"},
+		Template: &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "rc"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "x", Image: "busybox"}}}}}}
+	if _, err := client.CoreV1().ReplicationControllers(ns).Create(ctx, rc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "one replication controller", usedIs(client, ns, "q", rl("replicationcontrollers", "1", "count/replicationcontrollers", "1")))
+	background := metav1.DeletePropagationBackground
+	if err := client.CoreV1().ReplicationControllers(ns).Delete(ctx, "rc", metav1.DeleteOptions{PropagationPolicy: &background}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "the replication controller given back", usedIs(client, ns, "q", rl("replicationcontrollers", "0", "count/replicationcontrollers", "0")))
+}

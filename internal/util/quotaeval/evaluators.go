@@ -22,12 +22,13 @@ var (
 	configMapsGVR = corev1.SchemeGroupVersion.WithResource("configmaps")
 	secretsGVR    = corev1.SchemeGroupVersion.WithResource("secrets")
 	quotasGVR     = corev1.SchemeGroupVersion.WithResource("resourcequotas")
+	rcsGVR        = corev1.SchemeGroupVersion.WithResource("replicationcontrollers")
 )
 
 // EvaluatedResources are the kinds Evaluators measures: what the resourcequota
 // controller watches from the start.
 func EvaluatedResources() []schema.GroupVersionResource {
-	return []schema.GroupVersionResource{podsGVR, servicesGVR, claimsGVR, configMapsGVR, secretsGVR, quotasGVR}
+	return []schema.GroupVersionResource{podsGVR, servicesGVR, claimsGVR, configMapsGVR, secretsGVR, quotasGVR, rcsGVR}
 }
 
 // legacyCounts are the object counts that also answer to their name without count/.
@@ -35,6 +36,7 @@ var legacyCounts = map[schema.GroupVersionResource]corev1.ResourceName{
 	configMapsGVR: corev1.ResourceConfigMaps,
 	secretsGVR:    corev1.ResourceSecrets,
 	quotasGVR:     corev1.ResourceQuotas,
+	rcsGVR:        corev1.ResourceReplicationControllers,
 }
 
 // errNoLister answers UsageStats of evaluators built without a lister (admission
@@ -43,7 +45,7 @@ var errNoLister = errors.New("resourcequota: evaluator has no lister")
 
 // Evaluators are the quota evaluators of the kinds whose usage is more than a count
 // (pods, services, persistentvolumeclaims) and of the counts with legacy names
-// (configmaps, secrets, resourcequotas). listerFor lists a kind's objects for
+// (configmaps, secrets, resourcequotas, replicationcontrollers). listerFor lists a kind's objects for
 // UsageStats; nil builds evaluators that only measure single objects.
 func Evaluators(listerFor quota.ListerForResourceFunc) []quota.Evaluator {
 	if listerFor == nil {
@@ -54,7 +56,7 @@ func Evaluators(listerFor quota.ListerForResourceFunc) []quota.Evaluator {
 		newServiceEvaluator(generic.ListResourceUsingListerFunc(listerFor, servicesGVR)),
 		newClaimEvaluator(generic.ListResourceUsingListerFunc(listerFor, claimsGVR)),
 	}
-	for _, gvr := range []schema.GroupVersionResource{configMapsGVR, secretsGVR, quotasGVR} {
+	for _, gvr := range []schema.GroupVersionResource{configMapsGVR, secretsGVR, quotasGVR, rcsGVR} {
 		out = append(out, generic.NewObjectCountEvaluator(gvr.GroupResource(),
 			generic.ListResourceUsingListerFunc(listerFor, gvr), legacyCounts[gvr]))
 	}

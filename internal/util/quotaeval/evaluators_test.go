@@ -149,3 +149,55 @@ func TestCountedResource(t *testing.T) {
 		}
 	}
 }
+
+// An extended resource is charged on its requests as requests.<name>, hugepages as
+// hugepages-<size> and requests.hugepages-<size>; the pod evaluator takes those quota
+// names (not limits.<extended>, nor names of kubernetes.io).
+func TestPodExtendedResources(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: corev1.ResourceRequirements{
+		Requests: rl("cpu", "500m", "example.com/dongle", "2", "hugepages-2Mi", "4Mi"),
+		Limits:   rl("example.com/dongle", "2", "hugepages-2Mi", "4Mi")}}}}}
+	sameUsage(t, "pod with an extended resource", podUsage(pod, time.Now()), rl("count/pods", "1", "pods", "1",
+		"cpu", "500m", "requests.cpu", "500m", "requests.example.com/dongle", "2", "hugepages-2Mi", "4Mi", "requests.hugepages-2Mi", "4Mi"))
+	e := newPodEvaluator(nil)
+	got := e.MatchingResources([]corev1.ResourceName{"pods", "requests.example.com/dongle", "limits.example.com/dongle",
+		"example.com/dongle", "requests.kubernetes.io/thing", "hugepages-2Mi", "requests.hugepages-2Mi", "services"})
+	want := []corev1.ResourceName{"pods", "requests.example.com/dongle", "hugepages-2Mi", "requests.hugepages-2Mi"}
+	if !quota.ToSet(got).Equal(quota.ToSet(want)) {
+		t.Errorf("pod evaluator matches %v, want %v", got, want)
+	}
+	quotaWith := &corev1.ResourceQuota{Status: corev1.ResourceQuotaStatus{Hard: rl("requests.example.com/dongle", "3")}}
+	if ok, err := e.Matches(quotaWith, pod); !ok || err != nil {
+		t.Errorf("a quota on requests.example.com/dongle does not match the pod: %v", err)
+	}
+}
+
+// replicationcontrollers is the legacy name of count/replicationcontrollers; both are
+// charged by one evaluator.
+func TestReplicationControllerCount(t *testing.T) {
+	var rcs quota.Evaluator
+	for _, e := range Evaluators(nil) {
+		if e.GroupResource() == corev1.Resource("replicationcontrollers") {
+			rcs = e
+		}
+	}
+	if rcs == nil {
+		t.Fatal("no evaluator of replicationcontrollers")
+	}
+	got := rcs.MatchingResources([]corev1.ResourceName{"replicationcontrollers", "count/replicationcontrollers", "pods"})
+	if !quota.ToSet(got).Equal(quota.ToSet([]corev1.ResourceName{"replicationcontrollers", "count/replicationcontrollers"})) {
+		t.Errorf("replicationcontrollers evaluator matches %v", got)
+	}
+	u, err := rcs.Usage(&corev1.ReplicationController{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameUsage(t, "replication controller", u, rl("replicationcontrollers", "1", "count/replicationcontrollers", "1"))
+	found := false
+	for _, gvr := range EvaluatedResources() {
+		found = found || gvr.GroupResource() == corev1.Resource("replicationcontrollers")
+	}
+	if !found {
+		t.Error("replicationcontrollers not among the evaluated resources the controller watches")
+	}
+}

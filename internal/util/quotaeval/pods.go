@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apiserver/pkg/admission"
 	quota "k8s.io/apiserver/pkg/quota/v1"
 	"k8s.io/apiserver/pkg/quota/v1/generic"
@@ -107,8 +108,31 @@ func (p *podEvaluator) Matches(rq *corev1.ResourceQuota, item runtime.Object) (b
 	return generic.Matches(rq, item, p.MatchingResources, p.matchesScope)
 }
 
+// MatchingResources are the names of input the pod evaluator charges: podResources, the
+// hugepages-<size> and requests.hugepages-<size> names, and requests.<extended
+// resource> (an extended resource is quota'd on its requests only).
 func (p *podEvaluator) MatchingResources(input []corev1.ResourceName) []corev1.ResourceName {
-	return quota.Intersection(input, podResources)
+	out := quota.Intersection(input, podResources)
+	for _, name := range input {
+		s := string(name)
+		switch {
+		case strings.HasPrefix(s, corev1.ResourceHugePagesPrefix), strings.HasPrefix(s, corev1.ResourceRequestsHugePagesPrefix):
+			out = append(out, name)
+		case strings.HasPrefix(s, corev1.DefaultResourceRequestsPrefix) && extendedResource(corev1.ResourceName(strings.TrimPrefix(s, corev1.DefaultResourceRequestsPrefix))):
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// extendedResource says whether name is an extended resource: a domain-prefixed name
+// outside kubernetes.io that, prefixed with requests., is a valid quota name.
+func extendedResource(name corev1.ResourceName) bool {
+	s := string(name)
+	if !strings.Contains(s, "/") || strings.Contains(s, corev1.ResourceDefaultNamespacePrefix) || strings.HasPrefix(s, corev1.DefaultResourceRequestsPrefix) {
+		return false
+	}
+	return len(validation.IsQualifiedName(corev1.DefaultResourceRequestsPrefix+s)) == 0
 }
 
 func (p *podEvaluator) MatchingScopes(item runtime.Object, scopes []corev1.ScopedResourceSelectorRequirement) ([]corev1.ScopedResourceSelectorRequirement, error) {
@@ -153,7 +177,8 @@ func podUsage(pod *corev1.Pod, now time.Time) corev1.ResourceList {
 
 // containerUsage turns requests and limits into quota names: pods 1, cpu and
 // requests.cpu from the request, limits.cpu from the limit, and so for memory and
-// ephemeral-storage.
+// ephemeral-storage; hugepages-<size> and requests.hugepages-<size> from a hugepages
+// request; requests.<name> from the request of an extended resource.
 func containerUsage(requests, limits corev1.ResourceList) corev1.ResourceList {
 	out := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)}
 	for _, r := range []struct{ name, request, limit corev1.ResourceName }{
@@ -167,6 +192,15 @@ func containerUsage(requests, limits corev1.ResourceList) corev1.ResourceList {
 		}
 		if q, ok := limits[r.name]; ok {
 			out[r.limit] = q.DeepCopy()
+		}
+	}
+	for name, q := range requests {
+		switch {
+		case strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix):
+			out[name] = q.DeepCopy()
+			out[corev1.DefaultResourceRequestsPrefix+name] = q.DeepCopy()
+		case extendedResource(name):
+			out[corev1.DefaultResourceRequestsPrefix+name] = q.DeepCopy()
 		}
 	}
 	return out

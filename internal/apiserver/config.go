@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -64,6 +65,13 @@ type Config struct {
 	// when it returns. Server.AddListener hands one over later (after New, before or
 	// during Run), for callers that open it only once the cluster runs.
 	ExtraListeners []net.Listener
+	// ClusterDial connects to addresses on the cluster's network (pod IPs, ClusterIPs),
+	// which the API server's own network namespace may have no route to (kubelab's real
+	// nodes: the host namespace has none), as kube-apiserver's egress selector does for
+	// its "cluster" network context. Admission and CRD conversion webhooks named by a
+	// Service, and the pods' and Services' proxy subresources, are reached through it.
+	// nil dials from the process's own namespace (a net.Dialer).
+	ClusterDial func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	// Logger receives the server's own logs; slog.Default() when nil.
 	Logger *slog.Logger

@@ -28,6 +28,7 @@ type Cluster struct {
 	cloud    *cloud.Cloud
 	registry *image.Registry // real nodes' images; nil in hollow mode
 	vpc      *vpc.VPC        // real nodes' network; nil in hollow mode
+	network  *clusterNetwork // the API server's way into the pods' network; nil in hollow mode
 	units    units
 	ids      identities // the components' credentials
 	ready    chan struct{}
@@ -66,8 +67,19 @@ func New(cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	cpCfg := cfg.ControlPlaneConfig
-	if !cfg.Hollow && cpCfg.AdvertiseAddress == "" {
-		cpCfg.AdvertiseAddress = vpc.ControlPlaneIP // the VPC listener is added at Run
+	var v *vpc.VPC
+	var network *clusterNetwork
+	if !cfg.Hollow {
+		if cpCfg.AdvertiseAddress == "" {
+			cpCfg.AdvertiseAddress = vpc.ControlPlaneIP // the VPC listener is added at Run
+		}
+		if v, err = vpc.New(vpc.Config{DataDir: cfg.DataDir, Logger: cfg.Logger.With("component", "vpc")}); err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+		network = newClusterNetwork(v)
+		if cpCfg.ClusterDial == nil {
+			cpCfg.ClusterDial = network.DialContext
+		}
 	}
 	cp, err := NewControlPlane(cpCfg)
 	if err != nil {
@@ -84,7 +96,7 @@ func New(cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	cl := &Cluster{cfg: cfg, cp: cp, cloud: c, ready: make(chan struct{}), bootDone: make(chan struct{})}
+	cl := &Cluster{cfg: cfg, cp: cp, cloud: c, vpc: v, network: network, ready: make(chan struct{}), bootDone: make(chan struct{})}
 	if !cfg.Hollow {
 		ic := image.Config{Dir: filepath.Join(cfg.DataDir, "images"), PauseBinary: cfg.PauseBinary,
 			Logger: cfg.Logger.With("component", "image-registry")}
@@ -93,9 +105,6 @@ func New(cfg Config) (*Cluster, error) {
 		}
 		cl.registry, err = image.New(ic)
 		if err != nil {
-			return nil, fmt.Errorf("cluster: %w", err)
-		}
-		if cl.vpc, err = vpc.New(vpc.Config{DataDir: cfg.DataDir, Logger: cfg.Logger.With("component", "vpc")}); err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
 	}
@@ -285,6 +294,9 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 		return err
 	}
 	c.nodes = nodes
+	if c.network != nil {
+		c.network.setNodes(nodes)
+	}
 	if c.registry != nil && len(nodes) > 0 {
 		select {
 		case <-c.registry.Ready():

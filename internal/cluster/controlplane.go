@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
+	"net"
 	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"golang.org/x/sync/errgroup"
 
@@ -39,6 +41,9 @@ type ControlPlaneConfig struct {
 	// apiserver.Config; 0 takes the API server's defaults).
 	GCPercent   int
 	MemoryLimit int64
+	// ClusterDial connects the API server to the cluster's network (webhooks' Services,
+	// the proxy subresources' pods and Services); nil: from the process's namespace.
+	ClusterDial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // ControlPlane is etcd (when embedded) and the API server, ready to run.
@@ -92,7 +97,7 @@ func NewControlPlane(cfg ControlPlaneConfig) (*ControlPlane, error) {
 		DataDir: dataDir, BindAddress: cfg.BindAddress, Port: cfg.SecurePort,
 		EtcdServers: servers, EtcdPrefix: cfg.EtcdPrefix, ServiceCIDR: cfg.ServiceCIDR, AdvertiseAddress: cfg.AdvertiseAddress,
 		EtcdCAFile: etcdCA, EtcdCertFile: etcdCert, EtcdKeyFile: etcdKey,
-		GCPercent: cfg.GCPercent, MemoryLimit: cfg.MemoryLimit,
+		GCPercent: cfg.GCPercent, MemoryLimit: cfg.MemoryLimit, ClusterDial: cfg.ClusterDial,
 		// Real nodes' kubelets listen on loopback and name it as their InternalDNS address.
 		KubeletPreferredAddressTypes: []corev1.NodeAddressType{corev1.NodeInternalDNS, corev1.NodeInternalIP, corev1.NodeHostName},
 	})

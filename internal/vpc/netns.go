@@ -124,6 +124,9 @@ func ensureAddr(h *netlink.Handle, link netlink.Link, cidr string) error {
 	return nil
 }
 
+// NamespaceExists says whether a network namespace is bound at path.
+func NamespaceExists(path string) bool { return ns.IsNSorErr(path) == nil }
+
 // DialContext dials from inside the namespace at path; the connection stays there.
 func DialContext(path string) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {

@@ -27,13 +27,18 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kube-openapi/pkg/aggregator"
 	"k8s.io/kube-openapi/pkg/spec3"
+
+	"github.com/kubelab/kubelab/internal/apiserver/admission"
 )
 
 // newCustomResourceServer builds the server of apiextensions.k8s.io: CustomResourceDefinitions
 // and the custom resources they define, from k8s.io/apiextensions-apiserver, as the
 // delegate behind kubelab's own server. It shares cfg's authentication, authorization,
-// admission and aggregated discovery; its objects go to the same etcd.
-func newCustomResourceServer(cfg genericapiserver.Config, factory informers.SharedInformerFactory, etcdOpts options.EtcdOptions) (*apiextensionsapiserver.CustomResourceDefinitions, error) {
+// admission and aggregated discovery; its objects go to the same etcd. Conversion
+// webhooks named by a Service are called as admission webhooks are: at the Service's
+// ClusterIP, through dialCluster.
+func newCustomResourceServer(cfg genericapiserver.Config, factory informers.SharedInformerFactory, etcdOpts options.EtcdOptions,
+	dialCluster dialFunc) (*apiextensionsapiserver.CustomResourceDefinitions, error) {
 	cfg.PostStartHooks = map[string]genericapiserver.PostStartHookConfigEntry{}
 	cfg.RESTOptionsGetter = nil
 	// CRDs are stored as upstream stores them: v1beta1 JSON, which every version of
@@ -55,6 +60,8 @@ func newCustomResourceServer(cfg genericapiserver.Config, factory informers.Shar
 		ExtraConfig: apiextensionsapiserver.ExtraConfig{
 			CRDRESTOptionsGetter: apiextensionsoptions.NewCRDRESTOptionsGetter(etcdOpts, cfg.ResourceTransformers, cfg.StorageObjectCountTracker),
 			MasterCount:          1,
+			ServiceResolver:      admission.NewServiceResolver(factory.Core().V1().Services().Lister(), cfg.LoopbackClientConfig.Host),
+			AuthResolverWrapper:  admission.ClusterDialWrapper(dialCluster),
 		},
 	}
 	return crdConfig.Complete().New(genericapiserver.NewEmptyDelegate())

@@ -307,8 +307,9 @@ func (s *Server) Run(ctx context.Context) error {
 	// The custom resource server adds its groups to the same aggregated discovery.
 	cfg.AggregatedDiscoveryGroupManager = aggregated.NewResourceManager("apis")
 
+	dialCluster := clusterDialer(s.cfg)
 	chain, err := admission.New(admission.Deps{Client: client, Factory: factory, Loopback: cfg.LoopbackClientConfig,
-		Authorizer: cfg.Authorization.Authorizer, Stop: cfg.DrainedNotify()})
+		Authorizer: cfg.Authorization.Authorizer, Stop: cfg.DrainedNotify(), ClusterDial: dialCluster})
 	if err != nil {
 		listener.Close()
 		return fmt.Errorf("apiserver: %w", err)
@@ -326,7 +327,7 @@ func (s *Server) Run(ctx context.Context) error {
 	var background sync.WaitGroup
 	defer background.Wait()
 
-	crds, err := newCustomResourceServer(*cfg, factory, *etcdOpts)
+	crds, err := newCustomResourceServer(*cfg, factory, *etcdOpts, dialCluster)
 	if err != nil {
 		listener.Close()
 		return fmt.Errorf("apiserver: %w", err)

@@ -1,7 +1,9 @@
 package admission
 
 import (
+	"context"
 	"fmt"
+	"net"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -26,6 +28,9 @@ type Deps struct {
 	// Stop is closed once the server has stopped serving; the plugins' background
 	// loops (the policies' and webhooks' sources) end then.
 	Stop <-chan struct{}
+	// ClusterDial reaches the cluster network, where webhooks named by a Service are
+	// called (the API server's Config.ClusterDial); nil: from the process's namespace.
+	ClusterDial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // New is the admission chain, in kube-apiserver's order: mutating plugins run in this

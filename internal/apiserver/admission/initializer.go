@@ -29,7 +29,7 @@ var virtualResources = []schema.GroupResource{
 // initialize hands plugin everything k8s.io/apiserver's plugins may ask for through the
 // initializer interfaces (the loopback clients, the informer factory, the authorizer, a
 // REST mapper over discovery, the feature gates, the stop channel, the webhooks' service
-// resolver, the excluded resources), then checks it has what it needs.
+// resolver and cluster dialer, the excluded resources), then checks it has what it needs.
 func initialize(d Deps, plugin admission.Interface) error {
 	if d.Loopback == nil || d.Client == nil || d.Factory == nil || d.Authorizer == nil || d.Stop == nil {
 		return fmt.Errorf("incomplete dependencies: the loopback config, client, informer factory, authorizer and stop channel are required")
@@ -44,7 +44,7 @@ func initialize(d Deps, plugin admission.Interface) error {
 	admission.PluginInitializers{
 		initializer.NewAPIServerIDInitializer(apiServerID),
 		initializer.New(d.Client, dyn, d.Factory, d.Authorizer, utilfeature.DefaultFeatureGate, nil, d.Stop, mapper),
-		webhookinit.NewPluginInitializer(nil, newServiceResolver(d.Factory.Core().V1().Services().Lister(), d.Loopback.Host)),
+		webhookinit.NewPluginInitializer(ClusterDialWrapper(d.ClusterDial), newServiceResolver(d.Factory.Core().V1().Services().Lister(), d.Loopback.Host)),
 	}.Initialize(plugin)
 	if wants, ok := plugin.(initializer.WantsExcludedAdmissionResources); ok {
 		wants.SetExcludedAdmissionResources(virtualResources)

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	validatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
 	"k8s.io/apiserver/pkg/util/webhook"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 )
 
 // newMutatingWebhook is the admission step upstream calls MutatingAdmissionWebhook: the
@@ -24,7 +26,8 @@ import (
 //
 // It is k8s.io/apiserver's plugin, reading the configurations and namespaces through the
 // loopback informers; clientConfig.url is called as it is, clientConfig.service at the
-// Service's ClusterIP (serviceResolver), verified with clientConfig.caBundle.
+// Service's ClusterIP (serviceResolver) through the cluster network (ClusterDialWrapper),
+// verified with clientConfig.caBundle.
 func newMutatingWebhook(d Deps) (admission.MutationInterface, error) {
 	p, err := mutatingwebhook.NewMutatingWebhook(nil)
 	if err != nil {
@@ -63,6 +66,13 @@ type serviceResolver struct {
 
 var _ webhook.ServiceResolver = serviceResolver{}
 
+// NewServiceResolver is where the webhooks of the API server (admission, CRD conversion)
+// that name a Service are called: see serviceResolver. loopbackURL is the API server's
+// own loopback URL.
+func NewServiceResolver(services corelisters.ServiceLister, loopbackURL string) webhook.ServiceResolver {
+	return newServiceResolver(services, loopbackURL)
+}
+
 func newServiceResolver(services corelisters.ServiceLister, loopbackURL string) serviceResolver {
 	r := serviceResolver{services: services}
 	if u, err := url.Parse(loopbackURL); err == nil {
@@ -75,7 +85,7 @@ func (r serviceResolver) ResolveEndpoint(namespace, name string, port int32) (*u
 	if namespace == "" || name == "" || port == 0 {
 		return nil, fmt.Errorf("cannot resolve a service reference without name, namespace and port")
 	}
-	if namespace == corev1.NamespaceDefault && name == "kubernetes" && port == 443 && r.loopback != "" {
+	if isAPIServerService(namespace, name, int(port)) && r.loopback != "" {
 		return &url.URL{Scheme: "https", Host: r.loopback}, nil
 	}
 	svc, err := r.services.Services(namespace).Get(name)
@@ -102,4 +112,33 @@ func serviceAddress(svc *corev1.Service, port int32) (*url.URL, error) {
 		}
 	}
 	return nil, fmt.Errorf("service %s/%s has no port %d", svc.Namespace, svc.Name, port)
+}
+
+// ClusterDialWrapper has the clients of webhooks named by a Service dial through dial,
+// the API server's way into the cluster network, where the Services' ClusterIPs are
+// reached, as kube-apiserver's egress selector "cluster" context does. Webhooks named by
+// a URL are called from the API server's own network; so is the kubernetes Service of
+// the default namespace, which serviceResolver resolves to the API server's loopback
+// address. A nil dial changes nothing.
+func ClusterDialWrapper(dial func(ctx context.Context, network, addr string) (net.Conn, error)) webhook.AuthenticationInfoResolverWrapper {
+	return func(delegate webhook.AuthenticationInfoResolver) webhook.AuthenticationInfoResolver {
+		return &webhook.AuthenticationInfoResolverDelegator{
+			ClientConfigForFunc: delegate.ClientConfigFor,
+			ClientConfigForServiceFunc: func(name, namespace string, port int) (*rest.Config, error) {
+				cfg, err := delegate.ClientConfigForService(name, namespace, port)
+				if err != nil || dial == nil || isAPIServerService(namespace, name, port) {
+					return cfg, err
+				}
+				cfg = rest.CopyConfig(cfg)
+				cfg.Dial = dial
+				return cfg, nil
+			},
+		}
+	}
+}
+
+// isAPIServerService says whether a service reference names the API server itself (the
+// kubernetes Service of the default namespace, port 443).
+func isAPIServerService(namespace, name string, port int) bool {
+	return namespace == corev1.NamespaceDefault && name == "kubernetes" && port == 443
 }

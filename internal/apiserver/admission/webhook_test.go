@@ -142,7 +142,8 @@ func configMap(name string) *corev1.ConfigMap {
 }
 
 func TestWebhooks(t *testing.T) {
-	s := apiservertest.Start(t, apiservertest.Options{})
+	network := &apiservertest.ClusterNetwork{}
+	s := apiservertest.Start(t, apiservertest.Options{ClusterDial: network.Dial})
 	hook := startWebhookServer(t, "")
 	ctx := context.Background()
 	validating := s.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
@@ -286,6 +287,37 @@ func TestWebhooks(t *testing.T) {
 		})
 		if _, err := configMaps.Create(ctx, configMap("allowed"), metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create allowed: %v", err)
+		}
+	})
+
+	// A webhook behind a ClusterIP Service is called at the ClusterIP through the cluster
+	// network (Config.ClusterDial), which the API server's own namespace need not reach.
+	t.Run("ClusterIPService", func(t *testing.T) {
+		ns := newNamespace(t, s)
+		svcHook := startWebhookServer(t, "hook."+ns+".svc")
+		svc, err := s.Client.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "hook"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 443}}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clusterAddr := net.JoinHostPort(svc.Spec.ClusterIP, "443")
+		network.Route(clusterAddr, svcHook.Listener.Addr().String())
+		cfg := validatingWebhook(uniqueName("clusterip"), "", svcHook.caBundle, ns, admissionregistrationv1.Fail)
+		cfg.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{CABundle: svcHook.caBundle,
+			Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "hook", Path: ptr.To("/validate")}}
+		if cfg, err = validating.Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = validating.Delete(ctx, cfg.Name, metav1.DeleteOptions{}) })
+		testutil.Eventually(t, "webhook behind the ClusterIP denies forbidden", func() error {
+			_, err := s.Client.CoreV1().ConfigMaps(ns).Create(ctx, configMap("forbidden"), dryRun)
+			if err == nil || !strings.Contains(err.Error(), forbiddenMessage) {
+				return fmt.Errorf("got %v, want the webhook's denial", err)
+			}
+			return nil
+		})
+		if !network.Dialed(clusterAddr) {
+			t.Errorf("the webhook was not dialled at the Service's ClusterIP %s through the cluster network", clusterAddr)
 		}
 	})
 

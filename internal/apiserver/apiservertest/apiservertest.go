@@ -51,6 +51,8 @@ type Options struct {
 	// NoDefaultServiceAccounts: the helper does not create the "default" ServiceAccount
 	// of each namespace (see keepDefaultServiceAccounts), for tests of whatever does.
 	NoDefaultServiceAccounts bool
+	// ClusterDial is the API server's Config.ClusterDial (ClusterNetwork.Dial, say).
+	ClusterDial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Server is a running API server.
@@ -114,7 +116,7 @@ func Start(t testing.TB, opts Options) *Server {
 	api, err := apiserver.New(apiserver.Config{DataDir: opts.DataDir, Port: opts.Port, EtcdServers: servers,
 		EtcdCAFile: etcdCA, EtcdCertFile: etcdCert, EtcdKeyFile: etcdKey,
 		ServiceCIDR: opts.ServiceCIDR, ServiceRepairInterval: opts.ServiceRepairInterval,
-		AdvertiseAddress: opts.AdvertiseAddress, AdvertisePort: opts.AdvertisePort})
+		AdvertiseAddress: opts.AdvertiseAddress, AdvertisePort: opts.AdvertisePort, ClusterDial: opts.ClusterDial})
 	if err == nil {
 		for _, l := range opts.Listeners {
 			if err = api.AddListener(l); err != nil {

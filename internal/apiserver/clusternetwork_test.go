@@ -11,14 +11,17 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
@@ -39,6 +43,210 @@ func TestClusterNetwork(t *testing.T) {
 	network := &apiservertest.ClusterNetwork{}
 	s := apiservertest.Start(t, apiservertest.Options{ClusterDial: network.Dial})
 	t.Run("conversion webhook", func(t *testing.T) { testConversionWebhook(t, s, network) })
+	t.Run("pods/proxy", func(t *testing.T) { testPodProxy(t, s, network) })
+}
+
+// echo answers "<method> <request URI>" as text, and at /html a page with a link to
+// /rewriteme.
+func echo(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/html" {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, `<a href="/rewriteme">test</a>`)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = io.WriteString(w, r.Method+" "+r.URL.RequestURI())
+}
+
+// startEcho serves echo on loopback (with TLS when tls is set) until the test ends, and
+// gives its address.
+func startEcho(t *testing.T, tls bool) string {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(echo))
+	if tls {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
+
+// closedAddr is a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// proxyClient sends requests to the server as cfg's user and returns redirects as they are.
+func proxyClient(t *testing.T, cfg *rest.Config) *http.Client {
+	t.Helper()
+	c, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return c
+}
+
+// proxyCase is a request through a proxy subresource and the answer it must get.
+type proxyCase struct {
+	method, path string
+	status       int
+	body         string // the whole body; for an error, a part of the Status's message
+	location     string // the redirect's Location
+}
+
+// check sends the request to the server at base with client and compares the answer.
+func (c proxyCase) check(t *testing.T, client *http.Client, base string) {
+	t.Helper()
+	req, err := http.NewRequest(c.method, base+c.path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Errorf("%s %s: %v", c.method, c.path, err)
+		return
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	switch {
+	case resp.StatusCode != c.status:
+		t.Errorf("%s %s: %d %s, want %d", c.method, c.path, resp.StatusCode, b, c.status)
+	case c.location != "" && resp.Header.Get("Location") != c.location:
+		t.Errorf("%s %s: Location %q, want %q", c.method, c.path, resp.Header.Get("Location"), c.location)
+	case c.status >= 400:
+		var st metav1.Status
+		if err := json.Unmarshal(b, &st); err != nil || st.Kind != "Status" || int(st.Code) != c.status || !strings.Contains(st.Message, c.body) {
+			t.Errorf("%s %s: %s; want a Status %d with %q", c.method, c.path, b, c.status, c.body)
+		}
+	case c.status == http.StatusOK && string(b) != c.body:
+		t.Errorf("%s %s: %q, want %q", c.method, c.path, b, c.body)
+	}
+}
+
+// testPodProxy: pods/proxy carries every method, with and without a path, to the pod's IP
+// at the port the name gives (a number, a container port's name, or the pod's first),
+// over http or https, through the cluster network; it rewrites links, redirects an empty
+// path, answers an unreachable pod with 503, and is authorized per verb.
+func testPodProxy(t *testing.T, s *apiservertest.Server, network *apiservertest.ClusterNetwork) {
+	ctx := context.Background()
+	ns := "default"
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "proxied"}, Spec: corev1.PodSpec{Containers: []corev1.Container{
+		{Name: "main", Image: "agnhost", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "tls", ContainerPort: 8443}}}}}}
+	pod, err := s.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = s.Client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	})
+	pod.Status.PodIP, pod.Status.PodIPs = "10.244.7.7", []corev1.PodIP{{IP: "10.244.7.7"}}
+	if _, err := s.Client.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	network.Route("10.244.7.7:8080", startEcho(t, false))
+	network.Route("10.244.7.7:8443", startEcho(t, true))
+	network.Route("10.244.7.7:9999", closedAddr(t))
+
+	prefix := "/api/v1/namespaces/" + ns + "/pods/"
+	cases := []proxyCase{
+		{method: "GET", path: prefix + "proxied/proxy/", status: 200, body: "GET /"},
+		{method: "GET", path: prefix + "proxied/proxy/some/path/?q=1", status: 200, body: "GET /some/path/?q=1"},
+		{method: "HEAD", path: prefix + "proxied/proxy/some/path", status: 200},
+		{method: "GET", path: prefix + "proxied/proxy", status: 301, location: prefix + "proxied/proxy/"},
+		{method: "GET", path: prefix + "proxied/proxy?method=GET", status: 301, location: prefix + "proxied/proxy/?method=GET"},
+		{method: "HEAD", path: prefix + "proxied/proxy", status: 301, location: prefix + "proxied/proxy/"},
+		{method: "GET", path: prefix + "proxied:8080/proxy/x", status: 200, body: "GET /x"},
+		{method: "GET", path: prefix + "proxied:http/proxy/x", status: 200, body: "GET /x"},
+		{method: "GET", path: prefix + "https:proxied:8443/proxy/tls", status: 200, body: "GET /tls"},
+		{method: "GET", path: prefix + "https:proxied:tls/proxy/", status: 200, body: "GET /"},
+		{method: "GET", path: prefix + "proxied/proxy/html", status: 200, body: `<a href="` + prefix + `proxied/proxy/rewriteme">test</a>`},
+		{method: "GET", path: prefix + "proxied:9999/proxy/", status: 503, body: "error trying to reach service"},
+		{method: "GET", path: prefix + "proxied:grpc/proxy/", status: 400, body: `no container port named "grpc"`},
+		{method: "GET", path: prefix + "ftp:proxied:21/proxy/", status: 400, body: `invalid pod request "ftp:proxied:21"`},
+		{method: "GET", path: prefix + "missing/proxy/", status: 404, body: `pods "missing" not found`},
+	}
+	for _, m := range []string{"POST", "PUT", "PATCH", "DELETE", "OPTIONS"} {
+		cases = append(cases,
+			proxyCase{method: m, path: prefix + "proxied/proxy/some/path/with/" + m, status: 200, body: m + " /some/path/with/" + m},
+			proxyCase{method: m, path: prefix + "proxied/proxy?method=" + m, status: 200, body: m + " /?method=" + m})
+	}
+	admin := proxyClient(t, s.Config)
+	for _, c := range cases {
+		c.check(t, admin, s.URL)
+	}
+	if !network.Dialed("10.244.7.7:8080") {
+		t.Error("the pod was not dialled at its IP through the cluster network")
+	}
+
+	// A user who may only get pods/proxy may GET through it, not POST.
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pod-proxy-reader"},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods/proxy"}}}}
+	if _, err := s.Client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "pod-proxy-reader"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "pod-proxy-reader"}}}
+	if _, err := s.Client.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = s.Client.RbacV1().RoleBindings(ns).Delete(ctx, binding.Name, metav1.DeleteOptions{})
+		_ = s.Client.RbacV1().Roles(ns).Delete(ctx, role.Name, metav1.DeleteOptions{})
+	})
+	reader := proxyClient(t, s.ConfigAs(t, "pod-proxy-reader"))
+	testutil.Eventually(t, "the reader's binding to take effect", func() error {
+		resp, err := reader.Get(s.URL + prefix + "proxied/proxy/")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET: %d", resp.StatusCode)
+		}
+		return nil
+	})
+	proxyCase{method: "POST", path: prefix + "proxied/proxy/", status: 403, body: `cannot create resource "pods/proxy"`}.check(t, reader, s.URL)
+	proxyCase{method: "GET", path: prefix + "proxied/proxy/", status: 200, body: "GET /"}.check(t, reader, s.URL)
+
+	// An editor (the rules the edit role aggregates) may use it with every verb.
+	bindEditor(t, s, ns, "pod-proxy-editor")
+	editor := proxyClient(t, s.ConfigAs(t, "pod-proxy-editor"))
+	testutil.Eventually(t, "the editor's binding to take effect", func() error {
+		resp, err := editor.Get(s.URL + prefix + "proxied/proxy/")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET: %d", resp.StatusCode)
+		}
+		return nil
+	})
+	proxyCase{method: "POST", path: prefix + "proxied/proxy/", status: 200, body: "POST /"}.check(t, editor, s.URL)
+}
+
+// bindEditor binds user in ns to system:aggregate-to-edit, whose rules the edit
+// ClusterRole aggregates (no aggregation controller runs here).
+func bindEditor(t *testing.T, s *apiservertest.Server, ns, user string) {
+	t.Helper()
+	ctx := context.Background()
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:aggregate-to-edit"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}
+	if _, err := s.Client.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Client.RbacV1().RoleBindings(ns).Delete(ctx, binding.Name, metav1.DeleteOptions{}) })
 }
 
 // testConversionWebhook: a CRD whose conversion webhook is named by a ClusterIP Service

@@ -89,6 +89,9 @@ func newScheme(resources []resource) (*runtime.Scheme, serializer.CodecFactory, 
 	if err := addPodOptionsConversions(scheme); err != nil {
 		return nil, serializer.CodecFactory{}, err
 	}
+	if err := addProxyOptionsConversions(scheme); err != nil {
+		return nil, serializer.CodecFactory{}, err
+	}
 	// Versions in order of preference, so that the storage encodes in the first of each
 	// group (autoscaling/v2 before v1).
 	byGroup := map[string][]schema.GroupVersion{}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -273,10 +274,10 @@ func (s *Server) Run(ctx context.Context) error {
 		listener.Close()
 		return err
 	}
-	// Watches and the pods' streaming subresources run as long as their clients want,
-	// past the request timeout.
-	cfg.LongRunningFunc = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch"),
-		sets.NewString("attach", "exec", "log", "portforward"))
+	// Watches, the pods' streaming subresources and the proxy subresources run as long
+	// as their clients want, past the request timeout.
+	cfg.LongRunningFunc = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch", "proxy"),
+		sets.NewString("attach", "exec", "log", "portforward", "proxy"))
 	kubelet, err := newKubeletClient(s.pki, s.cfg.KubeletPreferredAddressTypes)
 	if err != nil {
 		listener.Close()
@@ -350,7 +351,8 @@ func (s *Server) Run(ctx context.Context) error {
 	// for them; clients reconnect anyway.
 	server.ShutdownTimeout = 3 * time.Second
 	extra := reviews(cfg.Authorization.Authorizer, cfg.RuleResolver, s.tokens)
-	deps := storageDeps{alloc: alloc, kubelet: kubelet, tokens: s.serviceAccounts, pdbs: client.PolicyV1(), etcd: etcdClient}
+	deps := storageDeps{alloc: alloc, kubelet: kubelet, tokens: s.serviceAccounts, pdbs: client.PolicyV1(), etcd: etcdClient,
+		cluster: newClusterTransport(dialCluster)}
 	if err := installAPIs(server, scheme, codecs, resources, extra, cfg.RESTOptionsGetter, deps); err != nil {
 		return err
 	}
@@ -647,6 +649,8 @@ type storageDeps struct {
 	pdbs policyv1client.PodDisruptionBudgetsGetter
 	// etcd is probed for componentstatuses.
 	etcd *clientv3.Client
+	// cluster reaches the cluster network, for the proxy subresources.
+	cluster http.RoundTripper
 }
 
 // restStorages are the REST endpoints of one row: the resource and its subresources.
@@ -676,6 +680,7 @@ func restStorages(scheme *runtime.Scheme, r *resource, optsGetter generic.RESTOp
 		out["pods/exec"] = &execREST{streams}
 		out["pods/attach"] = &attachREST{streams}
 		out["pods/portforward"] = &portForwardREST{streams}
+		out["pods/proxy"] = &podProxyREST{pods: store, transport: deps.cluster}
 	case corev1.SchemeGroupVersion.WithKind("Node"):
 		kubelet.nodes = store
 	case corev1.SchemeGroupVersion.WithKind("Namespace"):

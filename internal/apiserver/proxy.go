@@ -1,0 +1,181 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/conversion"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/proxy"
+	"k8s.io/apiserver/pkg/registry/rest"
+)
+
+// The proxy subresources carry an HTTP request of any method, with the path after
+// /proxy (or none) and the query, to a backend on the cluster's network, and its answer
+// back, as kube-apiserver's do:
+//
+//	pods/{[scheme:]name[:port]}/proxy[/path]      scheme://<pod IP>[:port]/path
+//
+// scheme is http (default) or https (the backend's certificate is not verified). An
+// empty path answers GET and HEAD with a redirect to the same URL with a trailing slash.
+// Links in text/html answers are rewritten to go through the proxy again; a backend that
+// cannot be reached is 503 ServiceUnavailable "error trying to reach service: …".
+// Authorization is that of the subresource (pods/proxy) with the method's verb: get
+// (GET, HEAD), create (POST), update (PUT), patch (PATCH), delete (DELETE).
+
+// proxyMethods are the methods the proxy subresources carry.
+var proxyMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodHead, http.MethodOptions}
+
+// splitProxyName splits a proxy subresource's name, "name", "name:port" or
+// "scheme:name:port"; kind names the resource in the error.
+func splitProxyName(kind, id string) (scheme, name, port string, err error) {
+	scheme, name, port, ok := utilnet.SplitSchemeNamePort(id)
+	if !ok {
+		return "", "", "", apierrors.NewBadRequest(fmt.Sprintf("invalid %s request %q", kind, id))
+	}
+	return scheme, name, port, nil
+}
+
+// podProxyLocation is where pods/proxy sends a request for pod at scheme and port: the
+// pod's IP and the port, a number or the name of one of its containers' ports, or when
+// empty the first port its containers declare (none: the scheme's default port).
+func podProxyLocation(pod *corev1.Pod, scheme, port string) (*url.URL, error) {
+	switch {
+	case port == "":
+		port = firstContainerPort(pod)
+	case !isPortNumber(port):
+		n, ok := namedContainerPort(pod, port)
+		if !ok {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("pod %s has no container port named %q", pod.Name, port))
+		}
+		port = strconv.Itoa(int(n))
+	}
+	ip := net.ParseIP(podIP(pod))
+	if ip == nil || !ip.IsGlobalUnicast() {
+		return nil, apierrors.NewBadRequest("address not allowed")
+	}
+	host := ip.String()
+	switch {
+	case port != "":
+		host = net.JoinHostPort(host, port)
+	case ip.To4() == nil:
+		host = "[" + host + "]"
+	}
+	return &url.URL{Scheme: scheme, Host: host}, nil
+}
+
+// podIP is the pod's primary IP.
+func podIP(pod *corev1.Pod) string {
+	if len(pod.Status.PodIPs) > 0 {
+		return pod.Status.PodIPs[0].IP
+	}
+	return pod.Status.PodIP
+}
+
+// firstContainerPort is the first port the pod's containers declare, "" when none does.
+func firstContainerPort(pod *corev1.Pod) string {
+	for _, c := range pod.Spec.Containers {
+		if len(c.Ports) > 0 {
+			return strconv.Itoa(int(c.Ports[0].ContainerPort))
+		}
+	}
+	return ""
+}
+
+// namedContainerPort is the number of the pod's container port called name.
+func namedContainerPort(pod *corev1.Pod, name string) (int32, bool) {
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.Name == name {
+				return p.ContainerPort, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// isPortNumber says whether port is a port number (1-65535).
+func isPortNumber(port string) bool {
+	n, err := strconv.Atoi(port)
+	return err == nil && n > 0 && n <= 65535
+}
+
+// newProxyHandler proxies to loc over transport, rewriting links in HTML answers to
+// the proxy's own path, errors answered through responder.
+func newProxyHandler(loc *url.URL, transport http.RoundTripper, responder rest.Responder) http.Handler {
+	return proxy.NewUpgradeAwareHandler(loc, transport, true, false, proxy.NewErrorResponder(responder))
+}
+
+// podProxyREST serves pods/proxy.
+type podProxyREST struct {
+	pods rest.Getter
+	// transport reaches the cluster network.
+	transport http.RoundTripper
+}
+
+var _ rest.Connecter = &podProxyREST{}
+
+func (r *podProxyREST) New() runtime.Object      { return &corev1.PodProxyOptions{} }
+func (r *podProxyREST) Destroy()                 {}
+func (r *podProxyREST) NamespaceScoped() bool    { return true }
+func (r *podProxyREST) ConnectMethods() []string { return proxyMethods }
+func (r *podProxyREST) NewConnectOptions() (runtime.Object, bool, string) {
+	return &corev1.PodProxyOptions{}, true, "path"
+}
+
+func (r *podProxyREST) Connect(ctx context.Context, id string, options runtime.Object, responder rest.Responder) (http.Handler, error) {
+	opts, ok := options.(*corev1.PodProxyOptions)
+	if !ok {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid options object: %T", options))
+	}
+	scheme, name, port, err := splitProxyName("pod", id)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := r.pods.Get(ctx, name, &metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, fmt.Errorf("not a Pod: %T", obj)
+	}
+	loc, err := podProxyLocation(pod, scheme, port)
+	if err != nil {
+		return nil, err
+	}
+	loc.Path = utilnet.JoinPreservingTrailingSlash(loc.Path, opts.Path)
+	return newProxyHandler(loc, r.transport, responder), nil
+}
+
+// addProxyOptionsConversions lets the server read the proxy subresources' options (the
+// path after /proxy, which the server puts in the query as "path").
+func addProxyOptionsConversions(scheme *runtime.Scheme) error {
+	for _, f := range []struct {
+		out  interface{}
+		path func(out interface{}) *string
+	}{
+		{(*corev1.PodProxyOptions)(nil), func(o interface{}) *string { return &o.(*corev1.PodProxyOptions).Path }},
+		{(*corev1.ServiceProxyOptions)(nil), func(o interface{}) *string { return &o.(*corev1.ServiceProxyOptions).Path }},
+		{(*corev1.NodeProxyOptions)(nil), func(o interface{}) *string { return &o.(*corev1.NodeProxyOptions).Path }},
+	} {
+		err := scheme.AddConversionFunc((*url.Values)(nil), f.out, func(a, b interface{}, _ conversion.Scope) error {
+			d := queryDecoder{q: *a.(*url.Values)}
+			d.str("path", f.path(b))
+			return d.err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,75 @@
+package apiserver
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestSplitProxyName(t *testing.T) {
+	for _, tc := range []struct {
+		id, scheme, name, port string
+		bad                    bool
+	}{
+		{id: "web", name: "web"},
+		{id: "web:8080", name: "web", port: "8080"},
+		{id: "web:http", name: "web", port: "http"},
+		{id: "https:web:443", scheme: "https", name: "web", port: "443"},
+		{id: "http:web:", scheme: "http", name: "web"},
+		{id: "ftp:web:21", bad: true},
+		{id: ":80", bad: true},
+		{id: "a:b:c:d", bad: true},
+	} {
+		scheme, name, port, err := splitProxyName("pod", tc.id)
+		if tc.bad {
+			if !apierrors.IsBadRequest(err) || err.Error() != `invalid pod request "`+tc.id+`"` {
+				t.Errorf("%q: %v, want 400 invalid pod request", tc.id, err)
+			}
+			continue
+		}
+		if err != nil || scheme != tc.scheme || name != tc.name || port != tc.port {
+			t.Errorf("%q: %q %q %q %v; want %q %q %q", tc.id, scheme, name, port, err, tc.scheme, tc.name, tc.port)
+		}
+	}
+}
+
+func TestPodProxyLocation(t *testing.T) {
+	pod := func(ip string, ports ...corev1.ContainerPort) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+			Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "sidecar"}, {Name: "main", Ports: ports}}},
+			Status: corev1.PodStatus{PodIP: ip}}
+	}
+	ports := []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "metrics", ContainerPort: 9090}}
+	for _, tc := range []struct {
+		name         string
+		pod          *corev1.Pod
+		scheme, port string
+		want         string // "" for a 400
+	}{
+		{"the first declared port", pod("10.244.1.5", ports...), "", "", "//10.244.1.5:8080"},
+		{"no declared port", pod("10.244.1.5"), "", "", "//10.244.1.5"},
+		{"a port number", pod("10.244.1.5", ports...), "", "1080", "//10.244.1.5:1080"},
+		{"a named port", pod("10.244.1.5", ports...), "https", "metrics", "https://10.244.1.5:9090"},
+		{"an unknown named port", pod("10.244.1.5", ports...), "", "grpc", ""},
+		{"IPv6", pod("fd00::5", ports...), "http", "", "http://[fd00::5]:8080"},
+		{"IPv6 without a port", pod("fd00::5"), "", "", "//[fd00::5]"},
+		{"no IP yet", pod("", ports...), "", "", ""},
+		{"loopback", pod("127.0.0.1", ports...), "", "", ""},
+		{"link-local", pod("169.254.169.254", ports...), "", "80", ""},
+	} {
+		loc, err := podProxyLocation(tc.pod, tc.scheme, tc.port)
+		switch {
+		case tc.want == "":
+			if !apierrors.IsBadRequest(err) {
+				t.Errorf("%s: %v %v, want 400", tc.name, loc, err)
+			}
+		case err != nil || loc.String() != tc.want:
+			t.Errorf("%s: %v %v, want %s", tc.name, loc, err, tc.want)
+		}
+	}
+	if _, err := podProxyLocation(pod("127.0.0.1"), "", ""); err == nil || err.Error() != "address not allowed" {
+		t.Errorf("a loopback pod IP: %v, want kube-apiserver's %q", err, "address not allowed")
+	}
+}

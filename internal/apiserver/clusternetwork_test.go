@@ -21,6 +21,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -44,6 +46,7 @@ func TestClusterNetwork(t *testing.T) {
 	s := apiservertest.Start(t, apiservertest.Options{ClusterDial: network.Dial})
 	t.Run("conversion webhook", func(t *testing.T) { testConversionWebhook(t, s, network) })
 	t.Run("pods/proxy", func(t *testing.T) { testPodProxy(t, s, network) })
+	t.Run("services/proxy", func(t *testing.T) { testServiceProxy(t, s, network) })
 }
 
 // echo answers "<method> <request URI>" as text, and at /html a page with a link to
@@ -355,4 +358,141 @@ func selfSignedServing(t *testing.T, dnsName string) (tls.Certificate, []byte) {
 		t.Fatal(err)
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// createPod creates a pod with IP ip in ns, deleted when the test ends.
+func createPod(t *testing.T, s *apiservertest.Server, ns, name, ip string, labels map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "agnhost"}}}}
+	pod, err := s.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = s.Client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	})
+	pod.Status.PodIP, pod.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
+	if _, err := s.Client.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testServiceProxy: services/proxy carries every method, with and without a path, to a
+// ready endpoint of the Service that is its pod, at the target port of the Service port
+// the name gives (by number, by name, or the unnamed one), over http or https, through
+// the cluster network; never to an endpoint that is not ready or not the pod it names;
+// with kube-apiserver's 503s when there is no such port or endpoint.
+func testServiceProxy(t *testing.T, s *apiservertest.Server, network *apiservertest.ClusterNetwork) {
+	ctx := context.Background()
+	ns := "default"
+	createPod(t, s, ns, "svc-web-0", "10.244.8.8", nil)
+	createPod(t, s, ns, "svc-web-1", "10.244.8.9", nil)
+	wrong := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "WRONG") }))
+	t.Cleanup(wrong.Close)
+	network.Route("10.244.8.8:8080", startEcho(t, false))
+	network.Route("10.244.8.8:8443", startEcho(t, true))
+	network.Route("10.244.8.9:8080", wrong.Listener.Addr().String())  // not ready
+	network.Route("10.244.8.10:8080", wrong.Listener.Addr().String()) // claims svc-web-0, whose IP it is not
+
+	services := s.Client.CoreV1().Services(ns)
+	for _, svc := range []*corev1.Service{
+		{ObjectMeta: metav1.ObjectMeta{Name: "svc-web"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
+			{Name: "portname1", Port: 80, TargetPort: intstr.FromInt32(8080)},
+			{Name: "tlsportname1", Port: 443, TargetPort: intstr.FromInt32(8443)},
+			{Name: "portname9", Port: 99}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "svc-single"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
+			{Port: 80, TargetPort: intstr.FromInt32(8080)}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "svc-empty"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}},
+	} {
+		if _, err := services.Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = services.Delete(ctx, svc.Name, metav1.DeleteOptions{}) })
+	}
+	endpoints := []discoveryv1.Endpoint{
+		{Addresses: []string{"10.244.8.8"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "svc-web-0"}},
+		{Addresses: []string{"10.244.8.9"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false)},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "svc-web-1"}},
+		{Addresses: []string{"10.244.8.10"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "svc-web-0"}},
+	}
+	slices := s.Client.DiscoveryV1().EndpointSlices(ns)
+	for _, slice := range []*discoveryv1.EndpointSlice{
+		{ObjectMeta: metav1.ObjectMeta{Name: "svc-web-abc", Labels: map[string]string{discoveryv1.LabelServiceName: "svc-web"}},
+			AddressType: discoveryv1.AddressTypeIPv4, Endpoints: endpoints, Ports: []discoveryv1.EndpointPort{
+				{Name: ptr.To("portname1"), Port: ptr.To[int32](8080)}, {Name: ptr.To("tlsportname1"), Port: ptr.To[int32](8443)}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "svc-single-abc", Labels: map[string]string{discoveryv1.LabelServiceName: "svc-single"}},
+			AddressType: discoveryv1.AddressTypeIPv4, Endpoints: endpoints, Ports: []discoveryv1.EndpointPort{
+				{Name: ptr.To(""), Port: ptr.To[int32](8080)}}},
+	} {
+		if _, err := slices.Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = slices.Delete(ctx, slice.Name, metav1.DeleteOptions{}) })
+	}
+
+	admin := proxyClient(t, s.Config)
+	prefix := "/api/v1/namespaces/" + ns + "/services/"
+	testutil.Eventually(t, "the server to know the EndpointSlices", func() error {
+		resp, err := admin.Get(s.URL + prefix + "svc-single/proxy/")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(resp.Body)
+			return fmt.Errorf("%d %s", resp.StatusCode, b)
+		}
+		return nil
+	})
+	cases := []proxyCase{
+		{method: "GET", path: prefix + "svc-web:portname1/proxy/", status: 200, body: "GET /"},
+		{method: "GET", path: prefix + "svc-web:80/proxy/x?q=1", status: 200, body: "GET /x?q=1"},
+		{method: "GET", path: prefix + "http:svc-web:portname1/proxy/x/", status: 200, body: "GET /x/"},
+		{method: "GET", path: prefix + "https:svc-web:tlsportname1/proxy/tls", status: 200, body: "GET /tls"},
+		{method: "GET", path: prefix + "https:svc-web:443/proxy/", status: 200, body: "GET /"},
+		{method: "GET", path: prefix + "svc-single/proxy/some/path", status: 200, body: "GET /some/path"},
+		{method: "HEAD", path: prefix + "svc-single/proxy/some/path", status: 200},
+		{method: "GET", path: prefix + "svc-single/proxy/html", status: 200, body: `<a href="` + prefix + `svc-single/proxy/rewriteme">test</a>`},
+		{method: "GET", path: prefix + "svc-single/proxy?method=GET", status: 301, location: prefix + "svc-single/proxy/?method=GET"},
+		{method: "GET", path: prefix + "svc-web:81/proxy/", status: 503, body: `no service port 81 found for service "svc-web"`},
+		{method: "GET", path: prefix + "svc-web:portname9/proxy/", status: 503, body: `no endpoints available for service "svc-web"`},
+		{method: "GET", path: prefix + "svc-web/proxy/", status: 503, body: `no endpoints available for service "svc-web"`},
+		{method: "GET", path: prefix + "svc-empty/proxy/", status: 503, body: `no endpoints available for service "svc-empty"`},
+		{method: "GET", path: prefix + "svc-missing:80/proxy/", status: 404, body: `services "svc-missing" not found`},
+		{method: "GET", path: prefix + "ftp:svc-web:80/proxy/", status: 400, body: `invalid service request "ftp:svc-web:80"`},
+	}
+	for _, m := range []string{"POST", "PUT", "PATCH", "DELETE", "OPTIONS"} {
+		cases = append(cases,
+			proxyCase{method: m, path: prefix + "svc-single/proxy/some/path/with/" + m, status: 200, body: m + " /some/path/with/" + m},
+			proxyCase{method: m, path: prefix + "svc-single/proxy?method=" + m, status: 200, body: m + " /?method=" + m})
+	}
+	for _, c := range cases {
+		c.check(t, admin, s.URL)
+	}
+	// The not-ready endpoint and the one that is not its pod are never picked.
+	for range 20 {
+		proxyCase{method: "GET", path: prefix + "svc-single/proxy/", status: 200, body: "GET /"}.check(t, admin, s.URL)
+	}
+	if network.Dialed("10.244.8.9:8080") || network.Dialed("10.244.8.10:8080") {
+		t.Error("services/proxy dialled an endpoint that is not ready or not its pod")
+	}
+
+	// An editor may use it.
+	bindEditor(t, s, ns, "service-proxy-editor")
+	editor := proxyClient(t, s.ConfigAs(t, "service-proxy-editor"))
+	testutil.Eventually(t, "the editor's binding to take effect", func() error {
+		resp, err := editor.Get(s.URL + prefix + "svc-single/proxy/")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET: %d", resp.StatusCode)
+		}
+		return nil
+	})
 }

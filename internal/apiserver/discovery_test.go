@@ -37,7 +37,6 @@ var notServed = map[string]string{
 	"v1 pods/ephemeralcontainers":                                "the kubelet does not run ephemeral containers",
 	"v1 pods/resize":                                             "the kubelet does not resize running containers",
 	"v1 nodes/proxy":                                             "the API server does not proxy HTTP to kubelets",
-	"v1 services/proxy":                                          "the API server does not proxy HTTP to Services",
 }
 
 const dra = "dynamic resource allocation: kubelab has no DRA driver and its scheduler allocates no claims"

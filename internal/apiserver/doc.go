@@ -25,7 +25,8 @@
 // PodDisruptionBudgets),
 // podstreams.go (log, exec, attach and portforward, proxied to the kubelet of the pod's
 // node, reached as kubelet.go says), proxy.go (the proxy subresources: any HTTP request
-// to a pod through the cluster network, Config.ClusterDial), namespaces.go (two-step deletion, /finalize),
+// to a pod or a Service's endpoint through the cluster network, Config.ClusterDial),
+// namespaces.go (two-step deletion, /finalize),
 // services.go (the rules of Services), scale.go (/scale), serviceaccounttoken.go
 // (serviceaccounts/token: TokenRequest, signed and checked by package
 // auth/serviceaccount with the PKI's sa.key and sa.pub), openid.go (the issuer's OpenID

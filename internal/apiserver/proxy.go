@@ -9,13 +9,16 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/proxy"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+	apiproxy "k8s.io/apiserver/pkg/util/proxy"
 )
 
 // The proxy subresources carry an HTTP request of any method, with the path after
@@ -23,12 +26,17 @@ import (
 // back, as kube-apiserver's do:
 //
 //	pods/{[scheme:]name[:port]}/proxy[/path]      scheme://<pod IP>[:port]/path
+//	services/{[scheme:]name[:port]}/proxy[/path]  scheme://<a ready endpoint>:<its port>/path
 //
-// scheme is http (default) or https (the backend's certificate is not verified). An
+// scheme is http (default) or https (the backend's certificate is not verified). A
+// Service is not reached at its ClusterIP but, as kube-apiserver does, at one of its
+// EndpointSlices' ready endpoints, picked at random among those that are pods of the
+// Service's namespace with that IP, on the port of the Service port the name gives (by
+// number or by name; none: the unnamed port). An
 // empty path answers GET and HEAD with a redirect to the same URL with a trailing slash.
 // Links in text/html answers are rewritten to go through the proxy again; a backend that
 // cannot be reached is 503 ServiceUnavailable "error trying to reach service: …".
-// Authorization is that of the subresource (pods/proxy) with the method's verb: get
+// Authorization is that of the subresource (pods/proxy, services/proxy) with the method's verb: get
 // (GET, HEAD), create (POST), update (PUT), patch (PATCH), delete (DELETE).
 
 // proxyMethods are the methods the proxy subresources carry.
@@ -153,6 +161,114 @@ func (r *podProxyREST) Connect(ctx context.Context, id string, options runtime.O
 	if err != nil {
 		return nil, err
 	}
+	loc.Path = utilnet.JoinPreservingTrailingSlash(loc.Path, opts.Path)
+	return newProxyHandler(loc, r.transport, responder), nil
+}
+
+// servicePortName is the name of svc's port that port gives: a port number is looked up
+// among the Service's ports (503 when it has none such, as kube-apiserver answers);
+// anything else is a port name already ("" the unnamed port).
+func servicePortName(svc *corev1.Service, port string) (string, error) {
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		return port, nil
+	}
+	for _, p := range svc.Spec.Ports {
+		if int(p.Port) == n {
+			return p.Name, nil
+		}
+	}
+	return "", apierrors.NewServiceUnavailable(fmt.Sprintf("no service port %d found for service %q", n, svc.Name))
+}
+
+// endpointIsPod says whether ep is a pod of namespace whose IPs include the endpoint's
+// address, as a Service's endpoint must be for the API server to proxy to it: an
+// EndpointSlice anyone may write must not send the API server elsewhere.
+func endpointIsPod(ep *discoveryv1.Endpoint, namespace string, getPod func(name string) (*corev1.Pod, error)) bool {
+	ref := ep.TargetRef
+	if ref == nil || ref.Namespace != namespace || (ref.Kind != "" && ref.Kind != "Pod") || len(ep.Addresses) == 0 {
+		return false
+	}
+	pod, err := getPod(ref.Name)
+	if err != nil || pod == nil {
+		return false
+	}
+	if pod.Status.PodIP == ep.Addresses[0] {
+		return true
+	}
+	for _, ip := range pod.Status.PodIPs {
+		if ip.IP == ep.Addresses[0] {
+			return true
+		}
+	}
+	return false
+}
+
+// serviceProxyREST serves services/proxy.
+type serviceProxyREST struct {
+	services, pods rest.Getter
+	// slices finds a Service's EndpointSlices.
+	slices    apiproxy.EndpointSliceGetter
+	transport http.RoundTripper
+}
+
+var _ rest.Connecter = &serviceProxyREST{}
+
+func (r *serviceProxyREST) New() runtime.Object      { return &corev1.ServiceProxyOptions{} }
+func (r *serviceProxyREST) Destroy()                 {}
+func (r *serviceProxyREST) NamespaceScoped() bool    { return true }
+func (r *serviceProxyREST) ConnectMethods() []string { return proxyMethods }
+func (r *serviceProxyREST) NewConnectOptions() (runtime.Object, bool, string) {
+	return &corev1.ServiceProxyOptions{}, true, "path"
+}
+
+func (r *serviceProxyREST) Connect(ctx context.Context, id string, options runtime.Object, responder rest.Responder) (http.Handler, error) {
+	opts, ok := options.(*corev1.ServiceProxyOptions)
+	if !ok {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid options object: %T", options))
+	}
+	scheme, name, port, err := splitProxyName("service", id)
+	if err != nil {
+		return nil, err
+	}
+	namespace := genericapirequest.NamespaceValue(ctx)
+	if namespace == "" {
+		return nil, apierrors.NewBadRequest("missing required namespace")
+	}
+	// Only a port number needs the Service (to find the port's name), as upstream.
+	portName := port
+	if isPortNumber(port) {
+		obj, err := r.services.Get(ctx, name, &metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		svc, ok := obj.(*corev1.Service)
+		if !ok {
+			return nil, fmt.Errorf("not a Service: %T", obj)
+		}
+		if portName, err = servicePortName(svc, port); err != nil {
+			return nil, err
+		}
+	}
+	slices, err := r.slices.GetEndpointSlices(namespace, name)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	getPod := func(pod string) (*corev1.Pod, error) {
+		obj, err := r.pods.Get(ctx, pod, &metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		p, _ := obj.(*corev1.Pod)
+		return p, nil
+	}
+	hostPort, err := apiproxy.RandomEndpoint(name, slices, portName, corev1.IPv4Protocol, func(ep *discoveryv1.Endpoint) bool {
+		return endpointIsPod(ep, namespace, getPod)
+	})
+	if err != nil {
+		return nil, err
+	}
+	loc := &url.URL{Scheme: scheme, Host: hostPort}
 	loc.Path = utilnet.JoinPreservingTrailingSlash(loc.Path, opts.Path)
 	return newProxyHandler(loc, r.transport, responder), nil
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -71,5 +72,56 @@ func TestPodProxyLocation(t *testing.T) {
 	}
 	if _, err := podProxyLocation(pod("127.0.0.1"), "", ""); err == nil || err.Error() != "address not allowed" {
 		t.Errorf("a loopback pod IP: %v, want kube-apiserver's %q", err, "address not allowed")
+	}
+}
+
+func TestServicePortName(t *testing.T) {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
+		{Name: "portname1", Port: 80}, {Name: "tlsportname1", Port: 443}}}}
+	for port, want := range map[string]string{"80": "portname1", "443": "tlsportname1", "portname1": "portname1", "": ""} {
+		if got, err := servicePortName(svc, port); err != nil || got != want {
+			t.Errorf("port %q: %q %v, want %q", port, got, err, want)
+		}
+	}
+	_, err := servicePortName(svc, "81")
+	if !apierrors.IsServiceUnavailable(err) || err.Error() != `no service port 81 found for service "web"` {
+		t.Errorf("an unknown port number: %v, want kube-apiserver's 503", err)
+	}
+}
+
+func TestEndpointIsPod(t *testing.T) {
+	pods := map[string]*corev1.Pod{
+		"web-0": {Status: corev1.PodStatus{PodIP: "10.244.1.5", PodIPs: []corev1.PodIP{{IP: "10.244.1.5"}}}},
+		"web-1": {Status: corev1.PodStatus{PodIP: "10.244.2.6"}},
+	}
+	getPod := func(name string) (*corev1.Pod, error) {
+		if p, ok := pods[name]; ok {
+			return p, nil
+		}
+		return nil, apierrors.NewNotFound(corev1.Resource("pods"), name)
+	}
+	ep := func(addr string, ref *corev1.ObjectReference) *discoveryv1.Endpoint {
+		return &discoveryv1.Endpoint{Addresses: []string{addr}, TargetRef: ref}
+	}
+	ref := func(ns, kind, name string) *corev1.ObjectReference {
+		return &corev1.ObjectReference{Namespace: ns, Kind: kind, Name: name}
+	}
+	for _, tc := range []struct {
+		name string
+		ep   *discoveryv1.Endpoint
+		want bool
+	}{
+		{"the pod's IP", ep("10.244.1.5", ref("web", "Pod", "web-0")), true},
+		{"the pod's status.podIP", ep("10.244.2.6", ref("web", "Pod", "web-1")), true},
+		{"another IP than the pod's", ep("10.244.9.9", ref("web", "Pod", "web-0")), false},
+		{"no target", ep("10.244.1.5", nil), false},
+		{"a pod of another namespace", ep("10.244.1.5", ref("other", "Pod", "web-0")), false},
+		{"not a pod", ep("10.244.1.5", ref("web", "Node", "web-0")), false},
+		{"a missing pod", ep("10.244.1.5", ref("web", "Pod", "gone")), false},
+		{"no address", &discoveryv1.Endpoint{TargetRef: ref("web", "Pod", "web-0")}, false},
+	} {
+		if got := endpointIsPod(tc.ep, "web", getPod); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

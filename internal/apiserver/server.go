@@ -50,6 +50,7 @@ import (
 	"k8s.io/apiserver/pkg/server/options"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
+	apiproxy "k8s.io/apiserver/pkg/util/proxy"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -351,8 +352,12 @@ func (s *Server) Run(ctx context.Context) error {
 	// for them; clients reconnect anyway.
 	server.ShutdownTimeout = 3 * time.Second
 	extra := reviews(cfg.Authorization.Authorizer, cfg.RuleResolver, s.tokens)
+	slices, err := apiproxy.NewEndpointSliceIndexerGetter(factory.Discovery().V1().EndpointSlices())
+	if err != nil {
+		return fmt.Errorf("apiserver: %w", err)
+	}
 	deps := storageDeps{alloc: alloc, kubelet: kubelet, tokens: s.serviceAccounts, pdbs: client.PolicyV1(), etcd: etcdClient,
-		cluster: newClusterTransport(dialCluster)}
+		cluster: newClusterTransport(dialCluster), endpointSlices: slices}
 	if err := installAPIs(server, scheme, codecs, resources, extra, cfg.RESTOptionsGetter, deps); err != nil {
 		return err
 	}
@@ -579,7 +584,7 @@ func installAPIs(server *genericapiserver.GenericAPIServer, scheme *runtime.Sche
 	extra map[string]map[string]rest.Storage, optsGetter generic.RESTOptionsGetter, deps storageDeps) error {
 	groups := map[string]*genericapiserver.APIGroupInfo{}
 	var order []string
-	var pods, nodes, leases objectStore
+	var pods, nodes, leases, services objectStore
 	for _, group := range slices.Sorted(maps.Keys(extra)) {
 		g := genericapiserver.NewDefaultAPIGroupInfo(group, scheme, runtime.NewParameterCodec(scheme), codecs)
 		version := scheme.PrioritizedVersionsForGroup(group)[0].Version
@@ -610,6 +615,8 @@ func installAPIs(server *genericapiserver.GenericAPIServer, scheme *runtime.Sche
 			nodes = storages["nodes"].(objectStore)
 		case coordinationv1.SchemeGroupVersion.WithKind("Lease"):
 			leases = storages["leases"].(objectStore)
+		case corev1.SchemeGroupVersion.WithKind("Service"):
+			services = storages["services"].(objectStore)
 		}
 		for _, version := range append([]string{r.version}, r.alsoVersions...) {
 			if info.VersionedResourcesStorageMap[version] == nil {
@@ -625,6 +632,8 @@ func installAPIs(server *genericapiserver.GenericAPIServer, scheme *runtime.Sche
 	m.VersionedResourcesStorageMap["v1beta1"] = metricsStorage(deps.kubelet, pods, nodes)
 	rest := []*genericapiserver.APIGroupInfo{&m}
 	groups[""].VersionedResourcesStorageMap["v1"]["componentstatuses"] = &componentStatusREST{leases: leases, etcd: deps.etcd, now: time.Now}
+	groups[""].VersionedResourcesStorageMap["v1"]["services/proxy"] = &serviceProxyREST{services: services, pods: pods,
+		slices: deps.endpointSlices, transport: deps.cluster}
 	for _, g := range order {
 		if g == "" {
 			if err := server.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, groups[g]); err != nil {
@@ -651,6 +660,8 @@ type storageDeps struct {
 	etcd *clientv3.Client
 	// cluster reaches the cluster network, for the proxy subresources.
 	cluster http.RoundTripper
+	// endpointSlices are the Services' EndpointSlices services/proxy picks from.
+	endpointSlices apiproxy.EndpointSliceGetter
 }
 
 // restStorages are the REST endpoints of one row: the resource and its subresources.

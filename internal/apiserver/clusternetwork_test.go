@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubelab/kubelab/internal/apiserver"
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/testutil"
 )
@@ -47,6 +49,7 @@ func TestClusterNetwork(t *testing.T) {
 	t.Run("conversion webhook", func(t *testing.T) { testConversionWebhook(t, s, network) })
 	t.Run("pods/proxy", func(t *testing.T) { testPodProxy(t, s, network) })
 	t.Run("services/proxy", func(t *testing.T) { testServiceProxy(t, s, network) })
+	t.Run("nodes/proxy", func(t *testing.T) { testNodeProxy(t, s, network) })
 }
 
 // echo answers "<method> <request URI>" as text, and at /html a page with a link to
@@ -486,6 +489,81 @@ func testServiceProxy(t *testing.T, s *apiservertest.Server, network *apiservert
 	editor := proxyClient(t, s.ConfigAs(t, "service-proxy-editor"))
 	testutil.Eventually(t, "the editor's binding to take effect", func() error {
 		resp, err := editor.Get(s.URL + prefix + "svc-single/proxy/")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET: %d", resp.StatusCode)
+		}
+		return nil
+	})
+}
+
+// testNodeProxy: nodes/proxy carries every method, with and without a path, to the
+// node's kubelet with the API server's kubelet client certificate, or, for another port,
+// to the node's IP through the cluster network.
+func testNodeProxy(t *testing.T, s *apiservertest.Server, network *apiservertest.ClusterNetwork) {
+	ctx := context.Background()
+	kubelet := startFakeKubelet(t, apiserver.PKI{Dir: filepath.Join(s.DataDir, "pki")}, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "kubelet "+r.Method+" "+r.URL.RequestURI())
+	})
+	addNode(t, s.Client, "proxy-node-a", kubelet.port())
+	t.Cleanup(func() { _ = s.Client.CoreV1().Nodes().Delete(ctx, "proxy-node-a", metav1.DeleteOptions{}) })
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "proxy-node-b"}}
+	node, err := s.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Client.CoreV1().Nodes().Delete(ctx, "proxy-node-b", metav1.DeleteOptions{}) })
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "172.31.9.9"}}
+	if _, err := s.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	network.Route("172.31.9.9:8080", startEcho(t, false))
+
+	prefix := "/api/v1/nodes/"
+	kport := fmt.Sprint(kubelet.port())
+	cases := []proxyCase{
+		{method: "GET", path: prefix + "proxy-node-a/proxy/pods", status: 200, body: "kubelet GET /pods"},
+		{method: "GET", path: prefix + "proxy-node-a/proxy/logs/", status: 200, body: "kubelet GET /logs/"},
+		{method: "GET", path: prefix + "proxy-node-a:" + kport + "/proxy/stats/summary", status: 200, body: "kubelet GET /stats/summary"},
+		{method: "GET", path: prefix + "proxy-node-a/proxy", status: 301, location: prefix + "proxy-node-a/proxy/"},
+		{method: "GET", path: prefix + "proxy-node-a:1234/proxy/", status: 400, body: "address not allowed"},
+		{method: "GET", path: prefix + "proxy-node-b:8080/proxy/x", status: 200, body: "GET /x"},
+		{method: "GET", path: prefix + "proxy-node-b:http/proxy/", status: 400, body: `invalid port "http"`},
+		{method: "GET", path: prefix + "proxy-node-missing/proxy/", status: 404, body: `nodes "proxy-node-missing" not found`},
+	}
+	for _, m := range []string{"POST", "PUT", "PATCH", "DELETE", "OPTIONS"} {
+		cases = append(cases, proxyCase{method: m, path: prefix + "proxy-node-a/proxy/x/" + m, status: 200, body: "kubelet " + m + " /x/" + m})
+	}
+	admin := proxyClient(t, s.Config)
+	for _, c := range cases {
+		c.check(t, admin, s.URL)
+	}
+	kubelet.mu.Lock()
+	first := kubelet.requests[0]
+	kubelet.mu.Unlock()
+	if first != "kube-apiserver-kubelet-client GET /pods" {
+		t.Errorf("the kubelet saw %q, want the API server's kubelet client asking GET /pods", first)
+	}
+	if !network.Dialed("172.31.9.9:8080") {
+		t.Error("another port of a node was not dialled at its IP through the cluster network")
+	}
+	// Who may not use nodes/proxy is refused before anything is proxied.
+	proxyCase{method: "GET", path: prefix + "proxy-node-a/proxy/pods", status: 403, body: `cannot get resource "nodes/proxy"`}.
+		check(t, proxyClient(t, s.ConfigAs(t, "nobody")), s.URL)
+	// system:kubelet-api-admin may.
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "proxy-kubelet-admin"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "proxy-kubelet-admin"}}}
+	if _, err := s.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Client.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{}) })
+	admins := proxyClient(t, s.ConfigAs(t, "proxy-kubelet-admin"))
+	testutil.Eventually(t, "the kubelet API admin's binding to take effect", func() error {
+		resp, err := admins.Get(s.URL + prefix + "proxy-node-a/proxy/pods")
 		if err != nil {
 			return err
 		}

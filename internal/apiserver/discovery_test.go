@@ -36,7 +36,6 @@ var notServed = map[string]string{
 	"storagemigration.k8s.io/v1 storageversionmigrations/status": "every kind is stored in a single version: there is nothing to migrate",
 	"v1 pods/ephemeralcontainers":                                "the kubelet does not run ephemeral containers",
 	"v1 pods/resize":                                             "the kubelet does not resize running containers",
-	"v1 nodes/proxy":                                             "the API server does not proxy HTTP to kubelets",
 }
 
 const dra = "dynamic resource allocation: kubelab has no DRA driver and its scheduler allocates no claims"

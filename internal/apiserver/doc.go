@@ -25,7 +25,8 @@
 // PodDisruptionBudgets),
 // podstreams.go (log, exec, attach and portforward, proxied to the kubelet of the pod's
 // node, reached as kubelet.go says), proxy.go (the proxy subresources: any HTTP request
-// to a pod or a Service's endpoint through the cluster network, Config.ClusterDial),
+// to a pod or a Service's endpoint through the cluster network, Config.ClusterDial, or
+// to a node's kubelet),
 // namespaces.go (two-step deletion, /finalize),
 // services.go (the rules of Services), scale.go (/scale), serviceaccounttoken.go
 // (serviceaccounts/token: TokenRequest, signed and checked by package

@@ -63,11 +63,17 @@ func newKubeletClient(p PKI, types []corev1.NodeAddressType) (*kubeletClient, er
 	}}, nil
 }
 
-// location is the base URL of a node's kubelet: https://<address>:<port>, the address
-// being the Node's first of the preferred address types (InternalIP, else Hostname by
-// default), and the port
-// status.daemonEndpoints.kubeletEndpoint.port (10250 when unset).
+// location is the base URL of a node's kubelet (kubeletURL).
 func (k *kubeletClient) location(ctx context.Context, nodeName string) (*url.URL, error) {
+	node, err := k.node(ctx, nodeName)
+	if err != nil {
+		return nil, err
+	}
+	return kubeletURL(node, k.types)
+}
+
+// node gets the Node.
+func (k *kubeletClient) node(ctx context.Context, nodeName string) (*corev1.Node, error) {
 	if k.nodes == nil {
 		return nil, apierrors.NewServiceUnavailable("nodes are not served")
 	}
@@ -79,15 +85,26 @@ func (k *kubeletClient) location(ctx context.Context, nodeName string) (*url.URL
 	if !ok {
 		return nil, fmt.Errorf("not a Node: %T", obj)
 	}
-	host := nodeAddress(node, k.types)
+	return node, nil
+}
+
+// kubeletURL is the base URL of node's kubelet: https://<address>:<port>, the address
+// being the Node's first of the address types (InternalIP, else Hostname by default),
+// and the port status.daemonEndpoints.kubeletEndpoint.port (10250 when unset).
+func kubeletURL(node *corev1.Node, types []corev1.NodeAddressType) (*url.URL, error) {
+	host := nodeAddress(node, types)
 	if host == "" {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("node %s reports no address of the types %v", nodeName, k.types))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("node %s reports no address of the types %v", node.Name, types))
 	}
-	port := int(node.Status.DaemonEndpoints.KubeletEndpoint.Port)
-	if port <= 0 {
-		port = defaultKubeletPort
+	return &url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(kubeletPort(node)))}, nil
+}
+
+// kubeletPort is the port node's kubelet serves on.
+func kubeletPort(node *corev1.Node) int {
+	if port := int(node.Status.DaemonEndpoints.KubeletEndpoint.Port); port > 0 {
+		return port
 	}
-	return &url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(port))}, nil
+	return defaultKubeletPort
 }
 
 // nodeAddress is the address the kubelet is reached at: the node's first address of the

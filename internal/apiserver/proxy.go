@@ -27,16 +27,19 @@ import (
 //
 //	pods/{[scheme:]name[:port]}/proxy[/path]      scheme://<pod IP>[:port]/path
 //	services/{[scheme:]name[:port]}/proxy[/path]  scheme://<a ready endpoint>:<its port>/path
+//	nodes/{[scheme:]name[:port]}/proxy[/path]     https://<kubelet>/path, or scheme://<node IP>:port/path
 //
 // scheme is http (default) or https (the backend's certificate is not verified). A
 // Service is not reached at its ClusterIP but, as kube-apiserver does, at one of its
 // EndpointSlices' ready endpoints, picked at random among those that are pods of the
 // Service's namespace with that IP, on the port of the Service port the name gives (by
-// number or by name; none: the unnamed port). An
+// number or by name; none: the unnamed port). A node's kubelet (no port, or the
+// kubelet's) is reached as pods' logs are, with the API server's kubelet client
+// certificate (kubelet.go); another port at the node's InternalIP on the cluster network. An
 // empty path answers GET and HEAD with a redirect to the same URL with a trailing slash.
 // Links in text/html answers are rewritten to go through the proxy again; a backend that
 // cannot be reached is 503 ServiceUnavailable "error trying to reach service: …".
-// Authorization is that of the subresource (pods/proxy, services/proxy) with the method's verb: get
+// Authorization is that of the subresource (pods/proxy, services/proxy, nodes/proxy) with the method's verb: get
 // (GET, HEAD), create (POST), update (PUT), patch (PATCH), delete (DELETE).
 
 // proxyMethods are the methods the proxy subresources carry.
@@ -271,6 +274,67 @@ func (r *serviceProxyREST) Connect(ctx context.Context, id string, options runti
 	loc := &url.URL{Scheme: scheme, Host: hostPort}
 	loc.Path = utilnet.JoinPreservingTrailingSlash(loc.Path, opts.Path)
 	return newProxyHandler(loc, r.transport, responder), nil
+}
+
+// nodeProxyLocation is where nodes/proxy sends a request for node at scheme and port:
+// with an empty port or the kubelet's, the kubelet's server (kubeletURL over the address
+// types, reached with the kubelet client: kubelet is true); with another port number,
+// scheme://<the node's InternalIP, else ExternalIP>:port on the cluster network.
+func nodeProxyLocation(node *corev1.Node, kubeletTypes []corev1.NodeAddressType, scheme, port string) (loc *url.URL, kubelet bool, err error) {
+	if port == "" || port == strconv.Itoa(kubeletPort(node)) {
+		loc, err := kubeletURL(node, kubeletTypes)
+		return loc, true, err
+	}
+	if !isPortNumber(port) {
+		return nil, false, apierrors.NewBadRequest(fmt.Sprintf("invalid port %q for node %s", port, node.Name))
+	}
+	ip := net.ParseIP(nodeAddress(node, []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP}))
+	if ip == nil || !ip.IsGlobalUnicast() {
+		return nil, false, apierrors.NewBadRequest("address not allowed")
+	}
+	return &url.URL{Scheme: scheme, Host: net.JoinHostPort(ip.String(), port)}, false, nil
+}
+
+// nodeProxyREST serves nodes/proxy.
+type nodeProxyREST struct {
+	kubelet *kubeletClient
+	// transport reaches the cluster network, for ports other than the kubelet's.
+	transport http.RoundTripper
+}
+
+var _ rest.Connecter = &nodeProxyREST{}
+
+func (r *nodeProxyREST) New() runtime.Object      { return &corev1.NodeProxyOptions{} }
+func (r *nodeProxyREST) Destroy()                 {}
+func (r *nodeProxyREST) NamespaceScoped() bool    { return false }
+func (r *nodeProxyREST) ConnectMethods() []string { return proxyMethods }
+func (r *nodeProxyREST) NewConnectOptions() (runtime.Object, bool, string) {
+	return &corev1.NodeProxyOptions{}, true, "path"
+}
+
+func (r *nodeProxyREST) Connect(ctx context.Context, id string, options runtime.Object, responder rest.Responder) (http.Handler, error) {
+	opts, ok := options.(*corev1.NodeProxyOptions)
+	if !ok {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid options object: %T", options))
+	}
+	scheme, name, port, err := splitProxyName("node", id)
+	if err != nil {
+		return nil, err
+	}
+	node, err := r.kubelet.node(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	loc, toKubelet, err := nodeProxyLocation(node, r.kubelet.types, scheme, port)
+	if err != nil {
+		return nil, err
+	}
+	transport := r.transport
+	if toKubelet {
+		transport = r.kubelet.transport
+	}
+	loc.Path = utilnet.JoinPreservingTrailingSlash(loc.Path, opts.Path)
+	return newProxyHandler(loc, transport, responder), nil
 }
 
 // addProxyOptionsConversions lets the server read the proxy subresources' options (the

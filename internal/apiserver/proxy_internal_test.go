@@ -125,3 +125,37 @@ func TestEndpointIsPod(t *testing.T) {
 		}
 	}
 }
+
+func TestNodeProxyLocation(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-172-31-0-10.ec2.internal"}, Status: corev1.NodeStatus{
+		Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "172.31.0.10"},
+			{Type: corev1.NodeHostName, Address: "ip-172-31-0-10.ec2.internal"}, {Type: corev1.NodeInternalDNS, Address: "localhost"}},
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 41234}}}}
+	kubeletTypes := []corev1.NodeAddressType{corev1.NodeInternalDNS, corev1.NodeInternalIP}
+	loopbackNode := node.DeepCopy()
+	loopbackNode.Status.Addresses = loopbackNode.Status.Addresses[2:]
+	for _, tc := range []struct {
+		name         string
+		node         *corev1.Node
+		scheme, port string
+		want         string // "" for a 400
+		kubelet      bool
+	}{
+		{"the kubelet", node, "", "", "https://localhost:41234", true},
+		{"the kubelet's port", node, "http", "41234", "https://localhost:41234", true},
+		{"another port", node, "", "8080", "//172.31.0.10:8080", false},
+		{"another port over https", node, "https", "8443", "https://172.31.0.10:8443", false},
+		{"a port name", node, "", "http", "", false},
+		{"another port of a node without an IP", loopbackNode, "", "8080", "", false},
+	} {
+		loc, kubelet, err := nodeProxyLocation(tc.node, kubeletTypes, tc.scheme, tc.port)
+		switch {
+		case tc.want == "":
+			if !apierrors.IsBadRequest(err) {
+				t.Errorf("%s: %v %v, want 400", tc.name, loc, err)
+			}
+		case err != nil || loc.String() != tc.want || kubelet != tc.kubelet:
+			t.Errorf("%s: %v (kubelet %v) %v, want %s (kubelet %v)", tc.name, loc, kubelet, err, tc.want, tc.kubelet)
+		}
+	}
+}

@@ -694,6 +694,7 @@ func restStorages(scheme *runtime.Scheme, r *resource, optsGetter generic.RESTOp
 		out["pods/proxy"] = &podProxyREST{pods: store, transport: deps.cluster}
 	case corev1.SchemeGroupVersion.WithKind("Node"):
 		kubelet.nodes = store
+		out["nodes/proxy"] = &nodeProxyREST{kubelet: kubelet, transport: deps.cluster}
 	case corev1.SchemeGroupVersion.WithKind("Namespace"):
 		out["namespaces"] = namespaceStorage{withMeta{&namespaceREST{store}, r}}
 		out["namespaces/finalize"] = newFinalizeREST(store)

@@ -420,6 +420,12 @@ func (c *Cluster) startKubeletServer(ctx context.Context, g *errgroup.Group, n N
 				return k.Pod(ns, name)
 			}
 			return nil, apierrors.NewNotFound(corev1.Resource("pods"), name)
+		},
+		PodList: func() ([]*corev1.Pod, error) {
+			if k := running.Load(); k != nil {
+				return k.Pods()
+			}
+			return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("kubelet %s is not running yet", n.Name))
 		}})
 	if err != nil {
 		return 0, err

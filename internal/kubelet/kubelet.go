@@ -201,6 +201,9 @@ func (k *Kubelet) onNode(obj any) {
 // Pod is the node's pod ns/name as the kubelet sees it (for its server).
 func (k *Kubelet) Pod(ns, name string) (*corev1.Pod, error) { return k.podLister.Pods(ns).Get(name) }
 
+// Pods are the node's pods as the kubelet sees them (for its server's /pods).
+func (k *Kubelet) Pods() ([]*corev1.Pod, error) { return k.podLister.List(labelsEverything()) }
+
 // Registered is closed once the Node, its CSINode entry and first status are written.
 func (k *Kubelet) Registered() <-chan struct{} { return k.registered }
 

@@ -112,6 +112,12 @@ func ClusterRoles() []rbacv1.ClusterRole {
 		clusterRole("system:auth-delegator", nil,
 			verbs("create").groups(authnGroup).resources("tokenreviews"),
 			verbs("create").groups(authzGroup).resources("subjectaccessreviews")),
+		// Full use of the kubelets' API, nodes/proxy among it; bound to no one.
+		clusterRole("system:kubelet-api-admin", nil,
+			verbs("get", "list", "watch").groups(core).resources("nodes"),
+			verbs("proxy").groups(core).resources("nodes"),
+			verbs("*").groups(core).resources("nodes/proxy", "nodes/metrics", "nodes/stats", "nodes/log",
+				"nodes/pods", "nodes/healthz", "nodes/configz")),
 
 		// The user-facing roles: the rules are those of the system:aggregate-to-* roles
 		// and of any ClusterRole a cluster's users label for them.

@@ -39,6 +39,8 @@ type Config struct {
 	// PodLookup finds a pod bound to the node; a missing pod is an error for which
 	// k8s.io/apimachinery/pkg/api/errors.IsNotFound holds (as listers return), or (nil, nil).
 	PodLookup func(namespace, name string) (*corev1.Pod, error)
+	// PodList lists the pods bound to the node, for GET /pods; nil: /pods is not served.
+	PodList func() ([]*corev1.Pod, error)
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 

@@ -11,6 +11,8 @@
 //	GET+POST /attach/{namespace}/{pod}[/{uid}]/{container}?input&output&error&tty
 //	GET+POST /portForward/{namespace}/{pod}[/{uid}]
 //	GET      /stats/summary
+//	GET      /pods
+//	GET      /logs/[path]
 //	GET      /healthz
 //
 // /stats/summary is the Summary API (k8s.io/kubelet/pkg/apis/stats/v1alpha1) the API
@@ -25,6 +27,10 @@
 // the sum of its pods' (the kubelet reads no machine-wide counters). A hollow node's
 // server answers it from Config.Summary instead: the hollow kubelet's fake runtime's
 // usage (internal/hollow), so the API server reads every node's usage the same way.
+//
+// /pods is the node's pods as the kubelet knows them (Config.PodList), a v1 PodList.
+// /logs/ is the node's log directory as a file server (a kubelet serves its node's
+// /var/log): pods/ holds the pod log directories of Config.PodLogsDir.
 //
 // Logs are read from the CRI log file the container runtime writes (the path CRI
 // ContainerStatus reports, else <PodLogsDir>/<namespace>_<pod>_<uid>/<container>/

@@ -122,6 +122,13 @@ func newFixtureWith(t *testing.T, runtime runtimeapi.RuntimeServiceClient, logsD
 			}
 			return nil, apierrors.NewNotFound(corev1.Resource("pods"), name)
 		},
+		PodList: func() ([]*corev1.Pod, error) {
+			var out []*corev1.Pod
+			for _, p := range f.pods {
+				out = append(out, p.DeepCopy())
+			}
+			return out, nil
+		},
 		followRecheck: 50 * time.Millisecond,
 	})
 	if err != nil {

@@ -48,6 +48,11 @@ func (s *Server) handler() http.Handler {
 		_, _ = w.Write([]byte("ok"))
 	})
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
+	mux.Handle("GET /logs/", s.nodeLogs())
+	if s.cfg.PodList != nil {
+		mux.HandleFunc("GET /pods", s.podList)
+		mux.HandleFunc("GET /pods/{$}", s.podList)
+	}
 	if s.cfg.Summary != nil {
 		mux.Handle("GET /stats/summary", summaryFunc(s.cfg.Summary))
 	} else {

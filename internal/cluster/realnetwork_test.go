@@ -161,6 +161,26 @@ func TestRealNetwork(t *testing.T) {
 		t.Errorf("NodePort %s from node %s: %v %q", url, n0.Name, err, out)
 	}
 
+	// The API server, in the machine's namespace, reaches pods and Services through a
+	// node's namespace: pods/proxy to either node's pod, services/proxy to the ready one;
+	// nodes/proxy reaches the kubelet.
+	rawGet := func(path string) (string, error) {
+		b, err := tc.Client.CoreV1().RESTClient().Get().AbsPath(path).DoRaw(ctx)
+		return strings.TrimSpace(string(b)), err
+	}
+	for path, want := range map[string]string{
+		"/api/v1/namespaces/" + ns + "/pods/web-0:80/proxy/": "web-0",
+		"/api/v1/namespaces/" + ns + "/pods/web-1/proxy/":    "web-1",
+		"/api/v1/namespaces/" + ns + "/services/web/proxy/":  "web-0",
+	} {
+		if out, err := rawGet(path); err != nil || out != want {
+			t.Errorf("GET %s: %v %q, want %q", path, err, out, want)
+		}
+	}
+	if out, err := rawGet("/api/v1/nodes/" + n0.Name + "/proxy/pods"); err != nil || !strings.Contains(out, `"name":"web-0"`) {
+		t.Errorf("GET nodes/%s/proxy/pods: %v %.300s; want a PodList with web-0", n0.Name, err, out)
+	}
+
 	// DNS: the Service's ClusterIP, the headless Service's ready pods.
 	fqdn := "web." + ns + ".svc.cluster.local"
 	if out, err := kexec("client", "nslookup", fqdn); err != nil || !strings.Contains(out, svc.Spec.ClusterIP) {

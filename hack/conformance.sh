@@ -107,7 +107,8 @@ images() {
 	# The shell is Debian's bash as /bin/sh: the specs' environment holds names such as
 	# data-1, which upstream's busybox and Alpine's ash pass on and Debian's busybox drops.
 	local shell=(--file /bin/bash:/bin/sh)
-	local agnhost=(--busybox "${shell[@]}" --file "$stage/agnhost:/" --file /usr/bin/curl --file /usr/bin/dig --file /usr/bin/nslookup)
+	local agnhost=(--busybox "${shell[@]}" --file "$stage/agnhost:/" --file /usr/bin/curl --file /usr/bin/dig --file /usr/bin/nslookup \
+		--file /usr/bin/nc.openbsd:/usr/bin/nc)
 	build "$e2e/agnhost:2.66.1" "$e2e/agnhost:2.55" "${agnhost[@]}" \
 		--entrypoint /agnhost --cmd pause --expose 80 --expose 8080 --expose 8081 --expose 9376 --expose 5000
 	local pet
@@ -127,11 +128,13 @@ images() {
 }
 
 hack/setup.sh
-# Debian's DNS tools, which the agnhost and glibc-dns-testing images carry.
-if ! command -v dig >/dev/null; then
-	log "installing bind9-dnsutils (dig, nslookup, host for the DNS test images)"
+# Debian's tools the test images carry: DNS tools (agnhost, glibc-dns-testing) and
+# OpenBSD's netcat (agnhost: the Service specs run `nc -v -t -w 2 HOST PORT`, options
+# busybox's nc lacks).
+if ! command -v dig >/dev/null || [ ! -x /usr/bin/nc.openbsd ]; then
+	log "installing bind9-dnsutils and netcat-openbsd (tools of the test images)"
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq && apt-get install -y -qq --no-install-recommends bind9-dnsutils >/dev/null
+	apt-get update -qq && apt-get install -y -qq --no-install-recommends bind9-dnsutils netcat-openbsd >/dev/null
 fi
 build_suite
 hack/build.sh bin/kubelab >/dev/null

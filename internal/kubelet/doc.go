@@ -64,6 +64,15 @@
 //     the pod's grace period) before the runtime syncs the pod, which restarts it as the
 //     restartPolicy says. Failures are Unhealthy events ("Liveness probe failed: …").
 //     Hollow nodes run no probes: their running containers are ready.
+//   - reports each pod's status as upstream's kubelet does (podstatus.go,
+//     podconditions.go): the phase from the containers' states (Pending while
+//     initializing, Failed when an init container fails under restartPolicy Never),
+//     container statuses in spec order (a container not created yet waits with
+//     PodInitializing in a pod with init containers, ContainerCreating otherwise; an init
+//     container that exited 0 is ready), and the conditions Initialized
+//     (ContainersNotInitialized, "containers with incomplete status: […]"; PodCompleted),
+//     ContainersReady and Ready (ContainersNotReady, PodCompleted, PodFailed; Ready also
+//     waits for the readiness gates) and PodReadyToStartContainers;
 //   - leaves mirror pods (annotation kubernetes.io/config.mirror) alone: they are the API's
 //     view of pods something else runs on the node;
 //   - in hollow mode, gives pods IPs from the node's podCIDR (a FailedCreatePodSandBox

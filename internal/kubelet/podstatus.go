@@ -8,47 +8,6 @@ import (
 	"github.com/kubelab/kubelab/internal/util/podutil"
 )
 
-// podConditions sets the kubelet's conditions (keeping the others, e.g. PodScheduled and
-// DisruptionTarget) with transition times that only move when the status changes.
-func podConditions(prev []corev1.PodCondition, ready bool, initialized bool, sandbox bool, now metav1.Time) []corev1.PodCondition {
-	b := func(v bool) corev1.ConditionStatus {
-		if v {
-			return corev1.ConditionTrue
-		}
-		return corev1.ConditionFalse
-	}
-	want := []corev1.PodCondition{
-		{Type: corev1.PodReadyToStartContainers, Status: b(sandbox)},
-		{Type: corev1.PodInitialized, Status: b(initialized)},
-		{Type: corev1.PodReady, Status: b(ready)},
-		{Type: corev1.ContainersReady, Status: b(ready)},
-	}
-	for i := range want {
-		if want[i].Status == corev1.ConditionFalse && want[i].Type != corev1.PodReadyToStartContainers && want[i].Type != corev1.PodInitialized {
-			want[i].Reason = "ContainersNotReady"
-		}
-		want[i].LastTransitionTime = now
-		for _, p := range prev {
-			if p.Type == want[i].Type && p.Status == want[i].Status {
-				want[i].LastTransitionTime = p.LastTransitionTime
-			}
-		}
-	}
-	out := make([]corev1.PodCondition, 0, len(prev)+len(want))
-	for _, p := range prev {
-		mine := false
-		for _, w := range want {
-			if w.Type == p.Type {
-				mine = true
-			}
-		}
-		if !mine {
-			out = append(out, p)
-		}
-	}
-	return append(out, want...)
-}
-
 func ipList(ip string) (string, []corev1.PodIP) {
 	if ip == "" {
 		return "", nil
@@ -63,7 +22,9 @@ func hostIPs(ip string) []corev1.HostIP {
 	return []corev1.HostIP{{IP: ip}}
 }
 
-// pendingStatus: the pod is on the node but its containers are not created yet (volumes).
+// pendingStatus: the pod is on the node but its containers are not created yet (volumes,
+// sandbox): each container waits (PodInitializing in a pod with init containers,
+// ContainerCreating otherwise).
 func pendingStatus(pod *corev1.Pod, hostIP string, now metav1.Time) corev1.PodStatus {
 	s := *pod.Status.DeepCopy()
 	s.Phase = corev1.PodPending
@@ -72,25 +33,20 @@ func pendingStatus(pod *corev1.Pod, hostIP string, now metav1.Time) corev1.PodSt
 		s.StartTime = &now
 	}
 	s.QOSClass = podutil.ComputeQOSClass(pod)
-	s.Conditions = podConditions(s.Conditions, false, len(pod.Spec.InitContainers) == 0, false, now)
-	s.InitContainerStatuses = waitingStatuses(pod.Spec.InitContainers, "PodInitializing")
-	s.ContainerStatuses = waitingStatuses(pod.Spec.Containers, "ContainerCreating")
-	if len(pod.Spec.InitContainers) > 0 {
-		s.ContainerStatuses = waitingStatuses(pod.Spec.Containers, "PodInitializing")
-	}
+	s.InitContainerStatuses = containerStatuses(pod, pod.Spec.InitContainers, nil, pod.Status.InitContainerStatuses, true)
+	s.ContainerStatuses = containerStatuses(pod, pod.Spec.Containers, nil, pod.Status.ContainerStatuses, false)
+	s.Conditions = podConditions(s.Conditions,
+		kubeletConditions(pod, s.Phase, s.InitContainerStatuses, s.ContainerStatuses, false, s.Conditions), now)
 	return s
 }
 
-func waitingStatuses(cs []corev1.Container, reason string) []corev1.ContainerStatus {
-	if len(cs) == 0 {
-		return nil
+// defaultWaitingReason is why a container the runtime has not created yet waits:
+// PodInitializing in a pod with init containers, ContainerCreating otherwise.
+func defaultWaitingReason(pod *corev1.Pod) string {
+	if len(pod.Spec.InitContainers) > 0 {
+		return "PodInitializing"
 	}
-	out := make([]corev1.ContainerStatus, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, corev1.ContainerStatus{Name: c.Name, Image: c.Image, Started: new(bool),
-			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}})
-	}
-	return out
+	return "ContainerCreating"
 }
 
 // runtimeStatus is the pod's status from its containers' states: the phase, the
@@ -105,18 +61,10 @@ func runtimeStatus(pod *corev1.Pod, states []ContainerState, hostIP, podIP strin
 		s.StartTime = &now
 	}
 	s.QOSClass = podutil.ComputeQOSClass(pod)
-	initialized := initDone(pod, states)
-	ready := initialized && s.Phase == corev1.PodRunning && allRunning(pod.Spec.Containers, states) && probesReady(states)
-	s.Conditions = podConditions(s.Conditions, ready, initialized, sandbox, now)
-	s.InitContainerStatuses = containerStatuses(pod.Spec.InitContainers, states)
-	s.ContainerStatuses = containerStatuses(pod.Spec.Containers, states)
-	if !initialized {
-		for i := range s.ContainerStatuses {
-			if w := s.ContainerStatuses[i].State.Waiting; w != nil && w.Reason == "ContainerCreating" {
-				w.Reason = "PodInitializing"
-			}
-		}
-	}
+	s.InitContainerStatuses = containerStatuses(pod, pod.Spec.InitContainers, states, pod.Status.InitContainerStatuses, true)
+	s.ContainerStatuses = containerStatuses(pod, pod.Spec.Containers, states, pod.Status.ContainerStatuses, false)
+	s.Conditions = podConditions(s.Conditions,
+		kubeletConditions(pod, s.Phase, s.InitContainerStatuses, s.ContainerStatuses, sandbox, s.Conditions), now)
 	return s
 }
 
@@ -147,29 +95,6 @@ func initDone(pod *corev1.Pod, states []ContainerState) bool {
 // isSidecar: an init container with restartPolicy Always keeps running beside the app.
 func isSidecar(c corev1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-}
-
-// allRunning says whether every container of cs runs.
-func allRunning(cs []corev1.Container, states []ContainerState) bool {
-	byName := statesByName(states)
-	for _, c := range cs {
-		st, ok := byName[c.Name]
-		if !ok || st.Terminated || st.Waiting {
-			return false
-		}
-	}
-	return true
-}
-
-// probesReady says whether no app container or sidecar is held back by its probes (not
-// started, or not ready).
-func probesReady(states []ContainerState) bool {
-	for _, st := range states {
-		if st.Ready != nil && !*st.Ready && !st.Terminated && !st.Waiting {
-			return false
-		}
-	}
-	return true
 }
 
 func statesByName(states []ContainerState) map[string]ContainerState {
@@ -246,15 +171,23 @@ func terminatedStatus(pod *corev1.Pod, states []ContainerState, now metav1.Time)
 			s.Phase = corev1.PodFailed
 		}
 	}
-	s.Conditions = podConditions(s.Conditions, false, true, false, now)
 	if len(states) > 0 {
-		s.InitContainerStatuses = containerStatuses(pod.Spec.InitContainers, states)
-		s.ContainerStatuses = containerStatuses(pod.Spec.Containers, states)
+		s.InitContainerStatuses = containerStatuses(pod, pod.Spec.InitContainers, states, pod.Status.InitContainerStatuses, true)
+		s.ContainerStatuses = containerStatuses(pod, pod.Spec.Containers, states, pod.Status.ContainerStatuses, false)
 	}
+	s.Conditions = podConditions(s.Conditions,
+		kubeletConditions(pod, s.Phase, s.InitContainerStatuses, s.ContainerStatuses, false, s.Conditions), now)
 	return s
 }
 
-func containerStatuses(cs []corev1.Container, states []ContainerState) []corev1.ContainerStatus {
+// containerStatuses are the statuses of cs (the pod's init containers when init) from the
+// runtime's states, in spec order, as upstream's kubelet reports them:
+//   - a container the runtime does not know keeps its earlier terminated status, or
+//     waits with the pod's default reason (defaultWaitingReason) keeping its earlier
+//     restart count and last state;
+//   - a running app container or sidecar is ready when its probes say so; a regular init
+//     container is ready once it terminated with exit code 0, never while it runs.
+func containerStatuses(pod *corev1.Pod, cs []corev1.Container, states []ContainerState, prev []corev1.ContainerStatus, init bool) []corev1.ContainerStatus {
 	if len(cs) == 0 {
 		return nil
 	}
@@ -263,7 +196,7 @@ func containerStatuses(cs []corev1.Container, states []ContainerState) []corev1.
 	for _, c := range cs {
 		st, ok := byName[c.Name]
 		if !ok {
-			out = append(out, waitingStatuses([]corev1.Container{c}, "ContainerCreating")...)
+			out = append(out, unknownContainerStatus(pod, c, prev))
 			continue
 		}
 		image := st.Image
@@ -276,11 +209,16 @@ func containerStatuses(cs []corev1.Container, states []ContainerState) []corev1.
 		cs.Started = &started
 		switch {
 		case st.Waiting:
-			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: st.Reason, Message: st.Message}
+			reason := st.Reason
+			if reason == "ContainerCreating" {
+				reason = defaultWaitingReason(pod)
+			}
+			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: reason, Message: st.Message}
 		case st.Terminated:
 			cs.State.Terminated = terminatedState(st)
+			cs.Ready = init && !isSidecar(c) && st.ExitCode == 0
 		default:
-			cs.Ready = st.Ready == nil || *st.Ready
+			cs.Ready = (!init || isSidecar(c)) && (st.Ready == nil || *st.Ready)
 			cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(st.StartedAt)}
 		}
 		if st.LastTerminated != nil {
@@ -289,6 +227,20 @@ func containerStatuses(cs []corev1.Container, states []ContainerState) []corev1.
 		out = append(out, cs)
 	}
 	return out
+}
+
+// unknownContainerStatus is the status of a container the runtime holds no instance of.
+func unknownContainerStatus(pod *corev1.Pod, c corev1.Container, prev []corev1.ContainerStatus) corev1.ContainerStatus {
+	old, found := statusOf(prev, c.Name)
+	if found && old.State.Terminated != nil {
+		return old
+	}
+	s := corev1.ContainerStatus{Name: c.Name, Image: c.Image, Started: new(bool),
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: defaultWaitingReason(pod)}}}
+	if found {
+		s.RestartCount, s.LastTerminationState = old.RestartCount, old.LastTerminationState
+	}
+	return s
 }
 
 func terminatedState(st ContainerState) *corev1.ContainerStateTerminated {

@@ -480,6 +480,48 @@ func TestSyncPodInitFailureNever(t *testing.T) {
 	}
 }
 
+// A failing init container of a pod that restarts is started again after its back-off,
+// as often as it fails; the next init container and the app containers never start.
+func TestSyncPodInitFailureAlways(t *testing.T) {
+	r, env := newTestRuntime(t)
+	ctx := context.Background()
+	pod := testPod(corev1.RestartPolicyAlways, []string{"init1", "init2"}, "app")
+	if _, err := r.SyncPod(ctx, pod, nil); err != nil {
+		t.Fatal(err)
+	}
+	for attempt := int32(1); attempt <= 3; attempt++ {
+		env.clock.Step(time.Second)
+		if err := env.cri.Exit(env.newest("init1").ID, 1); err != nil {
+			t.Fatal(err)
+		}
+		st, err := r.SyncPod(ctx, pod, nil)
+		if attempt > 1 {
+			// From the second failure on, the restart waits for the back-off.
+			if !errors.Is(err, ErrCrashLoopBackOff) {
+				t.Fatalf("failure %d: err = %v, want the back-off", attempt, err)
+			}
+			init1 := stateOf(t, st, "init1")
+			if !init1.Waiting || init1.Reason != "CrashLoopBackOff" || init1.LastTerminated == nil || init1.LastTerminated.ExitCode != 1 {
+				t.Fatalf("failure %d: init1 = %+v", attempt, init1)
+			}
+			env.clock.Step(time.Duration(10<<(attempt-2)) * time.Second)
+			st, err = r.SyncPod(ctx, pod, nil)
+		}
+		if err != nil {
+			t.Fatalf("failure %d: %v", attempt, err)
+		}
+		if init1 := stateOf(t, st, "init1"); init1.Waiting || init1.Terminated || init1.RestartCount != attempt {
+			t.Fatalf("failure %d: init1 = %+v, want running with restartCount %d", attempt, init1, attempt)
+		}
+		if len(st.Containers) != 1 {
+			t.Fatalf("failure %d: only init1 may exist: %+v", attempt, st.Containers)
+		}
+	}
+	if sbs := env.cri.Sandboxes(); len(sbs) != 1 || sbs[0].State != runtimeapi.PodSandboxState_SANDBOX_READY {
+		t.Errorf("the pod keeps its one sandbox: %v", sbs)
+	}
+}
+
 func TestSyncPodOnFailureDone(t *testing.T) {
 	r, env := newTestRuntime(t)
 	ctx := context.Background()

@@ -84,6 +84,7 @@ func New(d Deps) (admission.Interface, error) {
 		newDefaultStorageClass(d.Factory),
 		newStorageObjectInUseProtection(),
 		newPersistentVolumeClaimResize(d.Factory),
+		newRuntimeClass(d.Factory, d.Client),
 		mutatingPolicies,
 		mutatingWebhook,
 		policies,

@@ -228,6 +228,13 @@ func TestNodeAuthorizer(t *testing.T) {
 		!strings.Contains(err.Error(), "can only create mirror pods") {
 		t.Errorf("node-a creates a pod that is no mirror pod: %v, want Forbidden", err)
 	}
+	// A kubelet resolves its pods' RuntimeClasses.
+	if _, err := kubeletA.NodeV1().RuntimeClasses().List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("a kubelet lists RuntimeClasses: %v", err)
+	}
+	if _, err := kubeletA.NodeV1().RuntimeClasses().Get(ctx, "none", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a kubelet gets a RuntimeClass that does not exist: %v, want NotFound", err)
+	}
 }
 
 func kubeletClient(s *apiservertest.Server, t *testing.T, node string) kubernetes.Interface {

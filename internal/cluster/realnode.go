@@ -257,11 +257,14 @@ func (c *Cluster) runRealKubelet(n Node, criEndpoint, netns string) func(ctx con
 			return err
 		}
 		logsDir := c.podLogsDir(n)
+		factory := informers.NewSharedInformerFactory(client, 0)
+		defer factory.Shutdown()
 		rt, err := kuberuntime.New(kuberuntime.Config{
 			NodeName: n.Name, RootDir: root, PodLogsDir: logsDir, CgroupParent: c.cgroupParent(n), NodeIP: n.IP,
 			ClusterDNS: []string{ClusterDNSIP}, ClusterDomain: ClusterDomain,
 			Allocatable: c.cfg.NodeCapacity, Logger: log, Objects: objects,
-			Recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: n.Name}),
+			RuntimeClasses: kubelet.NewRuntimeClasses(factory, client),
+			Recorder:       broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: n.Name}),
 		}, cri.Runtime, cri.Image)
 		if err != nil {
 			return err
@@ -275,8 +278,6 @@ func (c *Cluster) runRealKubelet(n Node, criEndpoint, netns string) func(ctx con
 		if err != nil {
 			return err
 		}
-		factory := informers.NewSharedInformerFactory(client, 0)
-		defer factory.Shutdown()
 		return c.serveKubelet(ctx, n, cri.Runtime, func(ctx context.Context, port int32) (*kubelet.Kubelet, error) {
 			k, err := kubelet.New(kubelet.Config{
 				NodeName: n.Name, Zone: n.Zone, InstanceID: n.InstanceID, InstanceType: c.cfg.InstanceType,

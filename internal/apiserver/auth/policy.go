@@ -50,6 +50,7 @@ const (
 	discovery     = "discovery.k8s.io"
 	eventsGroup   = "events.k8s.io"
 	networking    = "networking.k8s.io"
+	nodeGroup     = "node.k8s.io"
 	policyGroup   = "policy"
 	rbacGroup     = "rbac.authorization.k8s.io"
 	storageGroup  = "storage.k8s.io"
@@ -287,5 +288,6 @@ func nodeRules() []rule {
 		verbs("get", "create", "update", "patch", "delete").groups(coordination).resources("leases"),
 		verbs(readVerbs...).groups(storageGroup).resources("csidrivers"),
 		verbs("get", "create", "update", "patch", "delete").groups(storageGroup).resources("csinodes"),
+		verbs("get", "list", "watch").groups(nodeGroup).resources("runtimeclasses"),
 	}
 }

@@ -2,6 +2,7 @@ package kuberuntime
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -45,6 +46,10 @@ type Config struct {
 	// environments reference; nil makes such references a CreateContainerConfigError
 	// (optional ones are skipped).
 	Objects Objects
+	// RuntimeClasses resolves pods' spec.runtimeClassName to the runtime handler their
+	// sandboxes run with (RunPodSandbox's runtime_handler); nil runs every pod with the
+	// runtime's default handler.
+	RuntimeClasses RuntimeClasses
 	// Recorder receives the pod events (Pulling, Created, BackOff, …); nil records none.
 	Recorder record.EventRecorder
 	// Logger defaults to slog.Default().
@@ -77,6 +82,12 @@ type Objects interface {
 	Secret(namespace, name string) (*corev1.Secret, error)
 	// ServiceEnv returns the Service variables (FOO_SERVICE_HOST, …) for a pod.
 	ServiceEnv(pod *corev1.Pod) (map[string]string, error)
+}
+
+// RuntimeClasses resolves a RuntimeClass name to its handler ("" for the empty name);
+// a class that does not exist should be the API's NotFound error.
+type RuntimeClasses interface {
+	Handler(ctx context.Context, name string) (string, error)
 }
 
 func (c *Config) validate() error {

@@ -268,7 +268,8 @@ func TestContainerdPods(t *testing.T) {
 		Objects: &fakeObjects{
 			cms:     map[string]*corev1.ConfigMap{"default/cfg": {Data: map[string]string{"data-1": "value-1", "DUP": "from-configmap"}}},
 			secrets: map[string]*corev1.Secret{"default/creds": {Data: map[string][]byte{"data-2": []byte("value-2")}}}},
-		Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil))}, cd.rs, cd.is)
+		RuntimeClasses: fakeRuntimeClasses{"runc": "runc", "unconfigured": "kr-" + id + "-handler"},
+		Logger:         slog.New(slog.NewTextHandler(tWriter{t}, nil))}, cd.rs, cd.is)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,6 +310,9 @@ func TestContainerdPods(t *testing.T) {
 		},
 		Env: []corev1.EnvVar{{Name: "DUP", Value: "from-env"}}}
 	web.Spec.InitContainers, web.Spec.Containers = []corev1.Container{init, envs}, []corev1.Container{app}
+	// Its RuntimeClass's handler is runc, which the node's containerd runs.
+	runcClass := "runc"
+	web.Spec.RuntimeClassName = &runcClass
 	vols := kubelet.PodVolumes{"data": data}
 	st := syncUntil(t, r, web, vols, "web running", func(st kubelet.PodStatus) bool {
 		c, ok := find(st, "read")
@@ -378,6 +382,16 @@ func TestContainerdPods(t *testing.T) {
 		t.Errorf("missing image, again: %+v, %v", m, err)
 	}
 
+	// A RuntimeClass whose handler the node's containerd does not have: no sandbox.
+	unconfigured := newPod("unconfigured", corev1.RestartPolicyAlways)
+	unconfigured.Spec.Containers = []corev1.Container{ctr("app", "true")}
+	unconfiguredClass := "unconfigured"
+	unconfigured.Spec.RuntimeClassName = &unconfiguredClass
+	st, err = r.SyncPod(ctx, unconfigured, nil)
+	if handler := "kr-" + id + "-handler"; !errors.Is(err, ErrCreatePodSandbox) || !strings.Contains(err.Error(), handler) || st.SandboxID != "" {
+		t.Errorf("pod of an unconfigured handler: sandbox %q, err %v, want one naming %s", st.SandboxID, err, handler)
+	}
+
 	fp, err := r.Relist(ctx)
 	if err != nil || fp[web.UID] == "" || fp[crash.UID] == "" || fp[missing.UID] == "" {
 		t.Errorf("relist = %v, %v", fp, err)
@@ -413,7 +427,8 @@ func TestContainerdPods(t *testing.T) {
 	events := strings.Join(drain(recorder), "\n")
 	for _, want := range []string{"Normal Pulling Pulling image", "Normal Created Created container: write",
 		"Normal Started Started container read", "Warning BackOff Back-off restarting failed container crash in pod crash_default",
-		"Warning Failed Failed to pull image", "Normal Killing Stopping container read"} {
+		"Warning Failed Failed to pull image", "Normal Killing Stopping container read",
+		"Warning FailedCreatePodSandBox Failed to create pod sandbox: "} {
 		if !strings.Contains(events, want) {
 			t.Errorf("no event %q in:\n%s", want, events)
 		}

@@ -10,7 +10,9 @@
 //     removes old container instances (each container keeps its newest instance and the
 //     newest exited one, which the status shows as the last termination);
 //   - decides what to do (computePodActions, a pure function of the spec and what runs):
-//     create the sandbox (again, with attempt+1, when its pause process died), run the init
+//     create the sandbox (again, with attempt+1, when its pause process died; with the
+//     runtime handler of the pod's RuntimeClass, Config.RuntimeClasses — a class that does
+//     not exist or a handler the runtime lacks fails it, FailedCreatePodSandBox), run the init
 //     containers one at a time (sidecars — init containers with restartPolicy Always — start
 //     in order and keep running), start the app containers, restart exited ones as the
 //     restartPolicy says, recreate running ones whose spec hash changed, and stop the pod

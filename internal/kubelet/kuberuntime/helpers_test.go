@@ -1,9 +1,12 @@
 package kuberuntime
 
 import (
+	"context"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -86,4 +89,15 @@ func (b viewOf) build() *podView {
 
 func inst(name string, attempt uint32, state runtimeapi.ContainerState, exitCode int32) instance {
 	return instance{name: name, attempt: attempt, state: state, exitCode: exitCode}
+}
+
+// fakeRuntimeClasses maps RuntimeClass names to handlers; others are not found.
+type fakeRuntimeClasses map[string]string
+
+func (f fakeRuntimeClasses) Handler(_ context.Context, name string) (string, error) {
+	h, ok := f[name]
+	if !ok {
+		return "", apierrors.NewNotFound(nodev1.Resource("runtimeclasses"), name)
+	}
+	return h, nil
 }

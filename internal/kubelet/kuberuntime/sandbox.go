@@ -101,12 +101,13 @@ func protocol(p corev1.Protocol) runtimeapi.Protocol {
 	return runtimeapi.Protocol_TCP
 }
 
-// createSandbox runs the pod's sandbox and returns its id and address.
-func (r *Runtime) createSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig) (string, string, error) {
+// createSandbox runs the pod's sandbox with the runtime handler and returns its id and
+// address.
+func (r *Runtime) createSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (string, string, error) {
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return "", "", fmt.Errorf("create pod log directory: %w", err)
 	}
-	resp, err := r.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+	resp, err := r.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: handler})
 	if err != nil {
 		return "", "", err
 	}
@@ -119,6 +120,17 @@ func (r *Runtime) createSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxC
 		return id, "", errPodSandboxStatusMissing
 	}
 	return id, st.GetStatus().GetNetwork().GetIp(), nil
+}
+
+// runtimeHandler is the runtime handler of the RuntimeClass the pod names ("" for none,
+// the runtime's default); a class that does not exist is an error, which fails the
+// sandbox.
+func (r *Runtime) runtimeHandler(ctx context.Context, pod *corev1.Pod) (string, error) {
+	name := pod.Spec.RuntimeClassName
+	if name == nil || *name == "" || r.cfg.RuntimeClasses == nil {
+		return "", nil
+	}
+	return r.cfg.RuntimeClasses.Handler(ctx, *name)
 }
 
 // removePodCgroup removes the pod's cgroup directory from every cgroup hierarchy once the

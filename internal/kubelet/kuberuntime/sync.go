@@ -54,7 +54,11 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *corev1.Pod, volumes kubelet.
 		if a.sandboxChanged {
 			r.event(pod, "", corev1.EventTypeNormal, eventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
 		}
-		id, ip, err := r.createSandbox(ctx, sbConfig)
+		var id, ip string
+		handler, err := r.runtimeHandler(ctx, pod)
+		if err == nil {
+			id, ip, err = r.createSandbox(ctx, sbConfig, handler)
+		}
 		if err != nil {
 			r.event(pod, "", corev1.EventTypeWarning, eventFailedCreatePodSandBox, "Failed to create pod sandbox: %v", err)
 			log.Error("create pod sandbox", "err", err)

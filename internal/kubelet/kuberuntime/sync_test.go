@@ -3,6 +3,7 @@ package kuberuntime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -519,6 +520,53 @@ func TestSyncPodInitFailureAlways(t *testing.T) {
 	}
 	if sbs := env.cri.Sandboxes(); len(sbs) != 1 || sbs[0].State != runtimeapi.PodSandboxState_SANDBOX_READY {
 		t.Errorf("the pod keeps its one sandbox: %v", sbs)
+	}
+}
+
+// A pod's sandbox runs with the handler of the RuntimeClass it names; a class that does
+// not exist, or whose handler the runtime does not have, fails the sandbox with a
+// FailedCreatePodSandBox event, and the pod gets none.
+func TestSyncPodRuntimeClass(t *testing.T) {
+	r, env := newTestRuntime(t)
+	r.cfg.RuntimeClasses = fakeRuntimeClasses{"runc": "runc", "other": "other-handler"}
+	ctx := context.Background()
+	for i, tc := range []struct {
+		class, handler, err string
+	}{
+		{class: "", handler: ""},
+		{class: "runc", handler: "runc"},
+		{class: "other", err: `no runtime for "other-handler" is configured`},
+		{class: "missing", err: `runtimeclasses.node.k8s.io "missing" not found`},
+	} {
+		pod := testPod(corev1.RestartPolicyAlways, nil, "app")
+		pod.Name, pod.UID = fmt.Sprintf("rc-%d", i), types.UID(fmt.Sprintf("uid-rc-%d", i))
+		if tc.class != "" {
+			pod.Spec.RuntimeClassName = &tc.class
+		}
+		env.events()
+		st, err := r.SyncPod(ctx, pod, nil)
+		if tc.err != "" {
+			if !errors.Is(err, ErrCreatePodSandbox) || !strings.Contains(err.Error(), tc.err) || st.SandboxID != "" {
+				t.Errorf("class %q: sandbox %q, err %v, want %q", tc.class, st.SandboxID, err, tc.err)
+			}
+			if evs := env.events(); !hasEvent(evs, "Warning FailedCreatePodSandBox Failed to create pod sandbox: ") || !strings.Contains(strings.Join(evs, "\n"), tc.err) {
+				t.Errorf("class %q: events %q", tc.class, evs)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("class %q: %v", tc.class, err)
+		}
+		var handler string
+		found := false
+		for _, sb := range env.cri.Sandboxes() {
+			if sb.ID == st.SandboxID {
+				handler, found = sb.RuntimeHandler, true
+			}
+		}
+		if !found || handler != tc.handler {
+			t.Errorf("class %q: sandbox %q (found %v) runs with handler %q, want %q", tc.class, st.SandboxID, found, handler, tc.handler)
+		}
 	}
 }
 

@@ -16,5 +16,9 @@
 // after its start, a decimal number) and kubelab.dev/hollow-exit-code (default 0). The
 // exit shows on the next call that reads or changes the container.
 //
+// Sandboxes run with the default runtime handler or runc, as on a kubelab node's
+// containerd; another handler is refused with containerd's error ("no runtime for "x" is
+// configured").
+//
 // CRI calls the fake does not implement panic (the embedded client interfaces are nil).
 package fakecri

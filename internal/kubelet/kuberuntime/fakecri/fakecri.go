@@ -28,6 +28,8 @@ type Sandbox struct {
 	CreatedAt time.Time
 	// IP is the sandbox's address ("" on the node's network).
 	IP string
+	// RuntimeHandler is the handler it runs with ("" for the default one).
+	RuntimeHandler string
 }
 
 // Container is a container the fake holds.
@@ -77,6 +79,10 @@ type CRI struct {
 	execs      []Exec
 	netNSPath  string
 }
+
+// runtimeHandlers are the runtime handlers the fake runs sandboxes with: the default one
+// and runc, as a kubelab node's containerd.
+var runtimeHandlers = map[string]bool{"": true, "runc": true}
 
 // New returns an empty fake whose runtime and network are ready.
 func New() *CRI {
@@ -299,8 +305,12 @@ func (f *CRI) RunPodSandbox(_ context.Context, in *runtimeapi.RunPodSandboxReque
 				m.GetName(), m.GetNamespace(), m.GetUid(), m.GetAttempt())
 		}
 	}
+	if h := in.GetRuntimeHandler(); !runtimeHandlers[h] {
+		// As containerd answers for a handler its config does not name.
+		return nil, status.Errorf(codes.Unknown, "failed to get sandbox runtime: no runtime for %q is configured", h)
+	}
 	s := &Sandbox{ID: f.newID(), Config: proto.Clone(cfg).(*runtimeapi.PodSandboxConfig),
-		State: runtimeapi.PodSandboxState_SANDBOX_READY, CreatedAt: f.now()}
+		State: runtimeapi.PodSandboxState_SANDBOX_READY, CreatedAt: f.now(), RuntimeHandler: in.GetRuntimeHandler()}
 	if cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() != runtimeapi.NamespaceMode_NODE {
 		s.IP = fmt.Sprintf("10.88.%d.%d", f.seq/250, f.seq%250+2)
 	}

@@ -155,6 +155,48 @@ func TestNodeFilters(t *testing.T) {
 	}
 }
 
+// Pods' hostPorts conflict on a node when protocol and port are the same and the hostIPs
+// are the same or one is 0.0.0.0; the same port on another address or protocol fits.
+func TestNodePortsFilter(t *testing.T) {
+	withPort := func(name, ip string, proto corev1.Protocol, port int32) *corev1.Pod {
+		p := makePod(name)
+		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080, HostPort: port, HostIP: ip, Protocol: proto}}
+		return p
+	}
+	ctx := context.Background()
+	node := newNodeInfo(makeNode("n", "4"))
+	node.AddPod(NewPodInfo(withPort("pod1", "127.0.0.1", corev1.ProtocolTCP, 54323)))
+	node.AddPod(NewPodInfo(withPort("pod2", "172.31.0.10", corev1.ProtocolTCP, 54323)))
+	node.AddPod(NewPodInfo(withPort("pod3", "172.31.0.10", corev1.ProtocolUDP, 54323)))
+	node.AddPod(NewPodInfo(withPort("pod4", "", corev1.ProtocolTCP, 54322)))
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		fits bool
+	}{
+		{"same port on another address", withPort("p", "172.31.0.11", corev1.ProtocolTCP, 54323), true},
+		{"same port and address", withPort("p", "127.0.0.1", corev1.ProtocolTCP, 54323), false},
+		{"same port on every address", withPort("p", "0.0.0.0", corev1.ProtocolTCP, 54323), false},
+		{"one address of a port held on every address", withPort("p", "172.31.0.10", corev1.ProtocolTCP, 54322), false},
+		{"another protocol of a port held on every address", withPort("p", "", corev1.ProtocolUDP, 54322), true},
+		{"another port", withPort("p", "", corev1.ProtocolTCP, 54321), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			state, pi := NewCycleState(), NewPodInfo(tc.pod)
+			if st := (nodePorts{}).PreFilter(ctx, state, pi, NewSnapshot(nil)); !st.IsSuccess() {
+				t.Fatalf("PreFilter: %v", st.Message())
+			}
+			st := (nodePorts{}).Filter(ctx, state, pi, node)
+			if tc.fits != st.IsSuccess() || !tc.fits && (st.Code() != Unschedulable || st.Message() != reasonNodePorts) {
+				t.Errorf("got %v %q, fits %v", st.Code(), st.Message(), tc.fits)
+			}
+		})
+	}
+	if st := (nodePorts{}).PreFilter(ctx, NewCycleState(), NewPodInfo(makePod("none")), NewSnapshot(nil)); !st.IsSkip() {
+		t.Errorf("a pod without hostPorts: %v, want Skip", st.Code())
+	}
+}
+
 func TestNumFeasibleNodesToFind(t *testing.T) {
 	for _, tc := range []struct{ all, pct, want int }{
 		{50, 0, 50}, {100, 0, 100}, {1000, 0, 420}, {5000, 0, 500}, {10000, 0, 500}, {1000, 10, 100}, {1000, 100, 1000},

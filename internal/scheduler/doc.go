@@ -21,7 +21,8 @@
 //   - PostFilter (DefaultPreemption) when no node fits.
 //
 // Plugins: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity (+nodeSelector),
-// NodeResourcesFit (LeastAllocated) and NodeResourcesBalancedAllocation, NodeVolumeLimits
+// NodePorts (hostPorts: the same protocol and port conflict on the same hostIP or when
+// either is 0.0.0.0), NodeResourcesFit (LeastAllocated) and NodeResourcesBalancedAllocation, NodeVolumeLimits
 // (CSINode allocatable count), VolumeBinding, VolumeZone, PodTopologySpread,
 // InterPodAffinity, DefaultPreemption, DefaultBinder. Their decisions are pure functions
 // of the pod, the node and the listers' objects, tested with tables.

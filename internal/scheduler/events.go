@@ -11,9 +11,9 @@ import (
 // Which plugins' rejections a cluster event may lift (upstream's EventsToRegister, coarse).
 var (
 	interestNodeAdd = sets.New(NodeNameName, NodeUnschedulableName, TaintTolerationName, NodeAffinityName,
-		NodeResourcesFitName, PodTopologySpreadName, InterPodAffinityName, VolumeBindingName, VolumeZoneName,
+		NodePortsName, NodeResourcesFitName, PodTopologySpreadName, InterPodAffinityName, VolumeBindingName, VolumeZoneName,
 		NodeVolumeLimitsName)
-	interestAssignedPodDelete = sets.New(NodeResourcesFitName, InterPodAffinityName, PodTopologySpreadName,
+	interestAssignedPodDelete = sets.New(NodePortsName, NodeResourcesFitName, InterPodAffinityName, PodTopologySpreadName,
 		NodeVolumeLimitsName, VolumeRestrictionsName)
 	interestAssignedPodChange = sets.New(InterPodAffinityName, PodTopologySpreadName)
 	interestPVC               = sets.New(VolumeBindingName, VolumeZoneName, NodeVolumeLimitsName, VolumeRestrictionsName)

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	resourcehelper "k8s.io/component-helpers/resource"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+
+	"github.com/kubelab/kubelab/internal/util/hostport"
 )
 
 // Defaults the scheduler assumes for scoring a container that requests nothing (upstream's).
@@ -101,6 +103,8 @@ type PodInfo struct {
 	PreferredAntiAffinityTerms []AffinityTerm
 	// Claims are "namespace/name" of the PVCs the pod uses (incl. generic ephemeral ones).
 	Claims []string
+	// HostPorts are the hostPorts the pod holds on its node.
+	HostPorts []hostport.Port
 	// parseErr is set when a selector in the pod's spec does not parse.
 	parseErr error
 	// csiVolumes caches NodeVolumeLimits' driver → volume ids once the claims are bound.
@@ -109,7 +113,7 @@ type PodInfo struct {
 
 // NewPodInfo derives a PodInfo.
 func NewPodInfo(pod *corev1.Pod) *PodInfo {
-	pi := &PodInfo{Pod: pod, Priority: corev1helpers.PodPriority(pod)}
+	pi := &PodInfo{Pod: pod, Priority: corev1helpers.PodPriority(pod), HostPorts: hostport.OfPod(pod)}
 	pi.Requests = resourceFromList(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
 	pi.NonZero = resourceFromList(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{
 		NonMissingContainerRequests: corev1.ResourceList{

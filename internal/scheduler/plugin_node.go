@@ -24,6 +24,7 @@ const (
 	NodeUnschedulableName  = "NodeUnschedulable"
 	TaintTolerationName    = "TaintToleration"
 	NodeAffinityName       = "NodeAffinity"
+	NodePortsName          = "NodePorts"
 	NodeResourcesFitName   = "NodeResourcesFit"
 	BalancedAllocationName = "NodeResourcesBalancedAllocation"
 	PodTopologySpreadName  = "PodTopologySpread"

@@ -141,6 +141,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	s.profile.addPlugin(nodeName{}, 0)
 	s.profile.addPlugin(taintToleration{}, 3)
 	s.profile.addPlugin(nodeAffinity{}, 2)
+	s.profile.addPlugin(nodePorts{}, 0)
 	s.profile.addPlugin(&nodeResourcesFit{}, 1)
 	s.profile.addPlugin(&nodeVolumeLimits{view: view}, 0)
 	s.profile.addPlugin(s.binding, 0)

@@ -64,6 +64,12 @@
 //     the pod's grace period) before the runtime syncs the pod, which restarts it as the
 //     restartPolicy says. Failures are Unhealthy events ("Liveness probe failed: …").
 //     Hollow nodes run no probes: their running containers are ready.
+//   - admits each pod once before running it (admission.go), as upstream's NodePorts
+//     predicate does: a pod one of whose hostPorts a pod admitted before holds (same
+//     protocol and port, on the same hostIP or either on 0.0.0.0) and has not finished is
+//     rejected — a NodePorts Warning event and the phase Failed, reason NodePorts,
+//     "Pod was rejected: Predicate NodePorts failed: …"; a pod that already ran (before
+//     this kubelet started) is admitted as it is;
 //   - reports each pod's status as upstream's kubelet does (podstatus.go,
 //     podconditions.go): the phase from the containers' states (Pending while
 //     initializing, Failed when an init container fails under restartPolicy Never),

@@ -25,6 +25,7 @@ import (
 	"k8s.io/component-helpers/apimachinery/lease"
 	"k8s.io/utils/clock"
 
+	"github.com/kubelab/kubelab/internal/util/hostport"
 	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
@@ -91,6 +92,10 @@ type podState struct {
 	// written is the status the API server returned for this kubelet's last status
 	// write: the base of the next patch, as the pod cache may not have caught up yet.
 	written *corev1.PodStatus
+	// admitted says the node took the pod (admission.go); hostPorts are the hostPorts it
+	// holds from then on.
+	admitted  bool
+	hostPorts []hostport.Port
 }
 
 // New builds the kubelet of one node. factory is shared for the cluster-wide objects it

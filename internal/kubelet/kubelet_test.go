@@ -244,6 +244,50 @@ func TestHollowPodRunsAndDeletionCompletes(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, c, "web")
+
+	// Pods bound to the node directly: the same hostPort on other addresses or with
+	// another protocol is admitted; on 0.0.0.0 it conflicts, and the pod is rejected
+	// until the pods holding the port are gone.
+	hostPortPod := func(name, ip string, proto corev1.Protocol) *corev1.Pod {
+		p := testPod(name, "hollow-c")
+		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080, HostPort: 54323, HostIP: ip, Protocol: proto}}
+		return p
+	}
+	for _, p := range []*corev1.Pod{hostPortPod("hp1", "127.0.0.1", corev1.ProtocolTCP), hostPortPod("hp2", "172.31.0.13", corev1.ProtocolTCP),
+		hostPortPod("hp3", "172.31.0.13", corev1.ProtocolUDP)} {
+		if _, err := c.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitRunning(t, c, p.Name)
+	}
+	if _, err := c.CoreV1().Pods("default").Create(ctx, hostPortPod("hp4", "", corev1.ProtocolTCP), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "hp4 rejected", func() error {
+		p, err := c.CoreV1().Pods("default").Get(ctx, "hp4", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		want := "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
+		if p.Status.Phase != corev1.PodFailed || p.Status.Reason != "NodePorts" || p.Status.Message != want {
+			return fmt.Errorf("phase %s reason %q message %q", p.Status.Phase, p.Status.Reason, p.Status.Message)
+		}
+		evs, err := c.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=hp4,reason=NodePorts"})
+		if err != nil || len(evs.Items) == 0 {
+			return fmt.Errorf("no NodePorts event: %v", err)
+		}
+		return nil
+	})
+	for _, name := range []string{"hp1", "hp2"} {
+		if err := c.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, c, name)
+	}
+	if _, err := c.CoreV1().Pods("default").Create(ctx, hostPortPod("hp5", "0.0.0.0", corev1.ProtocolTCP), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, c, "hp5")
 }
 
 func TestHollowPodWaitsForAttachedVolume(t *testing.T) {

@@ -56,6 +56,9 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
 		return k.stopPod(ctx, pod, st)
 	}
+	if ok, reason, message := k.admit(key, pod, st); !ok {
+		return k.reject(ctx, pod, reason, message)
+	}
 	return k.runPod(ctx, key, pod, st)
 }
 

@@ -36,16 +36,22 @@
 //     configuration's version; STATUS and GC need 1.1.0).
 //
 // hostPorts: the table "kubelab-hostports" (family ip) in the node's namespace has base
-// chains at prerouting and output (dstnat) that send packets for any node-local address
-// but 127.0.0.0/8 through the verdict map "hostports" (protocol . port) to the chain of
-// the pod holding that port, "hostport-" and the attachment's hash, which DNATs to the
-// pod's address and container port; a pod's packets to its own hostPort get the mark
-// 0x2000 and are masqueraded at postrouting (srcnat) so that the answer comes back
-// through the node. DEL deletes the pod's chain and map elements and nothing else. A
-// hostPort held by another pod fails the ADD. A marker file per pod under
-// dataDir/hostports says which pods have rules, so that DEL and GC of pods without
-// hostPorts never run nft. The node's namespace must forward IPv4 for pods to reach a
-// hostPort through the node's address.
+// chains at prerouting and output (dstnat) that send packets for a node-local address
+// first through the verdict map "hostip-ports" (address . protocol . port: hostPorts with
+// a hostIP, loopback ones included) and then, for any node-local address but
+// 127.0.0.0/8, through "hostports" (protocol . port: hostPorts on every address, hostIP
+// empty or 0.0.0.0) to the chain of the pod holding that port, "hostport-" and the
+// attachment's hash, which DNATs to the pod's address and container port; a pod's
+// packets to its own hostPort get the mark 0x2000 and are masqueraded at postrouting
+// (srcnat) so that the answer comes back through the node. DEL deletes the pod's chain
+// and map elements and nothing else. A hostPort another pod holds fails the ADD: the
+// same protocol and port on the same hostIP, or with either on every address (the same
+// port on another hostIP or with another protocol is free); the plugin processes check
+// and change the rules one at a time, under the lock of dataDir/hostports, where a marker
+// file per pod says which pods have rules, so that DEL and GC of pods without hostPorts
+// never run nft. The node's namespace must forward IPv4 for pods to reach a hostPort
+// through the node's address; a hostPort on 127.0.0.1 is reached by node-local clients
+// whose source is a non-loopback address of the node.
 //
 // Errors are CNI errors {cniVersion, code, msg, details}; the message alone says what
 // went wrong, as the runtime shows it in the pod's events. Codes:

@@ -3,10 +3,13 @@ package plugin
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/plugins/pkg/ns"
@@ -62,8 +65,8 @@ func hostPortState(t *testing.T, n *node) (elements []string, chains []string) {
 		if err != nil {
 			return err
 		}
-		els, err := nft.ListElements(context.Background(), "map", hostPortMap)
-		if err != nil && !knftables.IsNotFound(err) {
+		els, err := listHostPortElements(context.Background(), nft)
+		if err != nil {
 			return err
 		}
 		for _, e := range els {
@@ -153,6 +156,56 @@ func TestHostPortDNAT(t *testing.T) {
 	if err := n.del("c2", pod2, n.conf(nil)); err != nil {
 		t.Fatalf("DEL c2: %v", err)
 	}
+
+	// The same hostPort on two addresses (one a loopback one) and with another protocol:
+	// three pods hold it, each reached at its own; on every address it is taken.
+	mapping := func(ip, protocol string) []byte {
+		return n.conf(map[string]any{"runtimeConfig": map[string]any{"portMappings": []map[string]any{
+			{"hostPort": 9090, "containerPort": 80, "protocol": protocol, "hostIP": ip}}}})
+	}
+	for _, p := range []struct{ id, ip, protocol string }{{"c4", "127.0.0.1", "tcp"}, {"c5", nodeIP, "tcp"}, {"c6", nodeIP, "udp"}} {
+		pod := testutil.NetNS(t)
+		r, err := n.add(p.id, pod, mapping(p.ip, p.protocol))
+		if err != nil {
+			t.Fatalf("ADD %s with hostPort 9090/%s on %s: %v", p.id, p.protocol, p.ip, err)
+		}
+		if p.protocol == "tcp" {
+			serve(t, pod, r.IPs[0].Address.IP.String()+":80", p.id)
+		}
+	}
+	elements, _ = hostPortState(t, n)
+	if len(elements) != 3 {
+		t.Fatalf("hostport maps %v, want c4's, c5's and c6's", elements)
+	}
+	// From the node, bound to its address as a client on a host-network pod would be.
+	if got, err := dialFrom(n.ns, nodeIP, "127.0.0.1:9090"); err != nil || !strings.HasPrefix(got, "c4 ") {
+		t.Fatalf("node → 127.0.0.1:9090: %q %v", got, err)
+	}
+	if got, err := dial(n.ns, nodeIP+":9090"); err != nil || !strings.HasPrefix(got, "c5 ") {
+		t.Fatalf("node → %s:9090: %q %v", nodeIP, got, err)
+	}
+	_, err = n.add("c7", testutil.NetNS(t), mapping("", "tcp"))
+	wantCode(t, err, CodeHostPort, "hostPort 9090/tcp already used by another pod on this node")
+	_, err = n.add("c8", testutil.NetNS(t), mapping(nodeIP, "udp"))
+	wantCode(t, err, CodeHostPort, "hostPort "+nodeIP+":9090/udp already used by another pod on this node")
+}
+
+// dialFrom connects from local (an address of in) to addr inside in and returns what the
+// server said.
+func dialFrom(in ns.NetNS, local, addr string) (string, error) {
+	var c net.Conn
+	if err := in.Do(func(ns.NetNS) error {
+		d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+		var err error
+		c, err = d.Dial("tcp4", addr)
+		return err
+	}); err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	b, err := io.ReadAll(c)
+	return string(b), err
 }
 
 func TestHostPortsGC(t *testing.T) {

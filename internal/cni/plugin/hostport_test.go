@@ -24,13 +24,15 @@ func TestHostPortRules(t *testing.T) {
 		"add chain ip kubelab-hostports prerouting { type nat hook prerouting priority -100 ; }",
 		"add chain ip kubelab-hostports output { type nat hook output priority -100 ; }",
 		"add chain ip kubelab-hostports postrouting { type nat hook postrouting priority 100 ; }",
+		"add rule ip kubelab-hostports prerouting fib daddr type local ip daddr . meta l4proto . th dport vmap @hostip-ports",
 		"add rule ip kubelab-hostports prerouting fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @hostports",
+		"add rule ip kubelab-hostports output fib daddr type local ip daddr . meta l4proto . th dport vmap @hostip-ports",
 		"add rule ip kubelab-hostports postrouting meta mark & 0x2000 != 0 masquerade",
 		"add rule ip kubelab-hostports " + chain + " tcp dport 8080 ip saddr 10.244.1.5 meta mark set meta mark | 0x2000",
 		"add rule ip kubelab-hostports " + chain + " tcp dport 8080 dnat to 10.244.1.5:80",
 		"add rule ip kubelab-hostports " + chain + " ip daddr 172.31.0.9 udp dport 5353 dnat to 10.244.1.5:53",
 		"add element ip kubelab-hostports hostports { tcp . 8080 : goto " + chain + " }",
-		"add element ip kubelab-hostports hostports { udp . 5353 : goto " + chain + " }",
+		"add element ip kubelab-hostports hostip-ports { 172.31.0.9 . udp . 5353 : goto " + chain + " }",
 	} {
 		if !strings.Contains(dump, want+"\n") {
 			t.Errorf("rules lack %q:\n%s", want, dump)
@@ -49,8 +51,34 @@ func TestHostPortRules(t *testing.T) {
 	if err := nft.Run(ctx, tx); !knftables.IsAlreadyExists(err) {
 		t.Fatalf("a hostPort held by another pod: %v, want already exists", err)
 	}
-	if taken := takenHostPorts(ctx, nft, hostPortChain("c3", "eth0"), []PortMapping{{8080, 80, "tcp", ""}}); taken != "8080/tcp" {
-		t.Fatalf("taken %q", taken)
+	held, err := heldHostPorts(ctx, nft, hostPortChain("c3", "eth0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		ports []PortMapping
+		taken string
+	}{
+		{[]PortMapping{{8080, 80, "tcp", ""}}, "8080/tcp"},
+		{[]PortMapping{{8080, 80, "tcp", "127.0.0.1"}}, "127.0.0.1:8080/tcp"}, // held on every address
+		{[]PortMapping{{8080, 80, "udp", ""}}, ""},
+		{[]PortMapping{{5353, 53, "udp", "172.31.0.9"}}, "172.31.0.9:5353/udp"},
+		{[]PortMapping{{5353, 53, "udp", "127.0.0.1"}}, ""}, // held on another address
+		{[]PortMapping{{5353, 53, "udp", ""}}, "5353/udp"},  // every address includes it
+		{[]PortMapping{{5353, 53, "tcp", "172.31.0.9"}}, ""},
+	} {
+		if taken := takenHostPorts(tc.ports, held); taken != tc.taken {
+			t.Errorf("%v: taken %q, want %q", tc.ports, taken, tc.taken)
+		}
+	}
+	// The same port on two addresses, by two pods: both hold it.
+	tx = nft.NewTransaction()
+	hostPortsTx(tx, hostPortChain("c4", "eth0"), "c4", netip.MustParseAddr("10.244.1.8"), []PortMapping{{5353, 53, "udp", "127.0.0.1"}})
+	if err := nft.Run(ctx, tx); err != nil {
+		t.Fatalf("the same port on another address: %v", err)
+	}
+	if err := removeHostPortRules(ctx, nft, hostPortChain("c4", "eth0")); err != nil {
+		t.Fatal(err)
 	}
 
 	// Removing the first pod's rules leaves the second's intact.

@@ -70,6 +70,11 @@
 //     rejected — a NodePorts Warning event and the phase Failed, reason NodePorts,
 //     "Pod was rejected: Predicate NodePorts failed: …"; a pod that already ran (before
 //     this kubelet started) is admitted as it is;
+//   - stops a pod that has been active longer than its spec.activeDeadlineSeconds
+//     (deadline.go; counted from status.startTime, and again when the field is set or
+//     lowered on a running pod): a DeadlineExceeded event, its containers killed within
+//     their grace period, the phase Failed with reason DeadlineExceeded ("Pod was active
+//     on the node longer than the specified deadline");
 //   - reports each pod's status as upstream's kubelet does (podstatus.go,
 //     podconditions.go): the phase from the containers' states (Pending while
 //     initializing, Failed when an init container fails under restartPolicy Never),

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -288,6 +289,35 @@ func TestHollowPodRunsAndDeletionCompletes(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRunning(t, c, "hp5")
+
+	// A running pod whose activeDeadlineSeconds is set is stopped once it has been active
+	// that long.
+	if _, err := c.CoreV1().Pods("default").Create(ctx, testPod("deadline", "hollow-c"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, c, "deadline")
+	patch := []byte(`{"spec":{"activeDeadlineSeconds":2}}`)
+	if _, err := c.CoreV1().Pods("default").Patch(ctx, "deadline", types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "deadline pod failed", func() error {
+		p, err := c.CoreV1().Pods("default").Get(ctx, "deadline", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != corev1.PodFailed || p.Status.Reason != "DeadlineExceeded" ||
+			p.Status.Message != "Pod was active on the node longer than the specified deadline" {
+			return fmt.Errorf("phase %s reason %q message %q", p.Status.Phase, p.Status.Reason, p.Status.Message)
+		}
+		if cs := p.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Terminated == nil {
+			return fmt.Errorf("container statuses %+v", cs)
+		}
+		evs, err := c.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=deadline,reason=DeadlineExceeded"})
+		if err != nil || len(evs.Items) == 0 {
+			return fmt.Errorf("no DeadlineExceeded event: %v", err)
+		}
+		return nil
+	})
 }
 
 func TestHollowPodWaitsForAttachedVolume(t *testing.T) {

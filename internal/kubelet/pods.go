@@ -49,15 +49,24 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 		st = &podState{uid: pod.UID}
 		k.pods[key] = st
 	}
+	// A terminal phase this kubelet wrote counts before the pod cache shows it.
+	finished := st.written != nil && isTerminal(st.written.Phase)
 	k.mu.Unlock()
 	switch {
 	case pod.DeletionTimestamp != nil:
 		return k.terminatePod(ctx, key, pod, st)
-	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
+	case isTerminal(pod.Status.Phase) || finished:
 		return k.stopPod(ctx, pod, st)
 	}
 	if ok, reason, message := k.admit(key, pod, st); !ok {
 		return k.reject(ctx, pod, reason, message)
+	}
+	past, wait := activeDeadline(pod, k.startTime(pod, st), time.Now())
+	if past {
+		return k.failDeadlineExceeded(ctx, pod, st)
+	}
+	if wait > 0 {
+		k.queue.AddAfter(key, wait)
 	}
 	return k.runPod(ctx, key, pod, st)
 }

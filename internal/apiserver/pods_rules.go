@@ -138,9 +138,13 @@ func validatePodSpec(podSpec *corev1.PodSpec, spec *field.Path, claimVolumes []s
 }
 
 // validatePodUpdate: a pod's spec is fixed once created, but for container images,
-// activeDeadlineSeconds, added tolerations and removed scheduling gates.
+// activeDeadlineSeconds (set, or lowered), added tolerations and removed scheduling gates.
 func validatePodUpdate(o, old runtime.Object) field.ErrorList {
 	p, op := o.(*corev1.Pod), old.(*corev1.Pod)
+	errs := validateActiveDeadlineUpdate(p.Spec.ActiveDeadlineSeconds, op.Spec.ActiveDeadlineSeconds)
+	if len(errs) > 0 && p.Spec.ActiveDeadlineSeconds != nil {
+		return errs
+	}
 	mutable := p.Spec.DeepCopy()
 	for i := range mutable.Containers {
 		if i < len(op.Spec.Containers) {
@@ -156,8 +160,25 @@ func validatePodUpdate(o, old runtime.Object) field.ErrorList {
 	mutable.Tolerations = op.Spec.Tolerations
 	mutable.SchedulingGates = op.Spec.SchedulingGates
 	if !apiequality.Semantic.DeepEqual(*mutable, op.Spec) {
-		return field.ErrorList{field.Forbidden(field.NewPath("spec"),
-			"pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)")}
+		errs = append(errs, field.Forbidden(field.NewPath("spec"),
+			"pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"))
+	}
+	return errs
+}
+
+// validateActiveDeadlineUpdate: a pod's activeDeadlineSeconds may be set or lowered, not
+// raised or removed.
+func validateActiveDeadlineUpdate(now, was *int64) field.ErrorList {
+	p := field.NewPath("spec", "activeDeadlineSeconds")
+	switch {
+	case now == nil && was != nil:
+		return field.ErrorList{field.Invalid(p, now, "must not update from a positive integer to nil value")}
+	case now == nil:
+		return nil
+	case *now < 0 || *now > math.MaxInt32:
+		return field.ErrorList{field.Invalid(p, *now, utilvalidation.InclusiveRangeError(0, math.MaxInt32))}
+	case was != nil && *was < *now:
+		return field.ErrorList{field.Invalid(p, *now, "must be less than or equal to previous value")}
 	}
 	return nil
 }

@@ -465,6 +465,7 @@ func TestPodGeneration(t *testing.T) {
 			p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: "foo", Operator: corev1.TolerationOpEqual, Value: "bar", Effect: corev1.TaintEffectNoSchedule})
 		}, true},
 		{"activeDeadlineSeconds", func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr.To[int64](5000) }, true},
+		{"activeDeadlineSeconds lowered", func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr.To[int64](4000) }, true},
 		{"container image", func(p *corev1.Pod) { p.Spec.Containers[0].Image = "nginx" }, true},
 		{"init container image", func(p *corev1.Pod) { p.Spec.InitContainers[0].Image = "pause" }, true},
 		{"annotations", func(p *corev1.Pod) { p.Annotations = map[string]string{"key": "value"} }, false},
@@ -484,6 +485,25 @@ func TestPodGeneration(t *testing.T) {
 		}
 		if got.Generation != want {
 			t.Errorf("after %s: generation %d, want %d", step.name, got.Generation, want)
+		}
+	}
+
+	// activeDeadlineSeconds may not be raised or removed.
+	for _, tc := range []struct {
+		deadline *int64
+		want     string
+	}{
+		{ptr.To[int64](4001), "spec.activeDeadlineSeconds: Invalid value: 4001: must be less than or equal to previous value"},
+		{nil, "spec.activeDeadlineSeconds: Invalid value: null: must not update from a positive integer to nil value"},
+		{ptr.To[int64](-1), "spec.activeDeadlineSeconds: Invalid value: -1: must be between 0 and 2147483647, inclusive"},
+	} {
+		cur, err := pods.Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Spec.ActiveDeadlineSeconds = tc.deadline
+		if _, err := pods.Update(ctx, cur, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("activeDeadlineSeconds 4000 → %v: %v, want 422 %q", ptr.Deref(tc.deadline, 0), err, tc.want)
 		}
 	}
 

@@ -63,7 +63,7 @@ func (k *Kubelet) failDeadlineExceeded(ctx context.Context, pod *corev1.Pod, st 
 	s := terminatedStatus(pod, states, metav1.Now())
 	s.Phase, s.Reason, s.Message = corev1.PodFailed, reasonDeadlineExceeded, messageDeadlineExceeded
 	s.Conditions = podConditions(s.Conditions,
-		kubeletConditions(pod, s.Phase, s.InitContainerStatuses, s.ContainerStatuses, false, s.Conditions), metav1.Now())
+		ownedConditions(pod, s.Phase, s.InitContainerStatuses, s.ContainerStatuses, false, s.Conditions), metav1.Now())
 	return k.writeStatus(ctx, pod, s)
 }
 

@@ -10,14 +10,14 @@ import (
 
 // Reasons of the conditions the kubelet owns, as upstream's kubelet writes them.
 const (
-	reasonContainersNotInitialized = "ContainersNotInitialized"
-	reasonContainersNotReady       = "ContainersNotReady"
-	reasonReadinessGatesNotReady   = "ReadinessGatesNotReady"
-	reasonPodCompleted             = "PodCompleted"
-	reasonPodFailed                = "PodFailed"
+	condContainersNotInitialized = "ContainersNotInitialized"
+	condContainersNotReady       = "ContainersNotReady"
+	condReadinessGatesNotReady   = "ReadinessGatesNotReady"
+	condPodCompleted             = "PodCompleted"
+	condPodFailed                = "PodFailed"
 )
 
-// kubeletConditions are the conditions the kubelet owns (PodReadyToStartContainers,
+// ownedConditions are the conditions the kubelet owns (PodReadyToStartContainers,
 // Initialized, Ready, ContainersReady) for a pod in phase whose init and app containers
 // have the statuses given, by upstream's rules:
 //   - Initialized is True once every regular init container terminated with exit code 0
@@ -29,7 +29,7 @@ const (
 //     with unready status: [a]") otherwise;
 //   - Ready is ContainersReady, and then False (ReadinessGatesNotReady) while one of the
 //     pod's readiness gates is not a True condition of others (in others).
-func kubeletConditions(pod *corev1.Pod, phase corev1.PodPhase, initStatuses, statuses []corev1.ContainerStatus, sandbox bool, others []corev1.PodCondition) []corev1.PodCondition {
+func ownedConditions(pod *corev1.Pod, phase corev1.PodPhase, initStatuses, statuses []corev1.ContainerStatus, sandbox bool, others []corev1.PodCondition) []corev1.PodCondition {
 	sb := corev1.PodCondition{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue}
 	if !sandbox {
 		sb.Status = corev1.ConditionFalse
@@ -39,7 +39,7 @@ func kubeletConditions(pod *corev1.Pod, phase corev1.PodPhase, initStatuses, sta
 	ready.Type = corev1.PodReady
 	if ready.Status == corev1.ConditionTrue {
 		if msg := unreadyGates(pod, others); msg != "" {
-			ready.Status, ready.Reason, ready.Message = corev1.ConditionFalse, reasonReadinessGatesNotReady, msg
+			ready.Status, ready.Reason, ready.Message = corev1.ConditionFalse, condReadinessGatesNotReady, msg
 		}
 	}
 	return []corev1.PodCondition{sb, initializedCondition(pod, phase, initStatuses, statuses), ready, containersReady}
@@ -62,7 +62,7 @@ func initializedCondition(pod *corev1.Pod, phase corev1.PodPhase, initStatuses, 
 	}
 	switch {
 	case phase == corev1.PodSucceeded && len(unknown) == 0:
-		c.Reason = reasonPodCompleted
+		c.Reason = condPodCompleted
 		return c
 	case appContainerRan(statuses):
 		return c // initialized before; only sidecars may be restarting
@@ -75,7 +75,7 @@ func initializedCondition(pod *corev1.Pod, phase corev1.PodPhase, initStatuses, 
 		msgs = append(msgs, fmt.Sprintf("containers with incomplete status: %v", incomplete))
 	}
 	if len(msgs) > 0 {
-		c.Status, c.Reason, c.Message = corev1.ConditionFalse, reasonContainersNotInitialized, strings.Join(msgs, ", ")
+		c.Status, c.Reason, c.Message = corev1.ConditionFalse, condContainersNotInitialized, strings.Join(msgs, ", ")
 	}
 	return c
 }
@@ -102,10 +102,10 @@ func containersReadyCondition(pod *corev1.Pod, phase corev1.PodPhase, initStatus
 	}
 	switch {
 	case phase == corev1.PodSucceeded && len(unknown) == 0:
-		c.Status, c.Reason = corev1.ConditionFalse, reasonPodCompleted
+		c.Status, c.Reason = corev1.ConditionFalse, condPodCompleted
 		return c
 	case phase == corev1.PodFailed:
-		c.Status, c.Reason = corev1.ConditionFalse, reasonPodFailed
+		c.Status, c.Reason = corev1.ConditionFalse, condPodFailed
 		return c
 	}
 	var msgs []string
@@ -116,7 +116,7 @@ func containersReadyCondition(pod *corev1.Pod, phase corev1.PodPhase, initStatus
 		msgs = append(msgs, fmt.Sprintf("containers with unready status: %v", unready))
 	}
 	if len(msgs) > 0 {
-		c.Status, c.Reason, c.Message = corev1.ConditionFalse, reasonContainersNotReady, strings.Join(msgs, ", ")
+		c.Status, c.Reason, c.Message = corev1.ConditionFalse, condContainersNotReady, strings.Join(msgs, ", ")
 	}
 	return c
 }

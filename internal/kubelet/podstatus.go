@@ -36,7 +36,7 @@ func pendingStatus(pod *corev1.Pod, hostIP string, now metav1.Time) corev1.PodSt
 	s.InitContainerStatuses = containerStatuses(pod, pod.Spec.InitContainers, nil, pod.Status.InitContainerStatuses, true)
 	s.ContainerStatuses = containerStatuses(pod, pod.Spec.Containers, nil, pod.Status.ContainerStatuses, false)
 	s.Conditions = podConditions(s.Conditions,
-		kubeletConditions(pod, s.Phase, s.InitContainerStatuses, s.ContainerStatuses, false, s.Conditions), now)
+		ownedConditions(pod, s.Phase, s.InitContainerStatuses, s.ContainerStatuses, false, s.Conditions), now)
 	return s
 }
 
@@ -64,7 +64,7 @@ func runtimeStatus(pod *corev1.Pod, states []ContainerState, hostIP, podIP strin
 	s.InitContainerStatuses = containerStatuses(pod, pod.Spec.InitContainers, states, pod.Status.InitContainerStatuses, true)
 	s.ContainerStatuses = containerStatuses(pod, pod.Spec.Containers, states, pod.Status.ContainerStatuses, false)
 	s.Conditions = podConditions(s.Conditions,
-		kubeletConditions(pod, s.Phase, s.InitContainerStatuses, s.ContainerStatuses, sandbox, s.Conditions), now)
+		ownedConditions(pod, s.Phase, s.InitContainerStatuses, s.ContainerStatuses, sandbox, s.Conditions), now)
 	return s
 }
 
@@ -176,7 +176,7 @@ func terminatedStatus(pod *corev1.Pod, states []ContainerState, now metav1.Time)
 		s.ContainerStatuses = containerStatuses(pod, pod.Spec.Containers, states, pod.Status.ContainerStatuses, false)
 	}
 	s.Conditions = podConditions(s.Conditions,
-		kubeletConditions(pod, s.Phase, s.InitContainerStatuses, s.ContainerStatuses, false, s.Conditions), now)
+		ownedConditions(pod, s.Phase, s.InitContainerStatuses, s.ContainerStatuses, false, s.Conditions), now)
 	return s
 }
 

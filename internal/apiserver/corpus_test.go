@@ -95,7 +95,7 @@ func TestValidationCorpus(t *testing.T) {
 	total := 0
 	var perKind []corpusKindTotal
 	ids := map[string]bool{}
-	for _, k := range corpusKinds() {
+	for _, k := range append(corpusKinds(), servedAPICorpusKinds()...) {
 		perKind = append(perKind, corpusKindTotal{kind: k.kind})
 		for _, c := range k.allCases() {
 			if id := k.kind + "/" + c.name; ids[id] {

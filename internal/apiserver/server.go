@@ -177,6 +177,7 @@ func allResources() []resource {
 	rs = append(rs, appsResources()...)
 	rs = append(rs, storageResources()...)
 	rs = append(rs, networkingResources()...)
+	rs = append(rs, serviceCIDRResources()...)
 	rs = append(rs, discoveryResources()...)
 	rs = append(rs, coordinationResources()...)
 	rs = append(rs, eventsResources()...)
@@ -384,6 +385,8 @@ func (s *Server) Run(ctx context.Context) error {
 		background.Go(func() { _ = writeCatalog(ctx, loopback, dyn, gvs) })
 		repair := &serviceRepair{alloc: alloc, services: alloc.listServices, log: s.log}
 		background.Go(func() { repair.run(ctx, s.cfg.ServiceRepairInterval) })
+		defaultCIDR := &defaultServiceCIDR{client: loopback, cidrs: []string{cidr.String()}, log: s.log}
+		background.Go(func() { defaultCIDR.run(ctx, defaultServiceCIDRResync) })
 		if s.cfg.AdvertiseAddress != "" {
 			background.Go(func() { ks.run(ctx, kubernetesServiceResync) })
 		}

@@ -1,6 +1,7 @@
 package apiserver_test
 
-// servedAPICorpusKinds are the corpus cases of ServiceCIDR and IPAddress.
+// servedAPICorpusKinds are the corpus cases of ServiceCIDR, IPAddress and
+// StorageVersionMigration.
 func servedAPICorpusKinds() []corpusKind {
 	serviceCIDR := corpusKind{kind: "ServiceCIDR", apiVersion: "networking.k8s.io/v1", resource: "servicecidrs",
 		base: cm{"metadata": cm{"name": "base"}, "spec": cm{"cidrs": cl{"192.0.2.0/24"}}},
@@ -37,5 +38,18 @@ func servedAPICorpusKinds() []corpusKind {
 			{"parent-cluster-scoped", without("spec.parentRef.namespace"), nil},
 		},
 	}
-	return []corpusKind{serviceCIDR, ipAddress}
+	storageVersionMigration := corpusKind{kind: "StorageVersionMigration", apiVersion: "storagemigration.k8s.io/v1", resource: "storageversionmigrations",
+		base: cm{"metadata": cm{"name": "base"}, "spec": cm{"resource": cm{"group": "apps", "resource": "deployments"}}},
+		cases: []corpusCase{
+			{"core-group", setTo("spec.resource", cm{"group": "", "resource": "secrets"}), nil},
+			{"resource-missing", without("spec.resource.resource"), nil},
+			{"resource-uppercase", setTo("spec.resource.resource", "Deployments"), nil},
+			{"resource-with-dot", setTo("spec.resource.resource", "deployments.apps"), nil},
+			{"resource-leading-digit", setTo("spec.resource.resource", "1deployments"), nil},
+			{"group-bad", setTo("spec.resource.group", "My_Group"), nil},
+			{"status-dropped", setTo("status", cm{"resourceVersion": "12", "conditions": cl{cm{"type": "Succeeded", "status": "True",
+				"reason": "Done", "message": "", "lastTransitionTime": "2024-01-01T00:00:00Z"}}}), nil},
+		},
+	}
+	return []corpusKind{serviceCIDR, ipAddress, storageVersionMigration}
 }

@@ -54,6 +54,8 @@ type hooks struct {
 	validate func(obj runtime.Object) field.ErrorList
 	// validateUpdate checks what may not change.
 	validateUpdate func(obj, old runtime.Object) field.ErrorList
+	// validateStatusUpdate checks a write of /status beyond its metadata.
+	validateStatusUpdate func(obj, old runtime.Object) field.ErrorList
 	// prepareForCreate sets server-owned fields on create (after status is cleared).
 	prepareForCreate func(obj runtime.Object)
 	// requestor records the requesting user in an object being created.

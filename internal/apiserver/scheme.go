@@ -23,6 +23,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	storagemigrationv1 "k8s.io/api/storagemigration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -48,7 +49,7 @@ var addToSchemes = []func(*runtime.Scheme) error{
 	authenticationv1.AddToScheme, authorizationv1.AddToScheme, admissionregistrationv1.AddToScheme,
 	batchv1.AddToScheme, autoscalingv2.AddToScheme, schedulingv1.AddToScheme, nodev1.AddToScheme,
 	certificatesv1.AddToScheme, flowcontrolv1.AddToScheme,
-	apiregistrationv1.AddToScheme, metricsv1beta1.AddToScheme,
+	apiregistrationv1.AddToScheme, metricsv1beta1.AddToScheme, storagemigrationv1.AddToScheme,
 }
 
 var metav1Pkg = reflect.TypeOf(metav1.Status{}).PkgPath()
@@ -102,7 +103,7 @@ func newScheme(resources []resource) (*runtime.Scheme, serializer.CodecFactory, 
 		authenticationv1.SchemeGroupVersion, authorizationv1.SchemeGroupVersion, admissionregistrationv1.SchemeGroupVersion,
 		batchv1.SchemeGroupVersion, schedulingv1.SchemeGroupVersion, nodev1.SchemeGroupVersion, certificatesv1.SchemeGroupVersion,
 		flowcontrolv1.SchemeGroupVersion,
-		apiregistrationv1.SchemeGroupVersion, metricsv1beta1.SchemeGroupVersion} {
+		apiregistrationv1.SchemeGroupVersion, metricsv1beta1.SchemeGroupVersion, storagemigrationv1.SchemeGroupVersion} {
 		byGroup[gv.Group] = append(byGroup[gv.Group], gv)
 	}
 	// One call per group: a call sets the whole order of its group.

@@ -193,6 +193,7 @@ func allResources() []resource {
 	rs = append(rs, certificatesResources()...)
 	rs = append(rs, flowcontrolResources()...)
 	rs = append(rs, apiregistrationResources()...)
+	rs = append(rs, storageMigrationResources()...)
 	return rs
 }
 

@@ -202,6 +202,9 @@ func (s statusStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Obj
 			errs = append(errs, apivalidation.ValidateObjectMetaUpdate(nm, om, field.NewPath("metadata"))...)
 		}
 	}
+	if s.r.hooks.validateStatusUpdate != nil {
+		errs = append(errs, s.r.hooks.validateStatusUpdate(obj, old)...)
+	}
 	return errs
 }
 

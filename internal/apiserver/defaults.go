@@ -384,6 +384,9 @@ func defaultPodSpec(spec *corev1.PodSpec) {
 	for i := range spec.InitContainers {
 		defaultContainer(&spec.InitContainers[i])
 	}
+	for i := range spec.EphemeralContainers {
+		defaultContainer((*corev1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon))
+	}
 	for i := range spec.Volumes {
 		defaultVolumeSource(&spec.Volumes[i].VolumeSource)
 	}

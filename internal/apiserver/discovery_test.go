@@ -29,8 +29,7 @@ var notServed = map[string]string{
 	"resource.k8s.io/v1 resourceslices":                    dra,
 	"certificates.k8s.io/v1 podcertificaterequests":        "no signer issues pod certificates",
 	"certificates.k8s.io/v1 podcertificaterequests/status": "no signer issues pod certificates",
-	"v1 pods/ephemeralcontainers":                          "the kubelet does not run ephemeral containers",
-	"v1 pods/resize":                                       "the kubelet does not resize running containers",
+	"v1 pods/resize": "the kubelet does not resize running containers",
 }
 
 const dra = "dynamic resource allocation: kubelab has no DRA driver and its scheduler allocates no claims"

@@ -38,6 +38,7 @@ func podHooks() hooks {
 		validate:       validatePod,
 		validateUpdate: validatePodUpdate,
 		gracefulDelete: podGracefulDelete,
+		validateCreate: validatePodCreate,
 	}
 }
 
@@ -66,7 +67,8 @@ func keepObservedGenerations(status, old *corev1.PodStatus) {
 }
 
 func validatePod(o runtime.Object) field.ErrorList {
-	return validatePodSpec(&o.(*corev1.Pod).Spec, field.NewPath("spec"), nil)
+	spec := &o.(*corev1.Pod).Spec
+	return append(validatePodSpec(spec, field.NewPath("spec"), nil), validateEphemeralContainers(spec, field.NewPath("spec", "ephemeralContainers"))...)
 }
 
 // validatePodSpec checks a pod's spec at path spec; claimVolumes are volume names that

@@ -52,6 +52,8 @@ type hooks struct {
 	objectName func(obj runtime.Object) func(name string, prefix bool) []string
 	// validate checks an object about to be created or updated.
 	validate func(obj runtime.Object) field.ErrorList
+	// validateCreate checks what only a new object must satisfy.
+	validateCreate func(obj runtime.Object) field.ErrorList
 	// validateUpdate checks what may not change.
 	validateUpdate func(obj, old runtime.Object) field.ErrorList
 	// validateStatusUpdate checks a write of /status beyond its metadata.

@@ -74,6 +74,16 @@ func (s strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
 }
 
 func (s strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
+	errs := s.validateObject(obj)
+	if s.r.hooks.validateCreate != nil {
+		errs = append(errs, s.r.hooks.validateCreate(obj)...)
+	}
+	return errs
+}
+
+// validateObject checks an object about to be created or updated: its metadata and the
+// row's own rules.
+func (s strategy) validateObject(obj runtime.Object) field.ErrorList {
 	errs := s.validateMeta(obj)
 	if s.r.hooks.validate != nil {
 		errs = append(errs, s.r.hooks.validate(obj)...)
@@ -129,7 +139,7 @@ func validateStandardFinalizer(f string, fldPath *field.Path) field.ErrorList {
 }
 
 func (s strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
-	errs := s.Validate(ctx, obj)
+	errs := s.validateObject(obj)
 	if nm, ok := metaOf(obj); ok {
 		if om, ok := metaOf(old); ok {
 			errs = append(errs, apivalidation.ValidateObjectMetaUpdate(nm, om, field.NewPath("metadata"))...)

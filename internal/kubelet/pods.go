@@ -162,7 +162,8 @@ func (k *Kubelet) runPod(ctx context.Context, key string, pod *corev1.Pod, st *p
 			k.queue.AddAfter(key, next)
 		}
 	}
-	if err := k.writeStatus(ctx, pod, runtimeStatus(pod, st.states, k.hostIP(), st.ip, st.started, metav1.Now())); err != nil {
+	status := runtimeStatus(pod, withoutEphemeral(pod, st.states), k.hostIP(), st.ip, st.started, metav1.Now())
+	if err := k.writeStatus(ctx, pod, withEphemeralStatuses(pod, st.states, status)); err != nil {
 		return err
 	}
 	if syncErr != nil {
@@ -243,7 +244,8 @@ func (k *Kubelet) terminatePod(ctx context.Context, key string, pod *corev1.Pod,
 		}
 	}
 	if len(states) > 0 && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
-		if err := k.writeStatus(ctx, pod, terminatedStatus(pod, states, metav1.Now())); err != nil {
+		status := terminatedStatus(pod, withoutEphemeral(pod, states), metav1.Now())
+		if err := k.writeStatus(ctx, pod, withEphemeralStatuses(pod, states, status)); err != nil {
 			return err
 		}
 	}

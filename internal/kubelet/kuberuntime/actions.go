@@ -17,6 +17,9 @@ type startAction struct {
 	last *instance
 	// noBackOff restarts at once (a container recreated because its spec changed).
 	noBackOff bool
+	// target is an ephemeral container's targetContainerName, and targetID the id of
+	// that container's running instance ("" when it does not run).
+	target, targetID string
 }
 
 // killAction stops a running instance.
@@ -47,6 +50,8 @@ type podActions struct {
 	// stops the list.
 	startInit []startAction
 	start     []startAction
+	// startEphemeral are started in a pod that keeps running (not with killPod).
+	startEphemeral []startAction
 }
 
 func newStart(c *corev1.Container, t containerType, v *podView) startAction {
@@ -106,6 +111,7 @@ func computePodActions(pod *corev1.Pod, v *podView) podActions {
 		return sandboxActions(pod, v)
 	}
 	a.sandboxID = ready.id
+	a.startEphemeral = ephemeralStarts(pod, v)
 	initialized, failed := computeInitActions(pod, v, &a)
 	if failed {
 		a.initFailed, a.killPod, a.startInit, a.kill = true, true, nil, nil

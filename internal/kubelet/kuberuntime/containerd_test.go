@@ -351,6 +351,24 @@ func TestContainerdPods(t *testing.T) {
 		return fmt.Errorf("log = %q", b)
 	})
 
+	// An ephemeral container with a terminal, targeting the app container: in the app's
+	// process namespace, its PID 1 is the app's sleep.
+	web.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "debugger", Image: busybox, Command: []string{"sh", "-c", "cat /proc/1/cmdline; echo; echo polo; exec sleep 3600"},
+		ImagePullPolicy: corev1.PullIfNotPresent, Stdin: true, TTY: true}, TargetContainerName: "read"}}
+	syncUntil(t, r, web, vols, "the ephemeral container running", func(st kubelet.PodStatus) bool {
+		c, ok := find(st, "debugger")
+		return ok && !c.Waiting && !c.Terminated
+	})
+	debugLog := filepath.Join(r.cfg.PodLogsDir, "default_web_"+string(web.UID), "debugger", "0.log")
+	testutil.EventuallyWithin(t, 10*time.Second, "the ephemeral container's lines in "+debugLog, func() error {
+		b, _ := os.ReadFile(debugLog)
+		if strings.Contains(string(b), "sleep\x003600") && strings.Contains(string(b), "polo") {
+			return nil
+		}
+		return fmt.Errorf("log = %q", b)
+	})
+
 	// A container that keeps failing is restarted, then backs off.
 	crash := newPod("crash", corev1.RestartPolicyAlways)
 	crash.Spec.Containers = []corev1.Container{ctr("crash", "echo crashing; exit 1")}

@@ -17,7 +17,9 @@
 //     in order and keep running), start the app containers, restart exited ones as the
 //     restartPolicy says, recreate running ones whose spec hash changed, and stop the pod
 //     when nothing of it is to run any more (a failed init container under restartPolicy
-//     Never, or every app container done);
+//     Never, or every app container done); ephemeral containers (ephemeral.go) are
+//     started once in a running sandbox, never restarted, one with a target in that
+//     container's process namespace;
 //   - starts a container: waits out its restart back-off (10 s doubling to 300 s; status
 //     Waiting CrashLoopBackOff meanwhile), makes its image present (ImageStatus, PullImage as
 //     imagePullPolicy says; ErrImagePull then ImagePullBackOff with a back-off per pod and

@@ -52,8 +52,8 @@ func (r *Runtime) KillPod(ctx context.Context, pod *corev1.Pod, grace time.Durat
 	return st, nil
 }
 
-// stopPod stops the running instances (app containers in parallel, then init containers
-// and sidecars one by one in reverse spec order) and the ready sandboxes.
+// stopPod stops the running instances (app and ephemeral containers in parallel, then
+// init containers and sidecars one by one in reverse spec order) and the ready sandboxes.
 func (r *Runtime) stopPod(ctx context.Context, pod *corev1.Pod, v *podView, grace time.Duration) error {
 	var apps, inits []instance
 	for _, is := range v.containers {
@@ -61,7 +61,7 @@ func (r *Runtime) stopPod(ctx context.Context, pod *corev1.Pod, v *podView, grac
 			if in.state != runtimeapi.ContainerState_CONTAINER_RUNNING && in.state != runtimeapi.ContainerState_CONTAINER_UNKNOWN {
 				continue
 			}
-			if in.ctype == typeApp {
+			if in.ctype == typeApp || in.ctype == typeEphemeral {
 				apps = append(apps, in)
 			} else {
 				inits = append(inits, in)

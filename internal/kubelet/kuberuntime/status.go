@@ -174,6 +174,7 @@ func (r *Runtime) podStatus(pod *corev1.Pod, v *podView) kubelet.PodStatus {
 	for i := range pod.Spec.Containers {
 		add(&pod.Spec.Containers[i], typeApp)
 	}
+	ps.Containers = append(ps.Containers, r.ephemeralStates(pod, v)...)
 	return ps
 }
 

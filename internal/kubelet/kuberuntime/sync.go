@@ -89,6 +89,14 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *corev1.Pod, volumes kubelet.
 				errs = append(errs, err)
 			}
 		}
+		for _, s := range a.startEphemeral {
+			if a.killPod {
+				break
+			}
+			if err := r.startContainer(ctx, pod, sandboxID, sbConfig, s, in, log); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	after, err := r.observe(ctx, pod.UID)
 	if err != nil {
@@ -135,10 +143,14 @@ func (r *Runtime) startContainer(ctx context.Context, pod *corev1.Pod, sandboxID
 	}
 	in.ctype, in.restartCount, in.imageRef = s.ctype, s.attempt, imageRef
 	cfg, err := containerConfig(pod, c, in)
+	if err == nil && s.target != "" && s.targetID == "" {
+		err = errTargetNotRunning(s.target)
+	}
 	if err != nil {
 		r.event(pod, c.Name, corev1.EventTypeWarning, eventFailed, "Error: %v", err)
 		return fail(ErrCreateContainerConfig.Error(), err.Error(), ErrCreateContainerConfig)
 	}
+	sharePIDNamespace(cfg, s.targetID)
 	resp, err := r.rs.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sandboxID, Config: cfg, SandboxConfig: sbConfig})
 	if err != nil {
 		msg := grpcMessage(err)

@@ -1,6 +1,7 @@
 package attachdetach
 
 import (
+	"regexp"
 	"sort"
 	"time"
 
@@ -149,6 +150,9 @@ func planNode(s nodeState) plan {
 		if va.Spec.Source.PersistentVolumeName != nil {
 			pv = s.volumes[*va.Spec.Source.PersistentVolumeName]
 		}
+		if !controllerAttachment(va, pv) {
+			continue // someone else's: neither detached nor reported
+		}
 		if va.Status.Attached && pv != nil && pv.Spec.CSI != nil {
 			p.attached = append(p.attached, corev1.AttachedVolume{Name: volumeutil.UniqueVolumeName(va.Spec.Attacher, pv.Spec.CSI.VolumeHandle)})
 		}
@@ -172,6 +176,21 @@ func planNode(s nodeState) plan {
 	}
 	sort.Slice(p.attached, func(i, j int) bool { return p.attached[i].Name < p.attached[j].Name })
 	return p
+}
+
+// attachmentName matches the names the controller gives VolumeAttachments
+// (volumeutil.AttachmentName).
+var attachmentName = regexp.MustCompile(`^csi-[0-9a-f]{64}$`)
+
+// controllerAttachment says whether va is one the controller made (or would make): named
+// volumeutil.AttachmentName of its volume's handle, driver and node, or, its volume being
+// gone, a name of that form. VolumeAttachments that others write under other names (a
+// client testing the API, say) are theirs: the controller leaves them alone.
+func controllerAttachment(va *storagev1.VolumeAttachment, pv *corev1.PersistentVolume) bool {
+	if pv != nil && pv.Spec.CSI != nil {
+		return va.Name == volumeutil.AttachmentName(pv.Spec.CSI.VolumeHandle, va.Spec.Attacher, va.Spec.NodeName)
+	}
+	return attachmentName.MatchString(va.Name)
 }
 
 // sameAttached compares two volumesAttached lists as sets of names.

@@ -61,6 +61,12 @@ func va(v *corev1.PersistentVolume, node string, attached bool, deleting bool) *
 	return out
 }
 
+// foreign is a VolumeAttachment to node-b that the controller did not name.
+func foreign(name, pvName, attacher string) *storagev1.VolumeAttachment {
+	return &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: attacher, NodeName: "node-b", Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pvName}}}
+}
+
 func node(ready bool, inUse []corev1.UniqueVolumeName, taints ...corev1.Taint) *corev1.Node {
 	st := corev1.ConditionFalse
 	if ready {
@@ -135,6 +141,15 @@ func TestPlanNode(t *testing.T) {
 		{name: "needed again while being detached: wait until it is gone",
 			state:    nodeState{node: node(true, nil), desired: want(v1), actual: []*storagev1.VolumeAttachment{va(v1, "node-b", true, true)}, volumes: map[string]*corev1.PersistentVolume{"pv1": v1}},
 			attached: []corev1.UniqueVolumeName{u1}},
+		{name: "someone else's attachment, its volume unknown: left alone",
+			state: nodeState{node: node(true, nil), actual: []*storagev1.VolumeAttachment{foreign("va-e2e-x1", "pv-e2e-x1", "e2e-test.storage.k8s.io")},
+				volumes: map[string]*corev1.PersistentVolume{}}},
+		{name: "someone else's attachment of a known volume: left alone",
+			state: nodeState{node: node(true, nil), actual: []*storagev1.VolumeAttachment{foreign("mine", "pv1", drv)},
+				volumes: map[string]*corev1.PersistentVolume{"pv1": v1}}},
+		{name: "the controller's attachment, its volume gone: detach",
+			state:  nodeState{node: node(true, nil), actual: []*storagev1.VolumeAttachment{va(v1, "node-b", true, false)}, volumes: map[string]*corev1.PersistentVolume{}},
+			detach: []string{name1}},
 		{name: "one needed, one not, one not yet attached",
 			state: nodeState{node: node(true, nil), desired: want(v2),
 				actual:  []*storagev1.VolumeAttachment{va(v1, "node-b", true, false), va(v2, "node-b", false, false)},

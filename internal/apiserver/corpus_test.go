@@ -1523,10 +1523,11 @@ func corpusKinds() []corpusKind {
 			{"trust-bundle-too-large", setTo("spec.trustBundle", ca+long(1<<20)), nil},
 		},
 	}
-	return []corpusKind{pod, service, configMap, secret, pvc, pv, deployment, statefulSet, daemonSet, replicaSet, rc,
+	kinds := []corpusKind{pod, service, configMap, secret, pvc, pv, deployment, statefulSet, daemonSet, replicaSet, rc,
 		job, cronJob, namespace, serviceAccount, role, clusterRole, roleBinding, clusterRoleBinding, networkPolicy,
 		ingress, ingressClass, storageClass, pdb, priorityClass, hpa, quota, limitRange, volumeAttachment, csiDriver,
 		lease, endpointSlice, runtimeClass, clusterTrustBundle}
+	return append(kinds, corpusDRAKinds()...)
 }
 
 // corpusCertPEM is a new self-signed ECDSA certificate named cn, a CA or not, as PEM.

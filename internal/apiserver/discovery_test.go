@@ -20,19 +20,10 @@ import (
 // notServed are the resources of kube-apiserver v1.37 that kubelab does not serve, each
 // with the reason; docs/apiserver.md lists the same.
 var notServed = map[string]string{
-	"resource.k8s.io/v1 deviceclasses":                     dra,
-	"resource.k8s.io/v1 devicetaintrules":                  dra,
-	"resource.k8s.io/v1 devicetaintrules/status":           dra,
-	"resource.k8s.io/v1 resourceclaims":                    dra,
-	"resource.k8s.io/v1 resourceclaims/status":             dra,
-	"resource.k8s.io/v1 resourceclaimtemplates":            dra,
-	"resource.k8s.io/v1 resourceslices":                    dra,
 	"certificates.k8s.io/v1 podcertificaterequests":        "no signer issues pod certificates",
 	"certificates.k8s.io/v1 podcertificaterequests/status": "no signer issues pod certificates",
 	"v1 pods/resize": "the kubelet does not resize running containers",
 }
-
-const dra = "dynamic resource allocation: kubelab has no DRA driver and its scheduler allocates no claims"
 
 // alsoServed are what kubelab serves beyond kube-apiserver: the snapshot kinds (CRDs of
 // the external-snapshotter upstream) and metrics.k8s.io (metrics-server's API upstream)

@@ -21,6 +21,7 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	storagemigrationv1 "k8s.io/api/storagemigration/v1"
@@ -50,6 +51,7 @@ var addToSchemes = []func(*runtime.Scheme) error{
 	batchv1.AddToScheme, autoscalingv2.AddToScheme, schedulingv1.AddToScheme, nodev1.AddToScheme,
 	certificatesv1.AddToScheme, flowcontrolv1.AddToScheme,
 	apiregistrationv1.AddToScheme, metricsv1beta1.AddToScheme, storagemigrationv1.AddToScheme,
+	resourcev1.AddToScheme,
 }
 
 var metav1Pkg = reflect.TypeOf(metav1.Status{}).PkgPath()
@@ -103,7 +105,8 @@ func newScheme(resources []resource) (*runtime.Scheme, serializer.CodecFactory, 
 		authenticationv1.SchemeGroupVersion, authorizationv1.SchemeGroupVersion, admissionregistrationv1.SchemeGroupVersion,
 		batchv1.SchemeGroupVersion, schedulingv1.SchemeGroupVersion, nodev1.SchemeGroupVersion, certificatesv1.SchemeGroupVersion,
 		flowcontrolv1.SchemeGroupVersion,
-		apiregistrationv1.SchemeGroupVersion, metricsv1beta1.SchemeGroupVersion, storagemigrationv1.SchemeGroupVersion} {
+		apiregistrationv1.SchemeGroupVersion, metricsv1beta1.SchemeGroupVersion, storagemigrationv1.SchemeGroupVersion,
+		resourcev1.SchemeGroupVersion} {
 		byGroup[gv.Group] = append(byGroup[gv.Group], gv)
 	}
 	// One call per group: a call sets the whole order of its group.
@@ -115,6 +118,7 @@ func newScheme(resources []resource) (*runtime.Scheme, serializer.CodecFactory, 
 
 	addDefaults(scheme)
 	addAdmissionRegistrationDefaults(scheme)
+	addDRADefaults(scheme)
 	for i := range resources {
 		r := &resources[i]
 		// allowed maps each label the version accepts to the label of the stored

@@ -194,6 +194,7 @@ func allResources() []resource {
 	rs = append(rs, flowcontrolResources()...)
 	rs = append(rs, apiregistrationResources()...)
 	rs = append(rs, storageMigrationResources()...)
+	rs = append(rs, draResources()...)
 	return rs
 }
 

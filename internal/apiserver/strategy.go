@@ -115,6 +115,7 @@ func (s strategy) validateMeta(obj runtime.Object) field.ErrorList {
 var standardFinalizerGroups = map[string]bool{
 	"": true, "apps": true, "batch": true, "autoscaling": true, "networking.k8s.io": true, "storage.k8s.io": true,
 	"scheduling.k8s.io": true, "rbac.authorization.k8s.io": true, "discovery.k8s.io": true, "certificates.k8s.io": true,
+	"resource.k8s.io": true,
 }
 
 // validateStandardFinalizers rejects a finalizer without "/" that is not one of the

@@ -55,6 +55,7 @@ const (
 	rbacGroup     = "rbac.authorization.k8s.io"
 	storageGroup  = "storage.k8s.io"
 	snapshotGroup = "snapshot.storage.k8s.io"
+	resourceGroup = "resource.k8s.io"
 	admissionReg  = "admissionregistration.k8s.io"
 )
 
@@ -153,6 +154,7 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			verbs("create", "delete", "deletecollection", "patch", "update").groups(policyGroup).resources("poddisruptionbudgets"),
 			verbs("create", "delete", "deletecollection", "patch", "update").groups(discovery).resources("endpointslices"),
 			verbs("create", "delete", "deletecollection", "patch", "update").groups(snapshotGroup).resources("volumesnapshots"),
+			verbs("create", "delete", "deletecollection", "patch", "update").groups(resourceGroup).resources("resourceclaims", "resourceclaimtemplates"),
 			verbs(readVerbs...).groups(core).resources("pods/attach", "pods/proxy", "pods/exec", "pods/portforward",
 				"secrets", "services/proxy"),
 			verbs("impersonate").groups(core).resources("serviceaccounts")),
@@ -171,7 +173,8 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			verbs(readVerbs...).groups(batchGroup).resources("cronjobs", "cronjobs/status", "jobs", "jobs/status"),
 			verbs(readVerbs...).groups(networking).resources("ingresses", "ingresses/status", "networkpolicies"),
 			verbs(readVerbs...).groups(policyGroup).resources("poddisruptionbudgets", "poddisruptionbudgets/status"),
-			verbs(readVerbs...).groups(snapshotGroup).resources("volumesnapshots", "volumesnapshots/status")),
+			verbs(readVerbs...).groups(snapshotGroup).resources("volumesnapshots", "volumesnapshots/status"),
+			verbs(readVerbs...).groups(resourceGroup).resources("resourceclaims", "resourceclaims/status", "resourceclaimtemplates")),
 
 		// The components.
 		clusterRole("system:node", nil, nodeRules()...),

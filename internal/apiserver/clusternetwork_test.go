@@ -47,6 +47,7 @@ func TestClusterNetwork(t *testing.T) {
 	network := &apiservertest.ClusterNetwork{}
 	s := apiservertest.Start(t, apiservertest.Options{ClusterDial: network.Dial})
 	t.Run("conversion webhook", func(t *testing.T) { testConversionWebhook(t, s, network) })
+	t.Run("selectable fields", func(t *testing.T) { testSelectableFields(t, s, network) })
 	t.Run("pods/proxy", func(t *testing.T) { testPodProxy(t, s, network) })
 	t.Run("services/proxy", func(t *testing.T) { testServiceProxy(t, s, network) })
 	t.Run("nodes/proxy", func(t *testing.T) { testNodeProxy(t, s, network) })

@@ -55,6 +55,7 @@ type Controller struct {
 	setLister   appslisters.StatefulSetLister
 	podLister   corelisters.PodLister
 	pvcLister   corelisters.PersistentVolumeClaimLister
+	crLister    appslisters.ControllerRevisionLister
 	synced      []cache.InformerSynced
 	queue       workqueue.TypedRateLimitingInterface[string]
 	broadcaster record.EventBroadcaster
@@ -72,10 +73,12 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	setInf := factory.Apps().V1().StatefulSets()
 	podInf := factory.Core().V1().Pods()
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
+	crInf := factory.Apps().V1().ControllerRevisions()
 	broadcaster := record.NewBroadcaster()
 	c := &Controller{
-		cfg: cfg, client: client, setLister: setInf.Lister(), podLister: podInf.Lister(), pvcLister: pvcInf.Lister(),
-		synced: []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced, pvcInf.Informer().HasSynced},
+		cfg: cfg, client: client, setLister: setInf.Lister(), podLister: podInf.Lister(), pvcLister: pvcInf.Lister(), crLister: crInf.Lister(),
+		synced: []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced, pvcInf.Informer().HasSynced,
+			crInf.Informer().HasSynced},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "statefulset"}),
 		broadcaster: broadcaster,
@@ -161,32 +164,56 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			failed:       p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded,
 			runningReady: podutil.IsRunningAndReady(p), revision: p.Labels[RevisionHashLabel]}
 	}
-	rev := revision(set)
-	var stepErr error
-	if set.DeletionTimestamp == nil {
-		var update *string
-		partition := 0
-		if set.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
-			update = &rev
-			if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
-				partition = int(*ru.Partition)
-			}
-		}
-		start := startOrdinal(set)
-		s := plan(start, start+replicas(set), states, set.Spec.PodManagementPolicy == appsv1.ParallelPodManagement, update, partition)
-		stepErr = c.apply(ctx, set, rev, s, pods)
+	if set.DeletionTimestamp != nil {
+		return c.updateStatus(ctx, set, set.Status.CurrentRevision, set.Status.UpdateRevision, pods)
 	}
-	return errors.Join(stepErr, c.updateStatus(ctx, set, rev, pods))
+	revs, err := c.revisions(ctx, set)
+	if err != nil {
+		return err
+	}
+	current, update, err := c.history(ctx, set, revs)
+	if err != nil {
+		return err
+	}
+	var updateRev *string
+	partition := -1 // OnDelete: new pods get the update revision
+	if set.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
+		updateRev = &update.Name
+		partition = 0
+		if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+			partition = int(*ru.Partition)
+		}
+	}
+	start := startOrdinal(set)
+	s := plan(start, start+replicas(set), states, set.Spec.PodManagementPolicy == appsv1.ParallelPodManagement, updateRev, partition)
+	stepErr := c.apply(ctx, set, current, update, start+partition, s, pods)
+	live := map[string]bool{current.Name: true, update.Name: true}
+	for _, p := range pods {
+		live[p.Labels[RevisionHashLabel]] = true
+	}
+	return errors.Join(stepErr, c.updateStatus(ctx, set, current.Name, update.Name, pods), c.cleanupHistory(ctx, set, revs, live))
 }
 
-func (c *Controller) apply(ctx context.Context, set *appsv1.StatefulSet, rev string, s step, pods map[int]*corev1.Pod) error {
+// apply creates and deletes pods as s says. A pod below the partition (ordinal below
+// startOrdinal+partition, given as below) is created at the current revision, the others
+// at the update revision.
+func (c *Controller) apply(ctx context.Context, set *appsv1.StatefulSet, current, update *appsv1.ControllerRevision, below int, s step, pods map[int]*corev1.Pod) error {
 	var errs []error
 	for _, ord := range s.create {
 		if err := c.createClaims(ctx, set, ord); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		p := newPod(set, ord, rev)
+		from, rev := set, update
+		if ord < below && current.Name != update.Name {
+			old, err := templateAt(set, current)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			from, rev = old, current
+		}
+		p := newPod(from, ord, rev.Name)
 		_, err := c.client.CoreV1().Pods(set.Namespace).Create(ctx, p, metav1.CreateOptions{})
 		switch {
 		case err == nil:
@@ -236,14 +263,14 @@ func (c *Controller) createClaims(ctx context.Context, set *appsv1.StatefulSet, 
 	return nil
 }
 
-func (c *Controller) updateStatus(ctx context.Context, set *appsv1.StatefulSet, rev string, pods map[int]*corev1.Pod) error {
+// updateStatus writes set's status: its pods counted (current and updated ones by their
+// revision), the current and update revisions, the current one becoming the update one
+// once every replica runs it and is ready.
+func (c *Controller) updateStatus(ctx context.Context, set *appsv1.StatefulSet, current, rev string, pods map[int]*corev1.Pod) error {
 	st := set.Status.DeepCopy()
 	st.ObservedGeneration = set.Generation
 	st.Replicas, st.ReadyReplicas, st.AvailableReplicas, st.CurrentReplicas, st.UpdatedReplicas = 0, 0, 0, 0, 0
-	st.UpdateRevision = rev
-	if st.CurrentRevision == "" {
-		st.CurrentRevision = rev
-	}
+	st.CurrentRevision, st.UpdateRevision = current, rev
 	now := time.Now()
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil {

@@ -1,15 +1,12 @@
 package statefulset
 
 import (
-	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"regexp"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 )
 
@@ -19,14 +16,6 @@ const (
 	PodIndexLabel     = appsv1.PodIndexLabel           // apps.kubernetes.io/pod-index
 	RevisionHashLabel = appsv1.ControllerRevisionHashLabelKey
 )
-
-// revision names the set's current template: "<set>-<hash>".
-func revision(set *appsv1.StatefulSet) string {
-	h := fnv.New32a()
-	b, _ := json.Marshal(set.Spec.Template)
-	h.Write(b)
-	return set.Name + "-" + rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
-}
 
 var ordinalRE = regexp.MustCompile(`^(.*)-(\d+)$`)
 
@@ -67,7 +56,7 @@ type step struct {
 
 // plan decides, from the state of each ordinal, which pods to create or delete now.
 // replicas is [start, end); parallel is the Parallel pod management policy; update is
-// the revision pods should have for ordinals at or above partition (nil: OnDelete).
+// the revision pods should have for ordinals at or above start+partition (nil: OnDelete).
 func plan(start, end int, pods map[int]podState, parallel bool, update *string, partition int) step {
 	var s step
 	allHealthy := true
@@ -125,7 +114,7 @@ func plan(start, end int, pods map[int]podState, parallel bool, update *string, 
 		return s
 	}
 	// Rolling update, highest ordinal first, one at a time.
-	for ord := end - 1; ord >= max(start, partition); ord-- {
+	for ord := end - 1; ord >= start+partition; ord-- {
 		p := pods[ord]
 		if p.revision != *update {
 			s.delete = append(s.delete, ord)

@@ -41,6 +41,8 @@ func TestPlan(t *testing.T) {
 		{"rolling update waits while one is down", 0, 3, map[int]podState{0: old, 1: old, 2: pending}, false, &r2, 0, step{}},
 		{"partition keeps low ordinals", 0, 3, map[int]podState{0: old, 1: old, 2: ok}, false, &r2, 2, step{}},
 		{"OnDelete: no update", 0, 3, map[int]podState{0: old, 1: old, 2: old}, false, nil, 0, step{}},
+		{"partition counts from the start ordinal", 5, 8, map[int]podState{5: old, 6: old, 7: ok}, false, &r2, 1, step{delete: []int{6}}},
+		{"partition above the replicas: no update", 0, 3, map[int]podState{0: old, 1: old, 2: old}, false, &r2, 3, step{}},
 		{"ordinals from 5", 5, 7, map[int]podState{5: ok}, false, &r2, 0, step{create: []int{6}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,102 @@
+package kubelet
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/testutil"
+)
+
+func TestObserveGeneration(t *testing.T) {
+	now := metav1.Now()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
+	status := corev1.PodStatus{Conditions: []corev1.PodCondition{
+		{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+		{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, ObservedGeneration: 1},
+	}}
+	observeGeneration(pod, &corev1.PodStatus{ObservedGeneration: 2}, &status, now)
+	if status.ObservedGeneration != 3 {
+		t.Errorf("observedGeneration %d, want 3", status.ObservedGeneration)
+	}
+	gens := map[corev1.PodConditionType]int64{}
+	for _, c := range status.Conditions {
+		gens[c.Type] = c.ObservedGeneration
+	}
+	want := map[corev1.PodConditionType]int64{corev1.PodReady: 3, corev1.DisruptionTarget: 1, corev1.PodScheduled: 3}
+	for typ, g := range want {
+		if got, ok := gens[typ]; !ok || got != g {
+			t.Errorf("condition %s observedGeneration %d (present %v), want %d", typ, got, ok, g)
+		}
+	}
+
+	// A cached pod that lags the status written before does not take it back.
+	observeGeneration(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Generation: 2}}, &corev1.PodStatus{ObservedGeneration: 3}, &status, now)
+	if status.ObservedGeneration != 3 {
+		t.Errorf("observedGeneration after a stale pod %d, want 3", status.ObservedGeneration)
+	}
+}
+
+// conditionGenerations are the observedGeneration of each of the pod's conditions.
+func conditionGenerations(p *corev1.Pod) map[corev1.PodConditionType]int64 {
+	out := map[corev1.PodConditionType]int64{}
+	for _, c := range p.Status.Conditions {
+		out[c.Type] = c.ObservedGeneration
+	}
+	return out
+}
+
+func TestHollowPodStatusObservesGeneration(t *testing.T) {
+	api := apiservertest.Start(t, apiservertest.Options{})
+	c, ctx := api.Client, context.Background()
+	startKubelet(t, c, Config{NodeName: "hollow-gen", Zone: "us-east-1a", InstanceID: "i-0gen", NodeIP: "172.31.0.21"})
+	if _, err := c.CoreV1().Pods("default").Create(ctx, testPod("gen", "hollow-gen"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.CoreV1().Pods("default").Delete(context.Background(), "gen", *metav1.NewDeleteOptions(0))
+	})
+	waitObserved := func(gen int64) {
+		t.Helper()
+		testutil.Eventually(t, "status observes the pod's generation", func() (bool, error) {
+			p, err := c.CoreV1().Pods("default").Get(ctx, "gen", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if p.Generation != gen || p.Status.ObservedGeneration != gen {
+				return false, nil
+			}
+			conds := conditionGenerations(p)
+			for _, typ := range []corev1.PodConditionType{corev1.PodReadyToStartContainers, corev1.PodInitialized,
+				corev1.PodReady, corev1.ContainersReady, corev1.PodScheduled} {
+				if g, ok := conds[typ]; !ok || g != gen {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+	}
+	waitRunning(t, c, "gen")
+	waitObserved(1)
+	// Each spec change is a new generation, which the kubelet's next status reports.
+	for i := int64(1); i <= 3; i++ {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			p, err := c.CoreV1().Pods("default").Get(ctx, "gen", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			p.Spec.ActiveDeadlineSeconds = ptr.To(5000 - i)
+			_, err = c.CoreV1().Pods("default").Update(ctx, p, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitObserved(4)
+}

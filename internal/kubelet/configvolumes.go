@@ -77,6 +77,9 @@ type configVolumes struct {
 	log         *slog.Logger
 	// tokens gives serviceAccountToken sources their tokens (nil: the node has none).
 	tokens *serviceAccountTokens
+	// trustBundles gives clusterTrustBundle sources their certificates (nil: the node
+	// has none).
+	trustBundles *clusterTrustBundles
 	// requeueAfter has the pod synced again after d (nil: nothing does).
 	requeueAfter func(pod *corev1.Pod, d time.Duration)
 	now          func() time.Time
@@ -100,6 +103,9 @@ func (c *configVolumes) setUp(ctx context.Context, pod *corev1.Pod) error {
 			}
 			return token, err
 		}
+	}
+	if c.trustBundles != nil {
+		in.trustAnchors = c.trustBundles.trustAnchors
 	}
 	defer func() {
 		if !refresh.IsZero() && c.requeueAfter != nil {
@@ -237,15 +243,21 @@ func (k *Kubelet) useObjects(objects *Objects) error {
 	k.volumes.config = newConfigVolumes(k.cfg.RootDir, objects, k.cfg.Capacity, k.recorder, k.log)
 	k.volumes.config.tokens = newServiceAccountTokens(clientTokenRequester(k.client), clock.RealClock{})
 	k.volumes.config.requeueAfter = func(pod *corev1.Pod, d time.Duration) { k.queue.AddAfter(pod.Namespace+"/"+pod.Name, d) }
+	k.volumes.config.trustBundles = newClusterTrustBundles(k.client, k.onTrustBundleChange)
 	objects.OnChange(k.onObjectChange)
 	return nil
 }
 
-// runObjects runs the object source until ctx ends, and every objectsRetainInterval stops
-// watching the namespaces the node has no pods in.
+// runObjects runs the object source and the ClusterTrustBundle source until ctx ends,
+// and every objectsRetainInterval stops watching the namespaces the node has no pods in.
 func (k *Kubelet) runObjects(ctx context.Context) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = k.objects.Run(ctx) }()
+	if tb := k.volumes.config.trustBundles; tb != nil {
+		bundlesDone := make(chan struct{})
+		go func() { defer close(bundlesDone); tb.Run(ctx) }()
+		defer func() { <-bundlesDone }()
+	}
 	t := time.NewTicker(objectsRetainInterval)
 	defer t.Stop()
 	for {

@@ -27,6 +27,9 @@ type payloadInput struct {
 	// token is the service account token of a projected serviceAccountToken source of
 	// the pod (nil: the node has none to give).
 	token func(pod *corev1.Pod, src *corev1.ServiceAccountTokenProjection) (string, error)
+	// trustAnchors is the PEM of a projected clusterTrustBundle source (nil: the node
+	// has none to give).
+	trustAnchors func(src *corev1.ClusterTrustBundleProjection) ([]byte, error)
 }
 
 // configMapPayload is the files of a ConfigMap: every key of data and binaryData, or
@@ -267,8 +270,9 @@ func volumePayload(pod *corev1.Pod, v *corev1.Volume, in payloadInput) (map[stri
 }
 
 // projectedPayload merges the files of the projected volume's sources, in order. A
-// serviceAccountToken source's file is the token in.token gives, with the volume's
-// defaultMode (0600 for a pod with a fsGroup, which makes it group-readable).
+// serviceAccountToken source's file is the token in.token gives, a clusterTrustBundle
+// source's the certificates in.trustAnchors gives, both with the volume's defaultMode
+// (0600 for a pod with a fsGroup, which makes it group-readable).
 func projectedPayload(pod *corev1.Pod, src *corev1.ProjectedVolumeSource, in payloadInput) (map[string]fileProjection, error) {
 	defaultMode := modeOr(src.DefaultMode, corev1.ProjectedVolumeSourceDefaultMode)
 	out := map[string]fileProjection{}
@@ -316,13 +320,18 @@ func projectedPayload(pod *corev1.Pod, src *corev1.ProjectedVolumeSource, in pay
 				errs = append(errs, err)
 				continue
 			}
-			mode := defaultMode
-			if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
-				mode = 0o600
-			}
-			out[s.ServiceAccountToken.Path] = fileProjection{data: []byte(token), mode: mode}
+			out[s.ServiceAccountToken.Path] = fileProjection{data: []byte(token), mode: ownerOnlyWithFSGroup(pod, defaultMode)}
 		case s.ClusterTrustBundle != nil:
-			errs = append(errs, fmt.Errorf("clusterTrustBundle sources are not supported on this node"))
+			if in.trustAnchors == nil {
+				errs = append(errs, fmt.Errorf("clusterTrustBundle sources are not supported on this node"))
+				continue
+			}
+			pemData, err := in.trustAnchors(s.ClusterTrustBundle)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			out[s.ClusterTrustBundle.Path] = fileProjection{data: pemData, mode: ownerOnlyWithFSGroup(pod, defaultMode)}
 		case s.PodCertificate != nil:
 			errs = append(errs, fmt.Errorf("podCertificate sources are not supported on this node"))
 		}
@@ -331,4 +340,14 @@ func projectedPayload(pod *corev1.Pod, src *corev1.ProjectedVolumeSource, in pay
 		return nil, utilerrors.NewAggregate(errs)
 	}
 	return out, nil
+}
+
+// ownerOnlyWithFSGroup is the mode of a projected token or trust bundle file: the
+// volume's defaultMode, or 0600 when the pod has a fsGroup (the writer makes it
+// group-readable).
+func ownerOnlyWithFSGroup(pod *corev1.Pod, defaultMode int32) int32 {
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
+		return 0o600
+	}
+	return defaultMode
 }

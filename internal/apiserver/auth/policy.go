@@ -46,6 +46,7 @@ const (
 	authzGroup    = "authorization.k8s.io"
 	autoscaling   = "autoscaling"
 	batchGroup    = "batch"
+	certsGroup    = "certificates.k8s.io"
 	coordination  = "coordination.k8s.io"
 	discovery     = "discovery.k8s.io"
 	eventsGroup   = "events.k8s.io"
@@ -111,6 +112,8 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			verbs("get").urls("/metrics", "/metrics/slis", "/livez", "/readyz", "/healthz", "/livez/*", "/readyz/*", "/healthz/*")),
 		clusterRole("system:service-account-issuer-discovery", nil,
 			verbs("get").urls("/.well-known/openid-configuration", "/.well-known/openid-configuration/", "/openid/v1/jwks", "/openid/v1/jwks/")),
+		clusterRole("system:cluster-trust-bundle-discovery", nil,
+			verbs(readVerbs...).groups(certsGroup).resources("clustertrustbundles")),
 		clusterRole("system:auth-delegator", nil,
 			verbs("create").groups(authnGroup).resources("tokenreviews"),
 			verbs("create").groups(authzGroup).resources("subjectaccessreviews")),
@@ -229,6 +232,7 @@ func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		bind("system:public-info-viewer", group(user.AllAuthenticated), group(user.AllUnauthenticated)),
 		bind("system:monitoring", group(user.MonitoringGroup)),
 		bind("system:service-account-issuer-discovery", group(serviceaccount.AllServiceAccountsGroup)),
+		bind("system:cluster-trust-bundle-discovery", group(serviceaccount.AllServiceAccountsGroup)),
 		// system:node is left unbound, as upstream: the Node authorizer grants kubelets
 		// its rules, narrowed to what their own pods need.
 		bind("system:node"),
@@ -292,5 +296,7 @@ func nodeRules() []rule {
 		verbs(readVerbs...).groups(storageGroup).resources("csidrivers"),
 		verbs("get", "create", "update", "patch", "delete").groups(storageGroup).resources("csinodes"),
 		verbs("get", "list", "watch").groups(nodeGroup).resources("runtimeclasses"),
+		// The trust anchors of projected clusterTrustBundle volume sources.
+		verbs("get", "list", "watch").groups(certsGroup).resources("clustertrustbundles"),
 	}
 }

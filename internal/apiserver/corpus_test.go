@@ -715,6 +715,25 @@ func corpusWorkloadCases() []corpusCase {
 	}
 }
 
+// projected is the volumes of a pod with one projected volume of the sources.
+func projected(sources ...any) cl {
+	return cl{cm{"name": "p", "projected": cm{"sources": cl(sources)}}}
+}
+
+// podCert is a projected podCertificate source, with the fields of with set (or
+// removed when empty).
+func podCert(with cm) cm {
+	pc := cm{"signerName": "example.com/spiffe", "keyType": "ECDSAP256", "credentialBundlePath": "creds.pem"}
+	for k, v := range with {
+		if v == "" {
+			delete(pc, k)
+		} else {
+			pc[k] = v
+		}
+	}
+	return cm{"podCertificate": pc}
+}
+
 func corpusKinds() []corpusKind {
 	long := func(n int) string { return strings.Repeat("a", n) }
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
@@ -767,6 +786,26 @@ func corpusKinds() []corpusKind {
 			{"configmap-volume-defaults", setTo("spec.volumes", cl{cm{"name": "cfg", "configMap": cm{"name": "cfg"}}}), nil},
 			{"secret-volume-missing-name", setTo("spec.volumes", cl{cm{"name": "s", "secret": cm{}}}), nil},
 			{"pvc-volume-missing-claim", setTo("spec.volumes", cl{cm{"name": "pvc", "persistentVolumeClaim": cm{}}}), nil},
+			{"projected-pod-certificate", setTo("spec.volumes", projected(podCert(nil))), nil},
+			{"projected-pod-certificate-max-expiration-too-long", setTo("spec.volumes", projected(podCert(cm{"maxExpirationSeconds": 91*24*3600 + 1}))), nil},
+			{"projected-pod-certificate-max-expiration-too-short", setTo("spec.volumes", projected(podCert(cm{"maxExpirationSeconds": 3599}))), nil},
+			{"projected-pod-certificate-kubernetes-signer-over-a-day", setTo("spec.volumes", projected(podCert(cm{"signerName": "kubernetes.io/pods", "maxExpirationSeconds": 86401}))), nil},
+			{"projected-pod-certificate-key-type-bad", setTo("spec.volumes", projected(podCert(cm{"keyType": "DSA"}))), nil},
+			{"projected-pod-certificate-no-paths", setTo("spec.volumes", projected(podCert(cm{"credentialBundlePath": ""}))), nil},
+			{"projected-pod-certificate-absolute-path", setTo("spec.volumes", projected(podCert(cm{"keyPath": "/key.pem", "certificateChainPath": "../chain.pem"}))), nil},
+			{"projected-pod-certificate-signer-bad", setTo("spec.volumes", projected(podCert(cm{"signerName": "spiffe"}))), nil},
+			{"projected-pod-certificate-user-annotation-unprefixed", setTo("spec.volumes", projected(podCert(cm{"userAnnotations": cm{"path": "/x"}}))), nil},
+			{"projected-pod-certificate-user-annotation", setTo("spec.volumes", projected(podCert(cm{"userAnnotations": cm{"spiffe/path-overriding": "/x"}}))), nil},
+			{"projected-duplicate-paths", setTo("spec.volumes", projected(podCert(nil), cm{"clusterTrustBundle": cm{"name": "bundle", "path": "creds.pem"}})), nil},
+			{"projected-trust-bundle-by-name", setTo("spec.volumes", projected(cm{"clusterTrustBundle": cm{"name": "example.com:signer:one", "path": "ca.pem"}})), nil},
+			{"projected-trust-bundle-name-bad", setTo("spec.volumes", projected(cm{"clusterTrustBundle": cm{"name": "example.com:signer:One_", "path": "ca.pem"}})), nil},
+			{"projected-trust-bundle-name-and-selector", setTo("spec.volumes", projected(cm{"clusterTrustBundle": cm{"name": "bundle", "labelSelector": cm{}, "path": "ca.pem"}})), nil},
+			{"projected-trust-bundle-by-signer", setTo("spec.volumes", projected(cm{"clusterTrustBundle": cm{"signerName": "example.com/signer", "labelSelector": cm{"matchLabels": cm{"a": "b"}}, "path": "ca.pem"}})), nil},
+			{"projected-trust-bundle-name-and-signer", setTo("spec.volumes", projected(cm{"clusterTrustBundle": cm{"name": "bundle", "signerName": "example.com/signer", "path": "ca.pem"}})), nil},
+			{"projected-trust-bundle-neither", setTo("spec.volumes", projected(cm{"clusterTrustBundle": cm{"path": "ca.pem"}})), nil},
+			{"projected-trust-bundle-no-path", setTo("spec.volumes", projected(cm{"clusterTrustBundle": cm{"name": "bundle"}})), nil},
+			{"projected-two-types-in-a-source", setTo("spec.volumes", projected(cm{"clusterTrustBundle": cm{"name": "bundle", "path": "ca.pem"}, "configMap": cm{"name": "cfg"}})), nil},
+			{"projected-default-mode-too-big", setTo("spec.volumes", cl{cm{"name": "p", "projected": cm{"defaultMode": 1000, "sources": cl{cm{"configMap": cm{"name": "cfg"}}}}}}), nil},
 			{"env-name-with-equals", setTo("spec.containers.0.env", cl{cm{"name": "A=B", "value": "x"}}), nil},
 			{"env-value-and-value-from", setTo("spec.containers.0.env", cl{cm{"name": "A", "value": "x", "valueFrom": cm{"fieldRef": cm{"fieldPath": "metadata.name"}}}}), nil},
 			{"env-field-ref-bad-path", setTo("spec.containers.0.env", cl{cm{"name": "A", "valueFrom": cm{"fieldRef": cm{"fieldPath": "spec.bogus"}}}}), nil},

@@ -263,6 +263,8 @@ func validateVolumeSource(v *corev1.VolumeSource, vp *field.Path) field.ErrorLis
 			errs = append(errs, field.Required(vp.Child("secret", "secretName"), ""))
 		}
 		mode(v.Secret.DefaultMode, vp.Child("secret", "defaultMode"))
+	case v.Projected != nil:
+		errs = append(errs, validateProjectedSources(v.Projected, vp.Child("projected"))...)
 	}
 	return errs
 }

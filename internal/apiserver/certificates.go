@@ -15,7 +15,8 @@ import (
 
 // certificatesResources are the rows of certificates.k8s.io/v1: CertificateSigningRequests
 // (with /status and /approval) and ClusterTrustBundles (their rules in
-// clustertrustbundles_rules.go), both selectable by spec.signerName.
+// clustertrustbundles_rules.go), both selectable by spec.signerName, and
+// PodCertificateRequests (podcertificaterequests_rules.go).
 func certificatesResources() []resource {
 	certs := func(r resource) resource { r.group, r.version = "certificates.k8s.io", "v1"; return r }
 	return []resource{
@@ -67,6 +68,7 @@ func certificatesResources() []resource {
 			hooks: hooks{objectName: clusterTrustBundleName, validate: validateClusterTrustBundle,
 				validateUpdate: validateClusterTrustBundleUpdate},
 		}),
+		podCertificateRequestResource(),
 	}
 }
 

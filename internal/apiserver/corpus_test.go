@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
@@ -1562,11 +1564,47 @@ func corpusKinds() []corpusKind {
 			{"trust-bundle-too-large", setTo("spec.trustBundle", ca+long(1<<20)), nil},
 		},
 	}
-	kinds := []corpusKind{pod, service, configMap, secret, pvc, pv, deployment, statefulSet, daemonSet, replicaSet, rc,
+	stub := func(key crypto.Signer) string {
+		der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, key)
+		if err != nil {
+			panic(err)
+		}
+		return b64(string(der))
+	}
+	p256, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	p224, _ := ecdsa.GenerateKey(elliptic.P224(), rand.Reader)
+	rsa2048, _ := rsa.GenerateKey(rand.Reader, 2048)
+	podCertificateRequest := corpusKind{kind: "PodCertificateRequest", apiVersion: "certificates.k8s.io/v1", resource: "podcertificaterequests",
+		namespaced: true,
+		base: cm{"metadata": cm{"name": "base"}, "spec": cm{"signerName": "example.com/pods", "podName": "web", "podUID": "pod-uid",
+			"serviceAccountName": "default", "serviceAccountUID": "sa-uid", "nodeName": "node-a", "nodeUID": "node-uid",
+			"stubPKCS10Request": stub(p256)}},
+		cases: []corpusCase{
+			{"max-expiration-hour", setTo("spec.maxExpirationSeconds", 3600), nil},
+			{"max-expiration-too-short", setTo("spec.maxExpirationSeconds", 3599), nil},
+			{"max-expiration-91-days", setTo("spec.maxExpirationSeconds", 91*24*3600), nil},
+			{"max-expiration-too-long", setTo("spec.maxExpirationSeconds", 91*24*3600+1), nil},
+			{"kubernetes-signer-over-a-day", allOf(setTo("spec.signerName", "kubernetes.io/pods"), setTo("spec.maxExpirationSeconds", 86401)), nil},
+			{"signer-bad", setTo("spec.signerName", "pods"), nil},
+			{"stub-missing", without("spec.stubPKCS10Request"), nil},
+			{"stub-not-a-request", setTo("spec.stubPKCS10Request", b64("junk")), nil},
+			{"stub-rsa-2048", setTo("spec.stubPKCS10Request", stub(rsa2048)), nil},
+			{"stub-p224", setTo("spec.stubPKCS10Request", stub(p224)), nil},
+			{"pod-name-bad", setTo("spec.podName", "Web_1"), nil},
+			{"pod-uid-missing", without("spec.podUID"), nil},
+			{"pod-uid-too-long", setTo("spec.podUID", long(129)), nil},
+			{"service-account-uid-missing", without("spec.serviceAccountUID"), nil},
+			{"node-name-bad", setTo("spec.nodeName", "Node A"), nil},
+			{"node-uid-missing", without("spec.nodeUID"), nil},
+			{"user-annotations", setTo("spec.unverifiedUserAnnotations", cm{"example.com/path": "/x"}), nil},
+			{"user-annotations-unprefixed", setTo("spec.unverifiedUserAnnotations", cm{"path": "/x"}), nil},
+			{"status-on-create", setTo("status", cm{"certificateChain": ca}), nil},
+		},
+	}
+	return append([]corpusKind{pod, service, configMap, secret, pvc, pv, deployment, statefulSet, daemonSet, replicaSet, rc,
 		job, cronJob, namespace, serviceAccount, role, clusterRole, roleBinding, clusterRoleBinding, networkPolicy,
 		ingress, ingressClass, storageClass, pdb, priorityClass, hpa, quota, limitRange, volumeAttachment, csiDriver,
-		lease, endpointSlice, runtimeClass, clusterTrustBundle}
-	return append(kinds, corpusDRAKinds()...)
+		lease, endpointSlice, runtimeClass, clusterTrustBundle, podCertificateRequest}, corpusDRAKinds()...)
 }
 
 // corpusCertPEM is a new self-signed ECDSA certificate named cn, a CA or not, as PEM.

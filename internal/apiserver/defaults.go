@@ -8,6 +8,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -165,6 +166,9 @@ func addDefaults(s *runtime.Scheme) {
 		}
 	})
 	s.AddTypeDefaultingFunc(&corev1.Namespace{}, func(o interface{}) { defaultNamespaceLabel(o.(*corev1.Namespace)) })
+	s.AddTypeDefaultingFunc(&certificatesv1.PodCertificateRequest{}, func(o interface{}) {
+		defaultPodCertificateRequest(o.(*certificatesv1.PodCertificateRequest))
+	})
 	s.AddTypeDefaultingFunc(&storagev1.StorageClass{}, func(o interface{}) {
 		sc := o.(*storagev1.StorageClass)
 		if sc.ReclaimPolicy == nil {

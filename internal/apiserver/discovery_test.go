@@ -20,8 +20,6 @@ import (
 // notServed are the resources of kube-apiserver v1.37 that kubelab does not serve, each
 // with the reason; docs/apiserver.md lists the same.
 var notServed = map[string]string{
-	"certificates.k8s.io/v1 podcertificaterequests":        "no signer issues pod certificates",
-	"certificates.k8s.io/v1 podcertificaterequests/status": "no signer issues pod certificates",
 	"v1 pods/resize": "the kubelet does not resize running containers",
 }
 

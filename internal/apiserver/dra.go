@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"context"
+
 	"strings"
 	"time"
 
@@ -51,7 +53,7 @@ func draResources() []resource {
 				validateUpdate: func(o, old runtime.Object) field.ErrorList {
 					return apivalidation.ValidateImmutableField(o.(*resourcev1.ResourceClaim).Spec, old.(*resourcev1.ResourceClaim).Spec, field.NewPath("spec"))
 				},
-				validateStatusUpdate: func(o, old runtime.Object) field.ErrorList {
+				validateStatusUpdate: func(_ context.Context, o, old runtime.Object) field.ErrorList {
 					return validateResourceClaimStatusUpdate(o.(*resourcev1.ResourceClaim), old.(*resourcev1.ResourceClaim))
 				},
 			},
@@ -136,7 +138,7 @@ func draResources() []resource {
 				prepareForUpdate: func(o, old runtime.Object) {
 					touchDeviceTaintTime(&o.(*resourcev1.DeviceTaintRule).Spec.Taint, &old.(*resourcev1.DeviceTaintRule).Spec.Taint)
 				},
-				validateStatusUpdate: func(o, old runtime.Object) field.ErrorList {
+				validateStatusUpdate: func(_ context.Context, o, old runtime.Object) field.ErrorList {
 					return validateDeviceTaintRuleStatus(&o.(*resourcev1.DeviceTaintRule).Status, field.NewPath("status"))
 				},
 			},

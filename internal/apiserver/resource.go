@@ -56,8 +56,6 @@ type hooks struct {
 	validateCreate func(obj runtime.Object) field.ErrorList
 	// validateUpdate checks what may not change.
 	validateUpdate func(obj, old runtime.Object) field.ErrorList
-	// validateStatusUpdate checks a write of /status beyond its metadata.
-	validateStatusUpdate func(obj, old runtime.Object) field.ErrorList
 	// prepareForCreate sets server-owned fields on create (after status is cleared).
 	prepareForCreate func(obj runtime.Object)
 	// requestor records the requesting user in an object being created.
@@ -66,6 +64,9 @@ type hooks struct {
 	prepareForUpdate func(obj, old runtime.Object)
 	// prepareForStatusUpdate carries status fields over on an update of /status.
 	prepareForStatusUpdate func(obj, old runtime.Object)
+	// validateStatusUpdate checks a write of /status beyond its metadata (who writes it
+	// too).
+	validateStatusUpdate func(ctx context.Context, obj, old runtime.Object) field.ErrorList
 	// gracefulDelete decides whether a delete is graceful, adjusting the options.
 	gracefulDelete func(ctx context.Context, obj runtime.Object, options *metav1.DeleteOptions) bool
 }

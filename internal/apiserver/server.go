@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -38,6 +39,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/token/tokenfile"
 	tokenunion "k8s.io/apiserver/pkg/authentication/token/union"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	authzunion "k8s.io/apiserver/pkg/authorization/union"
 	"k8s.io/apiserver/pkg/endpoints/discovery/aggregated"
@@ -360,7 +362,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("apiserver: %w", err)
 	}
 	deps := storageDeps{alloc: alloc, kubelet: kubelet, tokens: s.serviceAccounts, pdbs: client.PolicyV1(), etcd: etcdClient,
-		cluster: newClusterTransport(dialCluster), endpointSlices: slices}
+		cluster: newClusterTransport(dialCluster), endpointSlices: slices, authorizer: cfg.Authorization.Authorizer}
 	if err := installAPIs(server, scheme, codecs, resources, extra, cfg.RESTOptionsGetter, deps); err != nil {
 		return err
 	}
@@ -667,6 +669,9 @@ type storageDeps struct {
 	cluster http.RoundTripper
 	// endpointSlices are the Services' EndpointSlices services/proxy picks from.
 	endpointSlices apiproxy.EndpointSliceGetter
+	// authorizer answers the endpoints that check more rights than the request's own
+	// (a PodCertificateRequest's signer writing its status).
+	authorizer authorizer.Authorizer
 }
 
 // restStorages are the REST endpoints of one row: the resource and its subresources.
@@ -708,6 +713,10 @@ func restStorages(scheme *runtime.Scheme, r *resource, optsGetter generic.RESTOp
 		out["serviceaccounts/token"] = &tokenREST{serviceAccounts: store, tokens: tokens}
 	case corev1.SchemeGroupVersion.WithKind("Service"):
 		out[r.plural] = withMeta{alloc.decorate(store), r}
+	case certificatesv1.SchemeGroupVersion.WithKind("PodCertificateRequest"):
+		withSigner := *r
+		withSigner.hooks.validateStatusUpdate = podCertificateRequestStatusRule(deps.authorizer, time.Now)
+		out[r.plural+"/status"] = newStatusREST(scheme, &withSigner, store)
 	}
 	return out, nil
 }

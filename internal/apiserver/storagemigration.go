@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"context"
+
 	"strings"
 
 	storagemigrationv1 "k8s.io/api/storagemigration/v1"
@@ -41,7 +43,7 @@ func storageMigrationResources() []resource {
 				return apivalidation.ValidateImmutableField(o.(*storagemigrationv1.StorageVersionMigration).Spec,
 					old.(*storagemigrationv1.StorageVersionMigration).Spec, field.NewPath("spec"))
 			},
-			validateStatusUpdate: func(o, old runtime.Object) field.ErrorList {
+			validateStatusUpdate: func(_ context.Context, o, old runtime.Object) field.ErrorList {
 				return validateMigrationStatus(&o.(*storagemigrationv1.StorageVersionMigration).Status,
 					&old.(*storagemigrationv1.StorageVersionMigration).Status)
 			},

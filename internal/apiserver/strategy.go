@@ -214,7 +214,7 @@ func (s statusStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Obj
 		}
 	}
 	if s.r.hooks.validateStatusUpdate != nil {
-		errs = append(errs, s.r.hooks.validateStatusUpdate(obj, old)...)
+		errs = append(errs, s.r.hooks.validateStatusUpdate(ctx, obj, old)...)
 	}
 	return errs
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -198,10 +199,96 @@ func TestPodCertificateRequests(t *testing.T) {
 	if done.Status.CertificateChain == "" || done.Spec.PodName != "web" {
 		t.Errorf("issued request %+v", done)
 	}
+	kubeletRequests(t, s)
+
 	again := done.DeepCopy()
 	again.Status.BeginRefreshAt = ptr.To(metav1.NewTime(again.Status.BeginRefreshAt.Add(time.Minute)))
 	if _, err := pcrs.UpdateStatus(ctx, again, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) ||
 		!strings.Contains(err.Error(), "immutable after PodCertificateRequest is issued, denied, or failed") {
 		t.Errorf("a second status: %v, want 422 immutable", err)
+	}
+}
+
+// kubeletRequests: a kubelet creates PodCertificateRequests only for its own pods, as
+// their service account, for a signer they mount; it lists and watches only those of
+// its node, and never writes their status.
+func kubeletRequests(t *testing.T, s *apiservertest.Server) {
+	ctx := context.Background()
+	kubeletA := kubeletClient(s, t, "pcr-node-a")
+	nodeA, err := kubeletA.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "pcr-node-a"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "the default service account", func() (bool, error) {
+		_, err := s.Client.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	sa, err := s.Client.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := func(name, signer string) *corev1.Pod {
+		p, err := s.Client.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PodSpec{NodeName: "pcr-node-a", Containers: []corev1.Container{{Name: "c", Image: "busybox"}},
+				Volumes: []corev1.Volume{{Name: "certs", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+					Sources: []corev1.VolumeProjection{{PodCertificate: &corev1.PodCertificateProjection{
+						SignerName: signer, KeyType: "ECDSAP256", CredentialBundlePath: "creds.pem"}}}}}}}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	withCert, otherSigner := pod("pcr-with-cert", "example.com/pods"), pod("pcr-other-signer", "example.com/other")
+	_, stub := stubRequest(t)
+	request := func(p *corev1.Pod) *certificatesv1.PodCertificateRequest {
+		r := podCertificateRequest("", stub)
+		r.GenerateName = "req-"
+		r.Spec.PodName, r.Spec.PodUID = p.Name, p.UID
+		r.Spec.ServiceAccountUID = sa.UID
+		r.Spec.NodeName, r.Spec.NodeUID = "pcr-node-a", nodeA.UID
+		return r
+	}
+	asA := kubeletA.CertificatesV1().PodCertificateRequests("default")
+	var created *certificatesv1.PodCertificateRequest
+	testutil.Eventually(t, "node-a's request for its pod", func() error {
+		created, err = asA.Create(ctx, request(withCert), metav1.CreateOptions{})
+		return err
+	})
+	for _, tc := range []struct {
+		name string
+		r    *certificatesv1.PodCertificateRequest
+		want string
+	}{
+		{"another signer", request(otherSigner), `pod "default/pcr-other-signer" does not mount a podCertificate projected volume for signer "example.com/pods"`},
+		{"another node", func() *certificatesv1.PodCertificateRequest {
+			r := request(withCert)
+			r.Spec.NodeName = "pcr-node-b"
+			return r
+		}(), `PodCertificateRequest.Spec.NodeName="pcr-node-b", which is not the requesting node "pcr-node-a"`},
+		{"another service account", func() *certificatesv1.PodCertificateRequest {
+			r := request(withCert)
+			r.Spec.ServiceAccountName = "builder"
+			return r
+		}(), `contains serviceAccountName ("builder") that differs from running pod ("default")`},
+	} {
+		if _, err := asA.Create(ctx, tc.r, metav1.CreateOptions{}); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want 403 saying %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := asA.List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=pcr-node-a"}); err != nil {
+		t.Errorf("node-a lists its requests: %v", err)
+	}
+	if _, err := asA.List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node-a lists every request: %v, want 403", err)
+	}
+	testutil.Eventually(t, "node-a gets its request", func() error {
+		_, err := asA.Get(ctx, created.Name, metav1.GetOptions{})
+		return err
+	})
+	if _, err := kubeletClient(s, t, "pcr-node-b").CertificatesV1().PodCertificateRequests("default").Get(ctx, created.Name, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node-b gets node-a's request: %v, want 403", err)
+	}
+	if _, err := asA.UpdateStatus(ctx, created, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node-a writes a request's status: %v, want 403", err)
 	}
 }

@@ -77,7 +77,7 @@ func New(d Deps) (admission.Interface, error) {
 		nsLifecycle,
 		newLimitRanger(d.Factory, d.Client),
 		newServiceAccount(d.Factory, d.Client),
-		newNodeRestriction(d.Factory, d.Client),
+		newNodeRestriction(d.Factory, d.Client, d.Authorizer),
 		podSecurity,
 		newPriority(d.Factory, d.Client),
 		newDefaultTolerationSeconds(),

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -23,19 +24,22 @@ const mirrorPodAnnotation = "kubernetes.io/config.mirror"
 
 // nodeRestriction is the admission step upstream calls NodeRestriction: a kubelet
 // (system:node:<name>) may write only its own Node, Lease and CSINode, the status of
-// pods bound to its node, mirror pods of its node, and tokens bound to its pods.
+// pods bound to its node, mirror pods of its node, tokens bound to its pods, and
+// PodCertificateRequests of its pods (noderestriction_podcertificates.go).
 type nodeRestriction struct {
 	*admission.Handler
 	pods   corelisters.PodLister
 	client kubernetes.Interface
+	// authz answers what else a node may request pod certificates for.
+	authz authorizer.Authorizer
 }
 
 var _ admission.ValidationInterface = (*nodeRestriction)(nil)
 
-func newNodeRestriction(f informers.SharedInformerFactory, client kubernetes.Interface) *nodeRestriction {
+func newNodeRestriction(f informers.SharedInformerFactory, client kubernetes.Interface, authz authorizer.Authorizer) *nodeRestriction {
 	inf := f.Core().V1().Pods()
 	p := &nodeRestriction{Handler: admission.NewHandler(admission.Create, admission.Update, admission.Delete),
-		pods: inf.Lister(), client: client}
+		pods: inf.Lister(), client: client, authz: authz}
 	p.SetReadyFunc(inf.Informer().HasSynced)
 	return p
 }
@@ -58,6 +62,8 @@ func (p *nodeRestriction) Validate(ctx context.Context, a admission.Attributes, 
 	}
 	var err error
 	switch gr := a.GetResource().GroupResource(); {
+	case gr == podCertificateRequestsResource:
+		return p.admitPodCertificateRequest(ctx, node, a)
 	case gr == podsResource:
 		err = p.admitPod(ctx, node, a)
 	case gr == nodesResource:

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/informers"
+	certlisters "k8s.io/client-go/listers/certificates/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
@@ -34,7 +35,8 @@ const byNodeName = "spec.nodeName"
 // kubelet may do what the system:node role allows, but may read a Secret, ConfigMap,
 // PersistentVolumeClaim or PersistentVolume only when a pod bound to its node uses it,
 // a VolumeAttachment only of its node, a service account's token only for a service
-// account a pod on its node runs as, and a Lease or CSINode only of its own name.
+// account a pod on its node runs as, a Lease or CSINode only of its own name, and
+// PodCertificateRequests only of its node (nodepodcertificates.go).
 // Writes to Nodes and pods are narrowed further at admission (NodeRestriction). Other
 // users get no opinion.
 type Node struct {
@@ -42,7 +44,9 @@ type Node struct {
 	claims      corelisters.PersistentVolumeClaimLister
 	volumes     corelisters.PersistentVolumeLister
 	attachments storagelisters.VolumeAttachmentLister
-	rules       []rbacv1.PolicyRule
+	// podCertificateRequests are read for a kubelet's get of one.
+	podCertificateRequests certlisters.PodCertificateRequestLister
+	rules                  []rbacv1.PolicyRule
 }
 
 var _ authorizer.Authorizer = (*Node)(nil)
@@ -61,7 +65,8 @@ func NewNode(f informers.SharedInformerFactory) (*Node, error) {
 	}
 	return &Node{pods: pods.GetIndexer(), claims: f.Core().V1().PersistentVolumeClaims().Lister(),
 		volumes: f.Core().V1().PersistentVolumes().Lister(), attachments: f.Storage().V1().VolumeAttachments().Lister(),
-		rules: rules(nodeRules()...)}, nil
+		podCertificateRequests: f.Certificates().V1().PodCertificateRequests().Lister(),
+		rules:                  rules(nodeRules()...)}, nil
 }
 
 // Authorize decides for kubelets; NoOpinion for everyone else.
@@ -132,6 +137,8 @@ func (n *Node) authorizeObject(node string, a authorizer.Attributes) (authorizer
 		return ownName(node, a, "leases")
 	case group == "storage.k8s.io" && resource == "csinodes":
 		return ownName(node, a, "csinodes")
+	case group == certsGroup && resource == "podcertificaterequests":
+		return n.decidePodCertificateRequest(node, a)
 	}
 	return authorizer.DecisionNoOpinion, "", false
 }

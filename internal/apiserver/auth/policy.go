@@ -298,5 +298,7 @@ func nodeRules() []rule {
 		verbs("get", "list", "watch").groups(nodeGroup).resources("runtimeclasses"),
 		// The trust anchors of projected clusterTrustBundle volume sources.
 		verbs("get", "list", "watch").groups(certsGroup).resources("clustertrustbundles"),
+		// The certificates of projected podCertificate volume sources.
+		verbs("get", "list", "watch", "create").groups(certsGroup).resources("podcertificaterequests"),
 	}
 }

@@ -29,7 +29,7 @@ artifacts="$(mkdir -p "${ARTIFACTS:-_artifacts}" && cd "${ARTIFACTS:-_artifacts}
 
 log() { printf 'conformance: %s\n' "$*" >&2; }
 
-# build_suite builds the four programs into $cache, unless they are there.
+# build_suite builds the programs into $cache, unless they are there.
 build_suite() {
 	local p missing=0
 	for p in e2e.test ginkgo kubectl agnhost nnp sample-apiserver; do
@@ -96,7 +96,7 @@ images() {
 	build() { "$k" image build --data-dir "$data" "$@" >/dev/null; }
 
 	# agnhost: the test program at /agnhost (also /agnhost-2), the porter's certificate,
-	# /uploads, the user and group the security-context specs name, curl, dig and
+	# /uploads, the user and group the security-context specs name, curl, dig, netcat and
 	# busybox for the commands the specs exec.
 	mkdir -p "$stage/agnhost/uploads" "$stage/agnhost/etc"
 	cp "$cache/agnhost" "$stage/agnhost/agnhost"

@@ -92,7 +92,6 @@ images() {
 	local data="$1" k="bin/kubelab" e2e="registry.k8s.io/e2e-test-images" src stage
 	src="$(go env GOMODCACHE)/k8s.io/kubernetes@$version"
 	stage="$(mktemp -d)"
-	trap 'rm -rf "$stage"' RETURN
 	build() { "$k" image build --data-dir "$data" "$@" >/dev/null; }
 
 	# agnhost: the test program at /agnhost (also /agnhost-2), the porter's certificate,
@@ -125,6 +124,7 @@ images() {
 	build registry.k8s.io/etcd:3.7.0-0 --busybox --file /usr/bin/etcd:/usr/local/bin/etcd --cmd /usr/local/bin/etcd
 	"$k" image tag --data-dir "$data" docker.io/library/nginx:latest "$e2e/nginx:1.27.0-2" "$e2e/nginx:1.28.0-2" >/dev/null
 	"$k" image tag --data-dir "$data" registry.k8s.io/pause:3.10 registry.k8s.io/pause:3.10.2 >/dev/null
+	rm -rf "$stage"
 }
 
 hack/setup.sh

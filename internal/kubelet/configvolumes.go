@@ -80,6 +80,9 @@ type configVolumes struct {
 	// trustBundles gives clusterTrustBundle sources their certificates (nil: the node
 	// has none).
 	trustBundles *clusterTrustBundles
+	// podCerts gives podCertificate sources their keys and certificates (nil: the node
+	// has none).
+	podCerts *podCertificates
 	// requeueAfter has the pod synced again after d (nil: nothing does).
 	requeueAfter func(pod *corev1.Pod, d time.Duration)
 	now          func() time.Time
@@ -93,7 +96,7 @@ func newConfigVolumes(root string, objects objectSource, allocatable corev1.Reso
 // wraps errVolumesNotReady and names the volumes that were never written.
 func (c *configVolumes) setUp(ctx context.Context, pod *corev1.Pod) error {
 	var errs []error
-	var refresh time.Time // the earliest refresh of the pod's tokens
+	var refresh time.Time // the earliest refresh of the pod's tokens and certificates
 	in := payloadInput{objects: c.objects, allocatable: c.allocatable}
 	if c.tokens != nil {
 		in.token = func(pod *corev1.Pod, src *corev1.ServiceAccountTokenProjection) (string, error) {
@@ -106,6 +109,15 @@ func (c *configVolumes) setUp(ctx context.Context, pod *corev1.Pod) error {
 	}
 	if c.trustBundles != nil {
 		in.trustAnchors = c.trustBundles.trustAnchors
+	}
+	if c.podCerts != nil {
+		in.podCertificate = func(pod *corev1.Pod, volume string, index int, src *corev1.PodCertificateProjection) ([]byte, []byte, error) {
+			key, chain, at, err := c.podCerts.credentials(ctx, pod, volume, index, src)
+			if err == nil && (refresh.IsZero() || at.Before(refresh)) {
+				refresh = at
+			}
+			return key, chain, err
+		}
 	}
 	defer func() {
 		if !refresh.IsZero() && c.requeueAfter != nil {
@@ -190,6 +202,9 @@ func (c *configVolumes) tearDown(uid types.UID) error {
 	if c.tokens != nil {
 		c.tokens.forget(uid)
 	}
+	if c.podCerts != nil {
+		c.podCerts.forget(uid)
+	}
 	base := filepath.Join(podDir(c.root, uid), "volumes")
 	if _, err := os.Stat(base); errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -244,12 +259,14 @@ func (k *Kubelet) useObjects(objects *Objects) error {
 	k.volumes.config.tokens = newServiceAccountTokens(clientTokenRequester(k.client), clock.RealClock{})
 	k.volumes.config.requeueAfter = func(pod *corev1.Pod, d time.Duration) { k.queue.AddAfter(pod.Namespace+"/"+pod.Name, d) }
 	k.volumes.config.trustBundles = newClusterTrustBundles(k.client, k.onTrustBundleChange)
+	k.volumes.config.podCerts = newPodCertificates(k.client, k.cfg.NodeName, k.registeredNodeUID, clock.RealClock{}, k.recorder, k.onPodCertificateChange)
 	objects.OnChange(k.onObjectChange)
 	return nil
 }
 
-// runObjects runs the object source and the ClusterTrustBundle source until ctx ends,
-// and every objectsRetainInterval stops watching the namespaces the node has no pods in.
+// runObjects runs the object source and the sources of ClusterTrustBundles and pod
+// certificates until ctx ends, and every objectsRetainInterval stops watching the
+// namespaces the node has no pods in.
 func (k *Kubelet) runObjects(ctx context.Context) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = k.objects.Run(ctx) }()
@@ -257,6 +274,11 @@ func (k *Kubelet) runObjects(ctx context.Context) {
 		bundlesDone := make(chan struct{})
 		go func() { defer close(bundlesDone); tb.Run(ctx) }()
 		defer func() { <-bundlesDone }()
+	}
+	if pc := k.volumes.config.podCerts; pc != nil {
+		certsDone := make(chan struct{})
+		go func() { defer close(certsDone); pc.Run(ctx) }()
+		defer func() { <-certsDone }()
 	}
 	t := time.NewTicker(objectsRetainInterval)
 	defer t.Stop()

@@ -30,6 +30,12 @@ type payloadInput struct {
 	// trustAnchors is the PEM of a projected clusterTrustBundle source (nil: the node
 	// has none to give).
 	trustAnchors func(src *corev1.ClusterTrustBundleProjection) ([]byte, error)
+	// podCertificate is the private key and certificate chain (PEM) of the pod's
+	// podCertificate source, index of the projected volume named volume (nil: the node
+	// has none to give).
+	podCertificate func(pod *corev1.Pod, volume string, index int, src *corev1.PodCertificateProjection) (key, chain []byte, err error)
+	// volume is the name of the volume whose files are being made.
+	volume string
 }
 
 // configMapPayload is the files of a ConfigMap: every key of data and binaryData, or
@@ -264,6 +270,7 @@ func volumePayload(pod *corev1.Pod, v *corev1.Volume, in payloadInput) (map[stri
 	case v.DownwardAPI != nil:
 		return downwardAPIPayload(pod, v.DownwardAPI.Items, modeOr(v.DownwardAPI.DefaultMode, corev1.DownwardAPIVolumeSourceDefaultMode), in.allocatable)
 	case v.Projected != nil:
+		in.volume = v.Name
 		return projectedPayload(pod, v.Projected, in)
 	}
 	return nil, fmt.Errorf("volume %q is not a configMap, secret, downwardAPI or projected volume", v.Name)
@@ -271,8 +278,10 @@ func volumePayload(pod *corev1.Pod, v *corev1.Volume, in payloadInput) (map[stri
 
 // projectedPayload merges the files of the projected volume's sources, in order. A
 // serviceAccountToken source's file is the token in.token gives, a clusterTrustBundle
-// source's the certificates in.trustAnchors gives, both with the volume's defaultMode
-// (0600 for a pod with a fsGroup, which makes it group-readable).
+// source's the certificates in.trustAnchors gives, a podCertificate source's the key
+// and chain in.podCertificate gives (credentialBundlePath: the key, then the chain;
+// keyPath; certificateChainPath), all with the volume's defaultMode (0600 for a pod with
+// a fsGroup, which makes them group-readable).
 func projectedPayload(pod *corev1.Pod, src *corev1.ProjectedVolumeSource, in payloadInput) (map[string]fileProjection, error) {
 	defaultMode := modeOr(src.DefaultMode, corev1.ProjectedVolumeSourceDefaultMode)
 	out := map[string]fileProjection{}
@@ -286,7 +295,7 @@ func projectedPayload(pod *corev1.Pod, src *corev1.ProjectedVolumeSource, in pay
 			out[k] = v
 		}
 	}
-	for _, s := range src.Sources {
+	for i, s := range src.Sources {
 		switch {
 		case s.ConfigMap != nil:
 			optional := s.ConfigMap.Optional != nil && *s.ConfigMap.Optional
@@ -333,7 +342,26 @@ func projectedPayload(pod *corev1.Pod, src *corev1.ProjectedVolumeSource, in pay
 			}
 			out[s.ClusterTrustBundle.Path] = fileProjection{data: pemData, mode: ownerOnlyWithFSGroup(pod, defaultMode)}
 		case s.PodCertificate != nil:
-			errs = append(errs, fmt.Errorf("podCertificate sources are not supported on this node"))
+			if in.podCertificate == nil {
+				errs = append(errs, fmt.Errorf("podCertificate sources are not supported on this node"))
+				continue
+			}
+			key, chain, err := in.podCertificate(pod, in.volume, i, s.PodCertificate)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			mode := ownerOnlyWithFSGroup(pod, defaultMode)
+			pc := s.PodCertificate
+			if pc.CredentialBundlePath != "" {
+				out[pc.CredentialBundlePath] = fileProjection{data: append(append([]byte{}, key...), chain...), mode: mode}
+			}
+			if pc.KeyPath != "" {
+				out[pc.KeyPath] = fileProjection{data: key, mode: mode}
+			}
+			if pc.CertificateChainPath != "" {
+				out[pc.CertificateChainPath] = fileProjection{data: chain, mode: mode}
+			}
 		}
 	}
 	if len(errs) > 0 {

@@ -233,7 +233,17 @@ func (m *volumeManager) setUpCSI(ctx context.Context, pod *corev1.Pod, key strin
 	if len(waitingFor) > 0 {
 		return fmt.Errorf("%w: waiting for %v", errVolumesNotReady, waitingFor)
 	}
+	m.mu.Lock()
+	published := sets.New[string]()
+	for _, v := range m.mounted[pod.UID] {
+		published.Insert(v.UniqueName)
+	}
+	m.mu.Unlock()
 	for _, v := range vols {
+		if published.Has(v.UniqueName) {
+			// Set up once: later syncs of the pod do not publish it again.
+			continue
+		}
 		name := corev1.UniqueVolumeName(v.UniqueName)
 		staging := stagingPath(m.root, v.PVName)
 		m.mu.Lock()

@@ -20,6 +20,10 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 	ldflags+=("-X $pkg.gitVersion=$kube-kubelab" "-X $pkg.gitMajor=1" "-X $pkg.gitMinor=$minor" "-X $pkg.gitTreeState=clean")
 done
 mkdir -p "$(dirname "$out")"
-go build -ldflags "${ldflags[*]}" -o "$out" ./cmd/kubelab
+# A first build downloads the modules: one line says so instead of one line per module.
+quiet_downloads() {
+	awk '/^go: downloading / { if (!seen++) print "build: downloading Go modules (first build only)"; next } { print }' >&2
+}
+go build -ldflags "${ldflags[*]}" -o "$out" ./cmd/kubelab 2> >(quiet_downloads)
 CGO_ENABLED=0 go build -ldflags "-s -w" -o "$(dirname "$out")/kubelab-pause" ./cmd/kubelab-pause
 CGO_ENABLED=0 go build -ldflags "-s -w" -o "$(dirname "$out")/kubelab-cni" ./cmd/kubelab-cni

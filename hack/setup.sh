@@ -1,17 +1,32 @@
 #!/usr/bin/env bash
-# Installs what kubelab and its tests need on a fresh Debian machine, only where missing.
-# Safe to run again: it changes nothing when everything is there.
+# Installs what kubelab needs on a fresh Debian machine, only where missing: with no
+# argument what running a cluster needs (hack/up.sh), with --test also the judges the
+# test suite compares kubelab with (hack/test.sh). Safe to run again: it changes nothing
+# when everything is there, and then prints nothing.
 set -euo pipefail
 
+test=false
+case "${1:-}" in
+--test) test=true ;;
+"") ;;
+*)
+	echo "usage: hack/setup.sh [--test]" >&2
+	exit 2
+	;;
+esac
+
 # Debian packages: the real parts kubelab drives (block devices, filesystems, runtime,
-# CNI plugins, nftables), what its images are built from (busybox-static, nginx) and the
-# peers its tests use as judges (etcd-server, awscli, and chromium, the browser that
-# opens `kubelab trace -o svg`'s pictures).
+# CNI plugins, nftables), what its images are built from (busybox-static, nginx), and
+# curl for the nodes' metadata service by hand.
 packages=(
 	util-linux e2fsprogs xfsprogs iproute2 nftables
-	containerd runc containernetworking-plugins busybox-static nginx
-	etcd-server awscli curl chromium
+	containerd runc containernetworking-plugins busybox-static nginx curl
 )
+# The peers the tests use as judges: etcd-server, awscli, and chromium, the browser that
+# opens `kubelab trace -o svg`'s pictures.
+if $test; then
+	packages+=(etcd-server awscli chromium)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -31,6 +46,8 @@ if ((${#missing[@]})); then
 		apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 	fi
 fi
+
+$test || exit 0
 
 # Go tools the tests use as judges.
 gobin="$(go env GOPATH)/bin"

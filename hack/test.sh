@@ -2,7 +2,7 @@
 # Sets up this machine and runs the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-hack/setup.sh
+hack/setup.sh --test
 export PATH="$(go env GOPATH)/bin:$PATH"
 
 # The upstream kube-apiserver, which TestValidationCorpus (internal/apiserver) sends the

@@ -89,7 +89,7 @@ func TestEtcdBehindMutualTLS(t *testing.T) {
 func TestExternalEtcdWithTLS(t *testing.T) {
 	bin, err := exec.LookPath("etcd")
 	if err != nil {
-		t.Skip("etcd (Debian's etcd-server) is not installed; hack/setup.sh installs it")
+		t.Skip("etcd (Debian's etcd-server) is not installed; hack/setup.sh --test installs it")
 	}
 	dir := t.TempDir()
 	certs := apiserver.PKI{Dir: filepath.Join(dir, "certs")}

@@ -275,7 +275,7 @@ func startExternalEtcd(t *testing.T) string {
 	t.Helper()
 	bin, err := exec.LookPath("etcd")
 	if err != nil {
-		t.Skip("etcd (Debian's etcd-server) is not installed; hack/setup.sh installs it")
+		t.Skip("etcd (Debian's etcd-server) is not installed; hack/setup.sh --test installs it")
 	}
 	dir := t.TempDir()
 	client := fmt.Sprintf("http://127.0.0.1:%d", apiservertest.FreePort(t))

@@ -15,7 +15,7 @@ func awsCLI(t *testing.T) string {
 	}
 	p, err := exec.LookPath("aws")
 	if err != nil {
-		t.Skip("the aws CLI is not installed (Debian package awscli); hack/setup.sh installs it")
+		t.Skip("the aws CLI is not installed (Debian package awscli); hack/setup.sh --test installs it")
 	}
 	return p
 }

@@ -18,13 +18,13 @@ import (
 	"github.com/kubelab/kubelab/internal/cluster"
 )
 
-// upstreamSidecar is the upstream sidecar cmd as hack/setup.sh builds it; the test skips
+// upstreamSidecar is the upstream sidecar cmd as hack/setup.sh --test builds it; the test skips
 // without it.
 func upstreamSidecar(t *testing.T, cmd string) string {
 	t.Helper()
 	bin := filepath.Join(build.Default.GOPATH, "upstream", "bin", cmd)
 	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("the upstream %s is not built (hack/setup.sh builds it into %s): %v", cmd, filepath.Dir(bin), err)
+		t.Skipf("the upstream %s is not built (hack/setup.sh --test builds it into %s): %v", cmd, filepath.Dir(bin), err)
 	}
 	return bin
 }

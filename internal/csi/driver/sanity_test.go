@@ -20,7 +20,7 @@ import (
 // sanitySecret is put in every Secrets map csi-sanity sends; no log line may hold it.
 const sanitySecret = "s3cr3t-kubelab-sanity-value"
 
-// csiSanity finds the csi-sanity binary hack/setup.sh installs.
+// csiSanity finds the csi-sanity binary hack/setup.sh --test installs.
 func csiSanity(t testing.TB) string {
 	t.Helper()
 	if p, err := exec.LookPath("csi-sanity"); err == nil {
@@ -30,7 +30,7 @@ func csiSanity(t testing.TB) string {
 	if _, err := os.Stat(p); err == nil {
 		return p
 	}
-	t.Skip("csi-sanity is not installed (hack/setup.sh installs it with go install)")
+	t.Skip("csi-sanity is not installed (hack/setup.sh --test installs it with go install)")
 	return ""
 }
 

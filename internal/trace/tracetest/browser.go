@@ -90,7 +90,7 @@ func chromium(t testing.TB) string {
 			return p
 		}
 	}
-	t.Skip("Chromium is not installed (Debian package chromium; hack/setup.sh installs it)")
+	t.Skip("Chromium is not installed (Debian package chromium; hack/setup.sh --test installs it)")
 	return ""
 }
 

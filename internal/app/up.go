@@ -105,6 +105,9 @@ func printUp(cmd *cobra.Command, c *cluster.Cluster) {
 	for _, n := range nodes {
 		fmt.Fprintf(out, "  node:        %s  %s  %s\n", n.Name, n.Zone, n.InstanceID)
 	}
+	if c.AddonRolled() {
+		fmt.Fprintf(out, "  add-on:      the EBS CSI add-on's pods (kube-system) rolled to this kubelab's image\n")
+	}
 	embedded := "kubelab kubectl get nodes"
 	if c.Kubeconfig() != filepath.Join(DefaultDataDir, "kubeconfig") {
 		embedded = "kubelab kubectl --kubeconfig " + c.Kubeconfig() + " get nodes"

@@ -67,8 +67,9 @@ func startUpProcess(t *testing.T, bin string, args ...string) *upProcess {
 }
 
 // TestUpRealKill9 kills `kubelab up` with real nodes with -9 while the pod of
-// examples/seed runs with its volume mounted, starts it again on the same data dir and
-// checks that the pod is Running again with nothing mounted twice; a second `up` on the
+// examples/seed runs with its volume mounted, starts a newer kubelab binary on the same
+// data dir and checks that the pod is Running again with nothing mounted twice and the
+// EBS CSI add-on's pods rolled to the newer binary's image; a second `up` on the
 // data dir in use is refused naming the holder; `kubelab down` then stops it and nothing
 // is left on the machine: no mount, loop device or process of the data dir.
 func TestUpRealKill9(t *testing.T) {
@@ -96,7 +97,15 @@ func TestUpRealKill9(t *testing.T) {
 	run("wait", "--for=condition=Ready", "pod/my-app-pod", "--timeout=120s")
 	ipBefore := run("get", "pod", "my-app-pod", "-o", "jsonpath={.status.podIP}")
 	assertAddonDebugCommands(t, bin, dir, run("get", "pod", "my-app-pod", "-o", "jsonpath={.spec.nodeName}"))
+	// The pod's volumes' mounts: the volume's global mount and the pod's own (the add-on's
+	// pods, and their mounts, are replaced by the rollout below).
+	uid := run("get", "pod", "my-app-pod", "-o", "jsonpath={.metadata.uid}")
 	before := mountCounts(t, dir)
+	for mp := range before {
+		if !strings.Contains(mp, uid) && !strings.Contains(mp, "/plugins/kubernetes.io/csi/") {
+			delete(before, mp)
+		}
+	}
 	if len(before) < 2 {
 		t.Fatalf("mounts under %s with the pod running: %v, want its global mount and its pod mount", dir, before)
 	}
@@ -113,7 +122,17 @@ func TestUpRealKill9(t *testing.T) {
 	<-first.done
 	first.done <- nil
 
-	second := startUpProcess(t, bin, args()...)
+	// The second run is of a newer kubelab binary: the add-on's pods roll to its image.
+	const rolled = "the EBS CSI add-on's pods (kube-system) rolled to this kubelab's image"
+	if strings.Contains(first.out.String(), rolled) {
+		t.Errorf("the first up on a new data dir says %q", rolled)
+	}
+	newer := newerBinary(t, bin)
+	second := startUpProcess(t, newer, args()...)
+	if !strings.Contains(second.out.String(), rolled) {
+		t.Errorf("up with a newer binary does not say %q:\n%s", rolled, second.out.String())
+	}
+	assertAddonOfBinary(t, kc, newer)
 	run("wait", "--for=condition=Ready", "pod/my-app-pod", "--timeout=120s")
 	// The pod kept its sandbox, and with it its address.
 	if ip := run("get", "pod", "my-app-pod", "-o", "jsonpath={.status.podIP}"); ip != ipBefore || ip == "" {
@@ -145,7 +164,7 @@ func TestUpRealKill9(t *testing.T) {
 		t.Errorf("kubelab node shell %s: %v\n%s", node, err, out)
 	}
 
-	out, err = exec.Command(bin, "down", "--data-dir", dir).CombinedOutput()
+	out, err = exec.Command(newer, "down", "--data-dir", dir).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "kubelab is down") {
 		t.Fatalf("kubelab down: %v\n%s", err, out)
 	}
@@ -158,6 +177,58 @@ func TestUpRealKill9(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("kubelab up still runs after down said it is down")
 	}
+}
+
+// newerBinary is a copy of the kubelab binary bin beside it, one byte longer: another
+// build, as an upgrade brings.
+func newerBinary(t *testing.T, bin string) string {
+	t.Helper()
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := filepath.Join(filepath.Dir(bin), fmt.Sprintf("kubelab-newer-%d", os.Getpid()))
+	if err := os.WriteFile(newer, append(b, 0), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(newer) })
+	return newer
+}
+
+// assertAddonOfBinary checks that the EBS CSI add-on's workloads, and (once the pods of
+// the rollout have ended) every one of their pods, are of the image built from the
+// kubelab binary bin: their pod template names its size.
+func assertAddonOfBinary(t *testing.T, kubeconfig, bin string) {
+	t.Helper()
+	fi, err := os.Stat(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%d bytes,", fi.Size())
+	// ofOther lists the objects kubectl prints (name, then the annotation) not of bin.
+	ofOther := func(args ...string) (names []string, n int) {
+		out := clustertest.Kubectl(t, kubeconfig, append([]string{"-n", "kube-system", "get"}, args...)...)
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if name, ann, _ := strings.Cut(l, "\t"); !strings.HasPrefix(ann, want) {
+				names = append(names, name+" ("+ann+")")
+			}
+			n++
+		}
+		return names, n
+	}
+	const annotation = `.kubelab\.dev/kubelab-binary}{"\n"}{end}`
+	if other, n := ofOther("deployment/ebs-csi-controller", "daemonset/ebs-csi-node", "-o",
+		`jsonpath={range .items[*]}{.metadata.name}{"\t"}{.spec.template.metadata.annotations`+annotation); n != 2 || len(other) > 0 {
+		t.Errorf("the add-on's workloads not of %s (%s): %v", bin, want, other)
+	}
+	testutil.EventuallyWithin(t, clustertest.Timeout, "every add-on pod of "+bin, func() (bool, error) {
+		other, n := ofOther("pods", "-l", "app.kubernetes.io/name=aws-ebs-csi-driver", "-o",
+			`jsonpath={range .items[*]}{.metadata.name}{"\t"}{.metadata.annotations`+annotation)
+		if len(other) > 0 {
+			t.Logf("add-on pods of another binary: %v\n%s", other, clustertest.Kubectl(t, kubeconfig, "get", "pods", "-n", "kube-system", "-o", "wide"))
+		}
+		return n >= 3 && len(other) == 0, nil
+	})
 }
 
 // mountCounts counts the mounts at each mount point under dir.

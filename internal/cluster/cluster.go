@@ -38,6 +38,9 @@ type Cluster struct {
 	// containers' logs, which the components write from their start on.
 	addonPods []*addonPod
 	addonLogs addonLogs
+	// addonRolled: the add-on's pods were of another kubelab binary and roll to this
+	// one's image (set before ready is closed).
+	addonRolled bool
 
 	// nodesRunning counts real nodes not yet torn down; bootDone is closed when boot has
 	// started all it will start. The cloud stops after both, so that the volumes' loop
@@ -113,6 +116,10 @@ func New(cfg Config) (*Cluster, error) {
 
 // Ready is closed once every component runs and every node is Ready.
 func (c *Cluster) Ready() <-chan struct{} { return c.ready }
+
+// AddonRolled says that the EBS CSI add-on's pods were of another kubelab binary (an
+// earlier run on the data dir) and roll to the image of this one. Valid once Ready.
+func (c *Cluster) AddonRolled() bool { return c.addonRolled }
 
 // Kubeconfig is the admin kubeconfig's path.
 func (c *Cluster) Kubeconfig() string { return c.cp.APIServer.KubeconfigPath() }
@@ -265,8 +272,13 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 		if err := c.removeAddonMirrorPods(ctx, admin); err != nil {
 			return err
 		}
-		if err := ensureCSIAddon(ctx, admin, c.csiAddon()); err != nil {
+		rolled, err := ensureCSIAddon(ctx, admin, c.csiAddon())
+		if err != nil {
 			return err
+		}
+		if rolled {
+			c.addonRolled = true
+			log.Info("the EBS CSI add-on's pods roll to this kubelab's image", "binary", c.cfg.KubelabBinary)
 		}
 	} else {
 		if err := removeCSIAddonWorkloads(ctx, admin); err != nil {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -42,6 +43,10 @@ const (
 	controllerSocketDir = "/var/lib/csi/sockets/pluginproxy/"
 	// healthPort is the liveness probes' port (the node pods': on the node's network).
 	healthPort = 9808
+	// annKubelabBinary, on the add-on's pod templates, names the kubelab binary the image
+	// is built from (binaryIdentity): a newer binary changes the templates, and the
+	// Deployment and the DaemonSet roll their pods to the image built from it.
+	annKubelabBinary = "kubelab.dev/kubelab-binary"
 )
 
 // csiAddon is what the add-on's pods need to know of the cluster.
@@ -51,12 +56,29 @@ type csiAddon struct {
 	ec2Endpoint string // the EC2 API as pods reach it
 	accessKey   string
 	secretKey   string
+	binary      string // binaryIdentity of the kubelab binary the image is built from
 }
 
 func (c *Cluster) csiAddon() csiAddon {
 	id, key := c.cloud.Credentials()
 	return csiAddon{nodesDir: filepath.Join(c.cfg.DataDir, "nodes"), region: c.cfg.Region,
-		ec2Endpoint: "http://" + vpc.ControlPlaneIP, accessKey: id, secretKey: key}
+		ec2Endpoint: "http://" + vpc.ControlPlaneIP, accessKey: id, secretKey: key, binary: binaryIdentity(c.cfg.KubelabBinary)}
+}
+
+// binaryIdentity names a kubelab binary as the image's layer cache tells binaries apart:
+// by size and modification time ("" when it cannot be read).
+func binaryIdentity(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d bytes, modified %s", fi.Size(), fi.ModTime().UTC().Format(time.RFC3339Nano))
+}
+
+// templateMeta is the metadata of the add-on's pod templates: app's labels and the
+// binary the image is built from.
+func (a csiAddon) templateMeta(app string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Labels: podLabels(app), Annotations: map[string]string{annKubelabBinary: a.binary}}
 }
 
 // podLabels are a pod's labels: app plus the add-on's.
@@ -92,7 +114,6 @@ func secretEnv(name, key string) corev1.EnvVar {
 
 // controller is the Deployment ebs-csi-controller.
 func (a csiAddon) controller() *appsv1.Deployment {
-	labels := podLabels(appCSIController)
 	socket := corev1.VolumeMount{Name: "socket-dir", MountPath: controllerSocketDir}
 	address := "--csi-address=" + controllerSocketDir + "csi.sock"
 	plugin := container("ebs-plugin", "csi-driver", "--mode=controller", "--endpoint=unix://"+controllerSocketDir+"csi.sock",
@@ -119,7 +140,7 @@ func (a csiAddon) controller() *appsv1.Deployment {
 			Replicas: ptr.To[int32](2),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": appCSIController}},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				ObjectMeta: a.templateMeta(appCSIController),
 				Spec: corev1.PodSpec{
 					ServiceAccountName: csiControllerSA,
 					PriorityClassName:  "system-cluster-critical",
@@ -134,7 +155,6 @@ func (a csiAddon) controller() *appsv1.Deployment {
 
 // node is the DaemonSet ebs-csi-node.
 func (a csiAddon) node() *appsv1.DaemonSet {
-	labels := podLabels(appCSINode)
 	kubeletDir := filepath.Join(a.nodesDir, "$(NODE_NAME)", "kubelet")
 	socket := filepath.Join(kubeletDir, "plugins", DriverName, "csi.sock")
 	// The plugin's mounts reach the machine (Bidirectional); the other containers see the
@@ -165,7 +185,7 @@ func (a csiAddon) node() *appsv1.DaemonSet {
 		Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": appCSINode}},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				ObjectMeta: a.templateMeta(appCSINode),
 				Spec: corev1.PodSpec{
 					ServiceAccountName: csiNodeSA,
 					PriorityClassName:  "system-node-critical",
@@ -185,14 +205,24 @@ func (a csiAddon) node() *appsv1.DaemonSet {
 }
 
 // ensureCSIAddon creates the add-on's Secret (left as it is when it exists), Deployment
-// and DaemonSet; the workloads are updated to this kubelab's spec when they exist.
-func ensureCSIAddon(ctx context.Context, client kubernetes.Interface, a csiAddon) error {
+// and DaemonSet; the workloads are updated to this kubelab's spec when they exist. rolled
+// says that existing workloads had pods of another kubelab binary, which now roll to
+// this one's image.
+func ensureCSIAddon(ctx context.Context, client kubernetes.Interface, a csiAddon) (rolled bool, err error) {
 	sec := a.secret()
 	if err := createAddon(ctx, "Secret kube-system/"+sec.Name, func(ctx context.Context) error {
 		_, err := client.CoreV1().Secrets(sec.Namespace).Create(ctx, sec, metav1.CreateOptions{})
 		return err
 	}); err != nil {
-		return fmt.Errorf("cluster: %w", err)
+		return false, fmt.Errorf("cluster: %w", err)
+	}
+	// update gives an existing workload's pod template this kubelab's; it notes a change of
+	// binary.
+	update := func(cur *corev1.PodTemplateSpec, want corev1.PodTemplateSpec) {
+		if cur.Annotations[annKubelabBinary] != want.Annotations[annKubelabBinary] {
+			rolled = true
+		}
+		*cur = want
 	}
 	dep, ds := a.controller(), a.node()
 	deployments, daemonsets := client.AppsV1().Deployments(dep.Namespace), client.AppsV1().DaemonSets(ds.Namespace)
@@ -201,28 +231,28 @@ func ensureCSIAddon(ctx context.Context, client kubernetes.Interface, a csiAddon
 		if apierrors.IsAlreadyExists(err) {
 			var cur *appsv1.Deployment
 			if cur, err = deployments.Get(ctx, dep.Name, metav1.GetOptions{}); err == nil {
-				cur.Spec.Template = dep.Spec.Template
+				update(&cur.Spec.Template, dep.Spec.Template)
 				_, err = deployments.Update(ctx, cur, metav1.UpdateOptions{})
 			}
 		}
 		return err
 	}); err != nil {
-		return fmt.Errorf("cluster: %w", err)
+		return false, fmt.Errorf("cluster: %w", err)
 	}
 	if err := createAddon(ctx, "DaemonSet kube-system/"+ds.Name, func(ctx context.Context) error {
 		_, err := daemonsets.Create(ctx, ds, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			var cur *appsv1.DaemonSet
 			if cur, err = daemonsets.Get(ctx, ds.Name, metav1.GetOptions{}); err == nil {
-				cur.Spec.Template = ds.Spec.Template
+				update(&cur.Spec.Template, ds.Spec.Template)
 				_, err = daemonsets.Update(ctx, cur, metav1.UpdateOptions{})
 			}
 		}
 		return err
 	}); err != nil {
-		return fmt.Errorf("cluster: %w", err)
+		return false, fmt.Errorf("cluster: %w", err)
 	}
-	return nil
+	return rolled, nil
 }
 
 // waitCSIAddon waits until the add-on's pods are ready: every replica of the controller's
@@ -243,7 +273,10 @@ func waitCSIAddon(ctx context.Context, client kubernetes.Interface, nodes int) e
 		want := ptr.Deref(dep.Spec.Replicas, 1)
 		state = fmt.Sprintf("%s: %d of %d replicas available; %s: %d of %d nodes ready", appCSIController,
 			dep.Status.AvailableReplicas, want, appCSINode, ds.Status.NumberReady, nodes)
-		return dep.Status.ObservedGeneration >= dep.Generation && dep.Status.UpdatedReplicas == want && dep.Status.AvailableReplicas == want &&
+		// No replica of an older template left (a rollout's old pods), as kubectl rollout
+		// status waits.
+		return dep.Status.ObservedGeneration >= dep.Generation && dep.Status.UpdatedReplicas == want && dep.Status.Replicas == want &&
+			dep.Status.AvailableReplicas == want &&
 			ds.Status.ObservedGeneration >= ds.Generation && ds.Status.UpdatedNumberScheduled == int32(nodes) && ds.Status.NumberReady == int32(nodes), nil
 	})
 	if err != nil && ctx.Err() == nil {

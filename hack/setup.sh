@@ -77,3 +77,8 @@ build_upstream github.com/kubernetes-csi/external-provisioner/v6 v6.4.0 csi-prov
 	echo "setup: the upstream csi-provisioner not built; its test will skip" >&2
 build_upstream github.com/kubernetes-csi/external-attacher/v4 v4.13.0 csi-attacher ||
 	echo "setup: the upstream csi-attacher not built; its test will skip" >&2
+# The Helm client, which installs, upgrades, rolls back and uninstalls a chart in a test.
+if [ ! -x "$upstream/helm" ]; then
+	echo "setup: building helm v4.3.1" >&2
+	GOBIN="$upstream" go install helm.sh/helm/v4/cmd/helm@v4.3.1 || echo "setup: helm not built; its test will skip" >&2
+fi

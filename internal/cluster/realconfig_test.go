@@ -29,7 +29,8 @@ import (
 // ConfigMap key, a Secret and the Services, and checks what the container sees; a change
 // of the ConfigMap reaches the running container; a pod naming a missing ConfigMap waits
 // in ContainerCreating with upstream's FailedMount event and starts once it exists;
-// deleting the pod leaves no tmpfs mounted.
+// deleting the pod leaves no tmpfs mounted. Then a Helm chart of such objects installs,
+// upgrades, rolls back and uninstalls (helmChart).
 func TestRealConfigVolumes(t *testing.T) {
 	tc := startRealCluster(t, 1, "us-east-1a")
 	ctx := context.Background()
@@ -221,4 +222,7 @@ func TestRealConfigVolumes(t *testing.T) {
 	if b, _ := os.ReadFile("/proc/self/mountinfo"); bytes.Contains(b, []byte(string(p.UID))) {
 		t.Errorf("a mount of pod %s is left in the mount table", p.UID)
 	}
+
+	// The same objects as a user installs them: a Helm chart, on the same node.
+	t.Run("helm chart", func(t *testing.T) { tc.helmChart(t, tc.Namespace("real-helm")) })
 }

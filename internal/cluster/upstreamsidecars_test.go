@@ -18,9 +18,9 @@ import (
 	"github.com/kubelab/kubelab/internal/cluster"
 )
 
-// upstreamSidecar is the upstream sidecar cmd as hack/setup.sh --test builds it; the test skips
-// without it.
-func upstreamSidecar(t *testing.T, cmd string) string {
+// upstreamBinary is the judge cmd (an upstream CSI sidecar, the Helm client) as
+// hack/setup.sh --test builds it; the test skips without it.
+func upstreamBinary(t *testing.T, cmd string) string {
 	t.Helper()
 	bin := filepath.Join(build.Default.GOPATH, "upstream", "bin", cmd)
 	if _, err := os.Stat(bin); err != nil {
@@ -78,7 +78,7 @@ func startProcess(t *testing.T, bin string, args ...string) {
 // leader election, on the cluster's driver: examples/seed's claim is provisioned, its
 // volume attached and its pod runs, and each sidecar holds its Lease.
 func TestUpstreamSidecarsWithChartRBAC(t *testing.T) {
-	provisioner, attacher := upstreamSidecar(t, "csi-provisioner"), upstreamSidecar(t, "csi-attacher")
+	provisioner, attacher := upstreamBinary(t, "csi-provisioner"), upstreamBinary(t, "csi-attacher")
 	tc := startCluster(t, nil)
 	ctx := context.Background()
 	for _, u := range []string{"csi-provisioner", "csi-attacher"} {

@@ -25,7 +25,8 @@ const defaultKubeletPort = 10250
 
 // kubeletClient reaches the kubelets, for the pods' log, exec, attach and portforward
 // subresources: over HTTPS with the API server's kubelet client certificate, trusting
-// kubelets' serving certificates the cluster CA signed.
+// kubelets' serving certificates the cluster CA signed, through the cluster's network
+// (Config.ClusterDial: real nodes' kubelets listen on their addresses in the VPC).
 type kubeletClient struct {
 	transport *http.Transport
 	// types are the node address types tried in order.
@@ -37,7 +38,7 @@ type kubeletClient struct {
 // defaultKubeletAddressTypes are the node addresses tried when Config names none.
 var defaultKubeletAddressTypes = []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeHostName}
 
-func newKubeletClient(p PKI, types []corev1.NodeAddressType) (*kubeletClient, error) {
+func newKubeletClient(p PKI, types []corev1.NodeAddressType, dial dialFunc) (*kubeletClient, error) {
 	if len(types) == 0 {
 		types = defaultKubeletAddressTypes
 	}
@@ -53,10 +54,9 @@ func newKubeletClient(p PKI, types []corev1.NodeAddressType) (*kubeletClient, er
 	if !pool.AppendCertsFromPEM(caPEM) {
 		return nil, errors.New("cluster CA file holds no PEM certificate")
 	}
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	return &kubeletClient{types: types, transport: &http.Transport{
 		TLSClientConfig:     &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12},
-		DialContext:         dialer.DialContext,
+		DialContext:         dial,
 		TLSHandshakeTimeout: 10 * time.Second,
 		MaxIdleConnsPerHost: 25,
 		IdleConnTimeout:     90 * time.Second,

@@ -144,7 +144,7 @@ func TestIssueKubeletServingCert(t *testing.T) {
 	if err := p.ensure(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := newKubeletClient(p, nil); err != nil {
+	if _, err := newKubeletClient(p, nil, clusterDialer(Config{})); err != nil {
 		t.Fatalf("kubelet client from a fresh PKI: %v", err)
 	}
 	dir := filepath.Join(t.TempDir(), "kubelet-pki")

@@ -284,7 +284,7 @@ func (s *Server) Run(ctx context.Context) error {
 	// as their clients want, past the request timeout.
 	cfg.LongRunningFunc = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch", "proxy"),
 		sets.NewString("attach", "exec", "log", "portforward", "proxy"))
-	kubelet, err := newKubeletClient(s.pki, s.cfg.KubeletPreferredAddressTypes)
+	kubelet, err := newKubeletClient(s.pki, s.cfg.KubeletPreferredAddressTypes, clusterDialer(s.cfg))
 	if err != nil {
 		listener.Close()
 		return fmt.Errorf("apiserver: %w", err)

@@ -283,7 +283,6 @@ func (c *Cluster) runRealKubelet(n Node, criEndpoint, netns string) func(ctx con
 				NodeName: n.Name, Zone: n.Zone, InstanceID: n.InstanceID, InstanceType: c.cfg.InstanceType,
 				Capacity: c.cfg.NodeCapacity, NodeIP: n.IP, RootDir: root, CSIDriverName: DriverName,
 				StatusUpdateInterval: c.cfg.NodeStatusInterval, PodEvents: true, ServerPort: port,
-				Addresses: kubeletServerAddresses,
 			}, client, factory, kubelet.Deps{Runtime: rt, Mounter: pluginmanager.NewCSIMounter(pm), Objects: objects, Logger: log})
 			if err == nil {
 				factory.Start(ctx.Done())
@@ -361,9 +360,13 @@ func isDir(p string) bool {
 	return err == nil && st.IsDir()
 }
 
-// kubeletServerAddresses are the addresses a node with a kubelet server names: the server
-// is on loopback, where the API server reaches it.
+// kubeletServerAddresses are the more addresses a hollow node names: its kubelet server
+// is on the machine's loopback, where the API server reaches it (a real node's is on its
+// InternalIP, port 10250, in the node's network namespace).
 var kubeletServerAddresses = []corev1.NodeAddress{{Type: corev1.NodeInternalDNS, Address: "localhost"}}
+
+// kubeletPort is a real node's kubelet server port, the kubelet's default.
+const kubeletPort = 10250
 
 // serveKubelet runs node n's kubelet server over runtime, the kubelet that build makes
 // for the server's port (build starts what the kubelet reads from with ctx), and the
@@ -391,18 +394,30 @@ func (c *Cluster) serveKubelet(ctx context.Context, n Node, runtime runtimeapi.R
 	return g.Wait()
 }
 
-// startKubeletServer starts node n's kubelet server (logs, exec, attach, port-forward) on
-// loopback, in g, over the node's runtime and pod log directory; running is the kubelet
-// whose pods it serves once it runs. It returns the server's port once it listens.
+// startKubeletServer starts node n's kubelet server (logs, exec, attach, port-forward,
+// pods, stats), in g, over the node's runtime and pod log directory: a real node's on its
+// address, port 10250, in its network namespace, as a kubelet on an EC2 instance; a
+// hollow node's on the machine's loopback. running is the kubelet whose pods it serves
+// once it runs. It returns the server's port once it listens.
 func (c *Cluster) startKubeletServer(ctx context.Context, g *errgroup.Group, n Node, runtime runtimeapi.RuntimeServiceClient, running *atomic.Pointer[kubelet.Kubelet]) (int32, error) {
 	pki := c.cp.APIServer.PKI()
-	cert, key, err := pki.IssueKubeletServingCert(filepath.Join(c.nodeDir(n), "pki"), n.Name, []net.IP{net.IPv4(127, 0, 0, 1)})
+	addr, ip := "127.0.0.1:0", net.IPv4(127, 0, 0, 1)
+	var (
+		listen     func(network, address string) (net.Listener, error)
+		dialStream func(ctx context.Context, network, addr string) (net.Conn, error)
+	)
+	if !c.cfg.Hollow {
+		ip = net.ParseIP(n.IP)
+		addr = net.JoinHostPort(n.IP, strconv.Itoa(kubeletPort))
+		listen = func(network, address string) (net.Listener, error) {
+			return vpc.Listen(c.vpc.NodePath(n.Name), network, address)
+		}
+		// The node's containerd streams from inside the node's namespace.
+		dialStream = vpc.DialContext(c.vpc.NodePath(n.Name))
+	}
+	cert, key, err := pki.IssueKubeletServingCert(filepath.Join(c.nodeDir(n), "pki"), n.Name, []net.IP{ip})
 	if err != nil {
 		return 0, fmt.Errorf("kubelet %s: %w", n.Name, err)
-	}
-	var dialStream func(ctx context.Context, network, addr string) (net.Conn, error)
-	if !c.cfg.Hollow { // the node's containerd streams from inside the node's namespace
-		dialStream = vpc.DialContext(c.vpc.NodePath(n.Name))
 	}
 	var summary func(ctx context.Context) (*statsapi.Summary, error)
 	if c.cfg.Hollow { // a hollow kubelet's containers run in its fake runtime, not in CRI
@@ -413,7 +428,7 @@ func (c *Cluster) startKubeletServer(ctx context.Context, g *errgroup.Group, n N
 			return nil, fmt.Errorf("kubelet %s is not running yet", n.Name)
 		}
 	}
-	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", CertFile: cert, KeyFile: key, ClientCAFile: pki.CACert(),
+	srv, err := server.New(server.Config{Addr: addr, Listen: listen, CertFile: cert, KeyFile: key, ClientCAFile: pki.CACert(),
 		DialStream: dialStream, Summary: summary,
 		PodLogsDir: c.podLogsDir(n), Runtime: runtime, Logger: c.cfg.Logger.With("component", "kubelet", "node", n.Name),
 		PodLookup: func(ns, name string) (*corev1.Pod, error) {

@@ -322,6 +322,25 @@ func TestRealKubectlStreams(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "nginx") {
 		t.Errorf("through port-forward: %d %q", resp.StatusCode, body)
 	}
+
+	// The kubelet listens where a kubelet on an EC2 instance does: the node's InternalIP,
+	// port 10250, which the Node reports and the nodes/proxy subresource reaches by name.
+	node, err := tc.Client.CoreV1().Nodes().Get(ctx, tc.Nodes()[0].Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if port := node.Status.DaemonEndpoints.KubeletEndpoint.Port; port != 10250 {
+		t.Errorf("node %s: kubelet port %d, want 10250", node.Name, port)
+	}
+	for _, a := range node.Status.Addresses {
+		if a.Address == "localhost" || a.Address == "127.0.0.1" {
+			t.Errorf("node %s reports the machine's loopback as its address %s", node.Name, a.Type)
+		}
+	}
+	pods, err := tc.Client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node.Name+":10250", "proxy", "pods").DoRaw(ctx)
+	if err != nil || !strings.Contains(string(pods), `"name":"talker"`) {
+		t.Errorf("nodes/%s:10250/proxy/pods: %v %.300s", node.Name, err, pods)
+	}
 }
 
 // TestRealResizeInUse grows a claim while its pod runs on a real node. With

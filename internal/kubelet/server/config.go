@@ -18,6 +18,9 @@ import (
 type Config struct {
 	// Addr is where to listen, host:port ("127.0.0.1:0" picks a free port).
 	Addr string
+	// Listen opens the server's listener on Addr; nil: net.Listen, in this process's
+	// network namespace (a real node's kubelet listens in the node's).
+	Listen func(network, address string) (net.Listener, error)
 	// NodeName is the node's name, as /stats/summary reports it.
 	NodeName string
 	// CertFile and KeyFile are the node's serving certificate and key (PEM).
@@ -57,6 +60,9 @@ type Config struct {
 func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Listen == nil {
+		c.Listen = net.Listen
 	}
 	if c.followRecheck <= 0 {
 		c.followRecheck = time.Second

@@ -129,7 +129,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("kubelet server: %w", err)
 	}
-	l, err := net.Listen("tcp", s.cfg.Addr)
+	l, err := s.cfg.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("kubelet server listen: %w", err)
 	}

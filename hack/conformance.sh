@@ -95,7 +95,7 @@ images() {
 	build() { "$k" image build --data-dir "$data" "$@" >/dev/null; }
 
 	# agnhost: the test program at /agnhost (also /agnhost-2), the porter's certificate,
-	# /uploads, the user and group the security-context specs name, curl, dig, netcat and
+	# /uploads, the user and group the security-context specs name, curl, dig, getent, netcat and
 	# busybox for the commands the specs exec.
 	mkdir -p "$stage/agnhost/uploads" "$stage/agnhost/etc"
 	cp "$cache/agnhost" "$stage/agnhost/agnhost"
@@ -106,7 +106,7 @@ images() {
 	# The shell is Debian's bash as /bin/sh: the specs' environment holds names such as
 	# data-1, which upstream's busybox and Alpine's ash pass on and Debian's busybox drops.
 	local shell=(--file /bin/bash:/bin/sh)
-	local agnhost=(--busybox "${shell[@]}" --file "$stage/agnhost:/" --file /usr/bin/curl --file /usr/bin/dig --file /usr/bin/nslookup \
+	local agnhost=(--busybox "${shell[@]}" --file "$stage/agnhost:/" --file /usr/bin/curl --file /usr/bin/dig --file /usr/bin/nslookup --file /usr/bin/getent \
 		--file /usr/bin/nc.openbsd:/usr/bin/nc)
 	build "$e2e/agnhost:2.66.1" "$e2e/agnhost:2.55" "${agnhost[@]}" \
 		--entrypoint /agnhost --cmd pause --expose 80 --expose 8080 --expose 8081 --expose 9376 --expose 5000

@@ -65,6 +65,15 @@ func (r *namespaceREST) Delete(ctx context.Context, name string, deleteValidatio
 	return out, false, nil
 }
 
+// namespaceShouldDeleteDuringUpdate: an update removes a terminating namespace only once
+// its spec.finalizers are empty too. The store's own rule looks at metadata.finalizers
+// only, and would remove a namespace at the namespace controller's first status update,
+// before the controller has emptied it.
+func namespaceShouldDeleteDuringUpdate(ctx context.Context, key string, obj, existing runtime.Object) bool {
+	ns, ok := obj.(*corev1.Namespace)
+	return ok && len(ns.Spec.Finalizers) == 0 && genericregistry.ShouldDeleteDuringUpdate(ctx, key, obj, existing)
+}
+
 // finalizeStrategy lets /finalize change spec.finalizers and nothing else.
 type finalizeStrategy struct{ strategy }
 

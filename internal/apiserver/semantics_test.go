@@ -238,6 +238,9 @@ func TestObjectLifecycleRules(t *testing.T) {
 	}
 }
 
+// TestNamespaceDeletionEmptiesIt: a deleted namespace is Terminating, refuses new
+// content, says in its conditions what holds its deletion up, deletes its pods before the
+// rest, and goes once empty.
 func TestNamespaceDeletionEmptiesIt(t *testing.T) {
 	s := apiservertest.Start(t, apiservertest.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -252,7 +255,9 @@ func TestNamespaceDeletionEmptiesIt(t *testing.T) {
 			t.Fatal(i, err)
 		}
 	}
-	if _, err := s.Client.CoreV1().Pods(ns).Create(ctx, pod("p"), metav1.CreateOptions{}); err != nil {
+	held := pod("p")
+	held.Finalizers = []string{"example.com/hold"}
+	if _, err := s.Client.CoreV1().Pods(ns).Create(ctx, held, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
@@ -264,6 +269,31 @@ func TestNamespaceDeletionEmptiesIt(t *testing.T) {
 	}
 	if _, err := s.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{}); err == nil {
 		t.Errorf("create in a terminating namespace was accepted")
+	}
+	// While the pod's finalizer holds it, the namespace's status says so and its other
+	// content stays (pods go first).
+	testutil.EventuallyWithin(t, waitTimeout, "the namespace's deletion conditions", func() bool {
+		got, err := s.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		types := map[corev1.NamespaceConditionType]corev1.ConditionStatus{}
+		for _, c := range got.Status.Conditions {
+			types[c.Type] = c.Status
+		}
+		return len(types) == 5 && types[corev1.NamespaceDeletionContentFailure] == corev1.ConditionFalse &&
+			types[corev1.NamespaceFinalizersRemaining] == corev1.ConditionTrue
+	})
+	if cms, err := s.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); err != nil || len(cms.Items) != 2 {
+		t.Errorf("configmaps while a pod remains: %v %d, want both", err, len(cms.Items))
+	}
+	p, err := s.Client.CoreV1().Pods(ns).Get(ctx, "p", metav1.GetOptions{})
+	if err != nil || p.DeletionTimestamp == nil {
+		t.Fatalf("pod while its namespace is deleted: %v %+v, want it terminating", err, p)
+	}
+	p.Finalizers = nil
+	if _, err := s.Client.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	testutil.EventuallyWithin(t, waitTimeout, "namespace gone", func() bool {
 		_, err := s.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})

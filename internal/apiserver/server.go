@@ -681,6 +681,9 @@ func restStorages(scheme *runtime.Scheme, r *resource, optsGetter generic.RESTOp
 	if err != nil {
 		return nil, err
 	}
+	if r.gvk() == corev1.SchemeGroupVersion.WithKind("Namespace") {
+		store.ShouldDeleteDuringUpdate = namespaceShouldDeleteDuringUpdate
+	}
 	out := map[string]rest.Storage{r.plural: withMeta{store, r}}
 	if r.status {
 		out[r.plural+"/status"] = newStatusREST(scheme, r, store)

@@ -120,15 +120,19 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if finalized(ns) {
 		return c.deleteNamespace(ctx, ns)
 	}
-	resources, err := c.namespacedResources()
-	if err != nil {
-		return err
+	resources, discoveryErr := c.namespacedResources()
+	if discoveryErr != nil && len(resources) == 0 {
+		_, err := c.updateConditions(ctx, ns, deletionConditions(discoveryErr, contentLeft{}, nil))
+		return errors.Join(discoveryErr, err)
 	}
-	remaining, err := emptyNamespace(ctx, name, resources, c.deleteContent)
-	if err != nil {
-		return err
+	left, deleteErr := emptyNamespace(ctx, name, resources, c.deleteContent)
+	if ns, err = c.updateConditions(ctx, ns, deletionConditions(discoveryErr, left, deleteErr)); err != nil {
+		return errors.Join(deleteErr, err)
 	}
-	if remaining > 0 {
+	if deleteErr != nil {
+		return deleteErr
+	}
+	if left.total() > 0 {
 		return errContentRemains
 	}
 	ns = ns.DeepCopy()
@@ -166,7 +170,8 @@ func (c *Controller) deleteNamespace(ctx context.Context, ns *corev1.Namespace) 
 	return nil
 }
 
-// namespacedResources are the namespaced resources that can be listed and deleted.
+// namespacedResources are the namespaced resources that can be listed and deleted; the
+// error names the groups discovery failed for, if any.
 func (c *Controller) namespacedResources() ([]schema.GroupVersionResource, error) {
 	lists, err := c.discovery.ServerPreferredNamespacedResources()
 	if err != nil && len(lists) == 0 {
@@ -185,67 +190,106 @@ func (c *Controller) namespacedResources() ([]schema.GroupVersionResource, error
 			}
 		}
 	}
-	return out, nil
+	return out, err
 }
 
 // podsResource is the resource emptyNamespace deletes before any other.
 var podsResource = corev1.Resource("pods")
 
-// contentDeleter deletes every object of gvr in namespace ns and says how many remain.
-type contentDeleter func(ctx context.Context, ns string, gvr schema.GroupVersionResource) (int, error)
+// contentLeft is what a deletion pass leaves in a namespace: the objects still there, by
+// resource, and those among them that wait on finalizers, by finalizer.
+type contentLeft struct {
+	objects    map[schema.GroupVersionResource]int
+	finalizers map[string]int
+}
+
+func (l *contentLeft) add(gvr schema.GroupVersionResource, objects int, finalizers map[string]int) {
+	if objects == 0 {
+		return
+	}
+	if l.objects == nil {
+		l.objects, l.finalizers = map[schema.GroupVersionResource]int{}, map[string]int{}
+	}
+	l.objects[gvr] += objects
+	for f, n := range finalizers {
+		l.finalizers[f] += n
+	}
+}
+
+// total is the number of objects left.
+func (l contentLeft) total() int {
+	n := 0
+	for _, c := range l.objects {
+		n += c
+	}
+	return n
+}
+
+// contentDeleter deletes every object of gvr in namespace ns and says how many remain and,
+// of those, how many wait on each finalizer.
+type contentDeleter func(ctx context.Context, ns string, gvr schema.GroupVersionResource) (int, map[string]int, error)
 
 // emptyNamespace deletes the objects of resources in namespace ns through del, pods
 // first: while any pod remains (terminating, or held by a finalizer) nothing else is
 // deleted in this pass, so no pod outlives what it uses (its ServiceAccount, Secrets,
-// ConfigMaps, the NetworkPolicies that restrict it). It returns how many objects remain.
-func emptyNamespace(ctx context.Context, ns string, resources []schema.GroupVersionResource, del contentDeleter) (int, error) {
+// ConfigMaps, the NetworkPolicies that restrict it). It returns what remains; a failure
+// to delete one resource does not stop the others (but a pods' failure stops the pass).
+func emptyNamespace(ctx context.Context, ns string, resources []schema.GroupVersionResource, del contentDeleter) (contentLeft, error) {
+	var left contentLeft
 	rest := make([]schema.GroupVersionResource, 0, len(resources))
 	for _, gvr := range resources {
 		if gvr.GroupResource() != podsResource {
 			rest = append(rest, gvr)
 			continue
 		}
-		n, err := del(ctx, ns, gvr)
+		n, finalizers, err := del(ctx, ns, gvr)
 		if err != nil {
-			return 0, err
+			return left, err
 		}
+		left.add(gvr, n, finalizers)
 		if n > 0 {
-			return n, nil
+			return left, nil
 		}
 	}
-	remaining := 0
+	var errs []error
 	for _, gvr := range rest {
-		n, err := del(ctx, ns, gvr)
+		n, finalizers, err := del(ctx, ns, gvr)
 		if err != nil {
-			return 0, err
+			errs = append(errs, err)
+			continue
 		}
-		remaining += n
+		left.add(gvr, n, finalizers)
 	}
-	return remaining, nil
+	return left, errors.Join(errs...)
 }
 
 // deleteContent deletes every object of gvr in namespace ns and says how many remain
-// (objects with finalizers or a grace period stay until they are done).
-func (c *Controller) deleteContent(ctx context.Context, ns string, gvr schema.GroupVersionResource) (int, error) {
+// (objects with finalizers or a grace period stay until they are done) and how many of
+// those wait on each finalizer.
+func (c *Controller) deleteContent(ctx context.Context, ns string, gvr schema.GroupVersionResource) (int, map[string]int, error) {
 	client := c.metadata.Resource(gvr).Namespace(ns)
 	background := metav1.DeletePropagationBackground
 	err := client.DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &background}, metav1.ListOptions{})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsMethodNotSupported(err) {
-		return 0, fmt.Errorf("delete %s in %s: %w", gvr.Resource, ns, err)
+		return 0, nil, fmt.Errorf("delete %s in %s: %w", gvr.Resource, ns, err)
 	}
 	list, err := client.List(ctx, metav1.ListOptions{})
 	if apierrors.IsNotFound(err) {
-		return 0, nil
+		return 0, nil, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("list %s in %s: %w", gvr.Resource, ns, err)
+		return 0, nil, fmt.Errorf("list %s in %s: %w", gvr.Resource, ns, err)
 	}
+	finalizers := map[string]int{}
 	for _, item := range list.Items {
 		if item.DeletionTimestamp == nil {
 			if err := client.Delete(ctx, item.Name, metav1.DeleteOptions{PropagationPolicy: &background}); err != nil && !apierrors.IsNotFound(err) {
-				return 0, fmt.Errorf("delete %s %s/%s: %w", gvr.Resource, ns, item.Name, err)
+				return 0, nil, fmt.Errorf("delete %s %s/%s: %w", gvr.Resource, ns, item.Name, err)
 			}
 		}
+		for _, f := range item.Finalizers {
+			finalizers[f]++
+		}
 	}
-	return len(list.Items), nil
+	return len(list.Items), finalizers, nil
 }

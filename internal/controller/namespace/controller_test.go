@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,18 +48,18 @@ func TestEmptyNamespaceDeletesPodsFirst(t *testing.T) {
 	}
 	for _, tc := range cases {
 		var calls []schema.GroupVersionResource
-		del := func(_ context.Context, ns string, gvr schema.GroupVersionResource) (int, error) {
+		del := func(_ context.Context, ns string, gvr schema.GroupVersionResource) (int, map[string]int, error) {
 			if ns != "doomed" {
 				t.Errorf("%s: deleted in namespace %q", tc.name, ns)
 			}
 			calls = append(calls, gvr)
-			return tc.left[gvr], nil
+			return tc.left[gvr], nil, nil
 		}
-		remaining, err := emptyNamespace(context.Background(), "doomed", tc.resources, del)
+		left, err := emptyNamespace(context.Background(), "doomed", tc.resources, del)
 		if err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 		}
-		if remaining != tc.remaining {
+		if remaining := left.total(); remaining != tc.remaining {
 			t.Errorf("%s: %d remaining, want %d", tc.name, remaining, tc.remaining)
 		}
 		if !slices.Equal(calls, tc.want) {
@@ -68,12 +69,12 @@ func TestEmptyNamespaceDeletesPodsFirst(t *testing.T) {
 
 	boom := errors.New("boom")
 	_, err := emptyNamespace(context.Background(), "doomed", []schema.GroupVersionResource{configMapsGVR, podsGVR},
-		func(_ context.Context, _ string, gvr schema.GroupVersionResource) (int, error) {
+		func(_ context.Context, _ string, gvr schema.GroupVersionResource) (int, map[string]int, error) {
 			if gvr == podsGVR {
-				return 0, boom
+				return 0, nil, boom
 			}
 			t.Errorf("deleted %v after pods failed", gvr)
-			return 0, nil
+			return 0, nil, nil
 		})
 	if !errors.Is(err, boom) {
 		t.Errorf("pod deletion failure: %v", err)
@@ -98,7 +99,8 @@ func partial(gvr schema.GroupVersionResource, kind, ns, name string, finalizers 
 }
 
 // A terminating namespace whose pod is held by a finalizer keeps its other objects
-// until the pod is gone; then they are deleted and the namespace is finalized.
+// until the pod is gone, and its status conditions say so; then they are deleted and the
+// namespace is finalized.
 func TestSyncWaitsForPods(t *testing.T) {
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "doomed", UID: "ns-uid", DeletionTimestamp: &metav1.Time{Time: time.Now()}},
@@ -180,6 +182,30 @@ func TestSyncWaitsForPods(t *testing.T) {
 	if err := configMapUntouched(tracker); err != nil {
 		t.Fatal(err)
 	}
+	// The namespace's status says what holds its deletion up.
+	got, err := client.CoreV1().Namespaces().Get(ctx, "doomed", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[corev1.NamespaceConditionType]string{
+		corev1.NamespaceDeletionDiscoveryFailure: "False ResourcesDiscovered",
+		corev1.NamespaceDeletionGVParsingFailure: "False ParsedGroupVersions",
+		corev1.NamespaceDeletionContentFailure:   "False ContentDeleted",
+		corev1.NamespaceContentRemaining:         "True SomeResourcesRemain: Some resources are remaining: pods. has 1 resource instances",
+		corev1.NamespaceFinalizersRemaining:      "True SomeFinalizersRemain: Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances",
+	}
+	if len(got.Status.Conditions) != len(want) {
+		t.Errorf("conditions %+v, want one of each of %v", got.Status.Conditions, want)
+	}
+	for _, c := range got.Status.Conditions {
+		line := string(c.Status) + " " + c.Reason
+		if c.Status == corev1.ConditionTrue {
+			line += ": " + c.Message
+		}
+		if line != want[c.Type] || c.LastTransitionTime.IsZero() {
+			t.Errorf("condition %s: %q at %v, want %q", c.Type, line, c.LastTransitionTime, want[c.Type])
+		}
+	}
 	for _, a := range md.Actions() {
 		if a.GetResource() == configMapsGVR {
 			t.Errorf("configmaps touched while a pod remained: %s", a.GetVerb())
@@ -223,4 +249,32 @@ func configMapUntouched(tracker clienttesting.ObjectTracker) error {
 		return errors.New("configmap marked deleted while the pod remains")
 	}
 	return nil
+}
+
+// Conditions keep their transition time while their status stays; a status change moves
+// it; nothing changed is reported as such.
+func TestMergeConditions(t *testing.T) {
+	t0, t1 := metav1.NewTime(time.Unix(100, 0)), metav1.NewTime(time.Unix(200, 0))
+	var status corev1.NamespaceStatus
+	remaining := contentLeft{}
+	remaining.add(podsGVR, 2, map[string]int{"example.com/hold": 2})
+	if !mergeConditions(&status, deletionConditions(nil, remaining, nil), t0) || len(status.Conditions) != len(conditionTypes) {
+		t.Fatalf("first merge: %+v", status.Conditions)
+	}
+	if mergeConditions(&status, deletionConditions(nil, remaining, nil), t1) {
+		t.Error("the same conditions again reported as a change")
+	}
+	if !mergeConditions(&status, deletionConditions(nil, contentLeft{}, errors.New("boom")), t1) {
+		t.Fatal("content gone and a delete failure not reported as a change")
+	}
+	for _, c := range status.Conditions {
+		changed := c.Type == corev1.NamespaceContentRemaining || c.Type == corev1.NamespaceFinalizersRemaining ||
+			c.Type == corev1.NamespaceDeletionContentFailure
+		if want := map[bool]metav1.Time{true: t1, false: t0}[changed]; !c.LastTransitionTime.Equal(&want) {
+			t.Errorf("%s (%s): transition at %v, want %v", c.Type, c.Status, c.LastTransitionTime, want)
+		}
+		if c.Type == corev1.NamespaceDeletionContentFailure && (c.Status != corev1.ConditionTrue || c.Reason != "ContentDeletionFailed" || !strings.Contains(c.Message, "boom")) {
+			t.Errorf("content failure: %+v", c)
+		}
+	}
 }

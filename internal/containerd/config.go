@@ -1,8 +1,6 @@
 package containerd
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,17 +13,21 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kubelab/kubelab/internal/util/atomicfile"
+	"github.com/kubelab/kubelab/internal/util/rundir"
 )
 
 // Config describes one node's containerd.
 type Config struct {
 	// Name is the node's name; it only labels logs.
 	Name string
-	// Dir holds everything of this instance: root/ (images, snapshots, metadata), state/
-	// (tasks, sandboxes, network namespaces, runc state), config.toml, certs.d/,
-	// containerd.pid and containerd.log; the sockets too when their path is short enough
-	// (see Endpoint). E.g. <data-dir>/nodes/<node>/containerd.
+	// Dir holds everything of this instance but its sockets: root/ (images, snapshots,
+	// metadata), state/ (tasks, sandboxes, network namespaces, runc state), config.toml,
+	// certs.d/, containerd.pid and containerd.log. E.g. <data-dir>/nodes/<node>/containerd.
 	Dir string
+	// SocketDir holds the instance's sockets, containerd.sock (gRPC: the containerd API
+	// and CRI) and containerd.sock.ttrpc (the shims' events); their paths must fit in a
+	// unix socket address whatever Dir's length. rundir.For(Dir) when empty.
+	SocketDir string
 	// RegistryAddr is host:port of kubelab's plain-HTTP OCI registry. It serves every
 	// registry: docker.io/library/nginx as /v2/library/nginx/…, registry.k8s.io/pause as
 	// /v2/pause/…, and any other registry host the same way. Empty: no mirror is written and
@@ -60,13 +62,6 @@ const (
 // criNamespace is the containerd namespace of everything the CRI plugin creates.
 const criNamespace = "k8s.io"
 
-// maxSocketPath is the longest path a unix socket address holds (sun_path is 108 bytes,
-// one of them the terminating NUL).
-const maxSocketPath = 107
-
-// socketRunDir is where the sockets go when <Dir>/containerd.sock would be too long.
-const socketRunDir = "/run/kubelab"
-
 // mirroredHosts get their own hosts.toml beside _default, the fallback for every other
 // registry host.
 var mirroredHosts = []string{"_default", "docker.io", "registry.k8s.io"}
@@ -83,6 +78,12 @@ func (c *Config) validate() error {
 		if err != nil || host == "" || port == "" {
 			return fmt.Errorf("containerd: registry address %q is not host:port", c.RegistryAddr)
 		}
+	}
+	if !filepath.IsAbs(c.SocketDir) {
+		return fmt.Errorf("containerd: socket dir %q is not absolute", c.SocketDir)
+	}
+	if err := rundir.CheckSocket(filepath.Join(c.SocketDir, ttrpcSocketName)); err != nil {
+		return fmt.Errorf("containerd: socket dir %s: %w", c.SocketDir, err)
 	}
 	if c.NetNS != "" && !filepath.IsAbs(c.NetNS) {
 		return fmt.Errorf("containerd: network namespace %q is not an absolute path", c.NetNS)
@@ -110,6 +111,9 @@ func (c *Config) setDefaults() {
 	if c.CNIBinDir == "" {
 		c.CNIBinDir = DefaultCNIBinDir
 	}
+	if c.SocketDir == "" && c.Dir != "" {
+		c.SocketDir = rundir.For(c.Dir)
+	}
 	if c.CNIConfDir == "" && c.Dir != "" {
 		c.CNIConfDir = filepath.Join(c.Dir, "cni", "net.d")
 	}
@@ -121,7 +125,14 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// paths are the files and directories of one instance, all derived from Config.Dir.
+// The sockets' names in the socket dir.
+const (
+	socketName      = "containerd.sock"
+	ttrpcSocketName = "containerd.sock.ttrpc"
+)
+
+// paths are the files and directories of one instance, derived from Config.Dir and
+// Config.SocketDir.
 type paths struct {
 	dir      string
 	root     string // containerd's root: content, snapshots, metadata
@@ -135,14 +146,12 @@ type paths struct {
 	optDir   string // the opt plugin's dir
 	tempDir  string
 
-	// sockDir is Dir, or a per-instance directory under /run/kubelab when a socket path in
-	// Dir would not fit in a unix socket address.
-	sockDir     string
+	sockDir     string // Config.SocketDir
 	socket      string // gRPC (containerd API and CRI)
 	ttrpcSocket string // ttrpc (shims' events)
 }
 
-func newPaths(dir string) paths {
+func newPaths(dir, sockDir string) paths {
 	p := paths{
 		dir:      dir,
 		root:     filepath.Join(dir, "root"),
@@ -156,21 +165,10 @@ func newPaths(dir string) paths {
 		tempDir:  filepath.Join(dir, "tmp"),
 	}
 	p.runcRoot = filepath.Join(p.state, "runc")
-	p.sockDir = socketDir(dir)
-	p.socket = filepath.Join(p.sockDir, "containerd.sock")
-	p.ttrpcSocket = p.socket + ".ttrpc"
+	p.sockDir = sockDir
+	p.socket = filepath.Join(sockDir, socketName)
+	p.ttrpcSocket = filepath.Join(sockDir, ttrpcSocketName)
 	return p
-}
-
-// socketDir is dir when the longer of the two sockets (containerd.sock.ttrpc) fits in a
-// unix socket address, else /run/kubelab/containerd-<hash of dir>: short, and the same
-// for the same dir across restarts.
-func socketDir(dir string) string {
-	if len(filepath.Join(dir, "containerd.sock.ttrpc")) <= maxSocketPath {
-		return dir
-	}
-	sum := sha256.Sum256([]byte(dir))
-	return filepath.Join(socketRunDir, "containerd-"+hex.EncodeToString(sum[:8]))
 }
 
 // renderConfig is containerd's config.toml (version 2) for this instance. Everything that

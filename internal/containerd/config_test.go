@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kubelab/kubelab/internal/util/rundir"
 )
 
 func TestNewDefaultsAndValidation(t *testing.T) {
@@ -18,7 +20,7 @@ func TestNewDefaultsAndValidation(t *testing.T) {
 	if want := "/var/lib/kubelab/nodes/n1/containerd/cni/net.d"; c.cfg.CNIConfDir != want {
 		t.Errorf("CNIConfDir = %q, want %q", c.cfg.CNIConfDir, want)
 	}
-	if want := "unix:///var/lib/kubelab/nodes/n1/containerd/containerd.sock"; c.Endpoint() != want {
+	if want := "unix://" + rundir.For("/var/lib/kubelab/nodes/n1/containerd") + "/containerd.sock"; c.Endpoint() != want {
 		t.Errorf("Endpoint() = %q, want %q", c.Endpoint(), want)
 	}
 
@@ -34,49 +36,54 @@ func TestNewDefaultsAndValidation(t *testing.T) {
 	}
 }
 
+// TestSocketDir: the sockets go to SocketDir, by default the run directory of Dir, short
+// and the same whatever Dir's length; a SocketDir too long for them is refused.
 func TestSocketDir(t *testing.T) {
-	short := "/var/lib/kubelab/nodes/n1/containerd"
-	if got := socketDir(short); got != short {
-		t.Errorf("socketDir(%q) = %q, want the dir itself", short, got)
+	for _, dir := range []string{"/var/lib/kubelab/nodes/n1/containerd", "/tmp/" + strings.Repeat("d", 200) + "/nodes/n1/containerd"} {
+		c, err := New(Config{Name: "n1", Dir: dir})
+		if err != nil {
+			t.Fatalf("New with a %d-byte dir: %v", len(dir), err)
+		}
+		if want := rundir.For(dir); c.p.sockDir != want || c.cfg.SocketDir != want {
+			t.Errorf("socket dir of a %d-byte dir = %q, want %q", len(dir), c.p.sockDir, want)
+		}
+		if c.p.ttrpcSocket != filepath.Join(rundir.For(dir), "containerd.sock.ttrpc") {
+			t.Errorf("ttrpc socket = %q, want it in %s", c.p.ttrpcSocket, rundir.For(dir))
+		}
 	}
-	long := "/var/lib/kubelab/" + strings.Repeat("d", 80) + "/nodes/n1/containerd"
-	got := socketDir(long)
-	if !strings.HasPrefix(got, socketRunDir+"/containerd-") {
-		t.Fatalf("socketDir(long) = %q, want a dir under %s", got, socketRunDir)
+	c, err := New(Config{Name: "n1", Dir: "/d", SocketDir: "/run/x/n1/containerd"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if again := socketDir(long); again != got {
-		t.Errorf("socketDir is not stable: %q then %q", got, again)
+	if c.Endpoint() != "unix:///run/x/n1/containerd/containerd.sock" || c.p.ttrpcSocket != "/run/x/n1/containerd/containerd.sock.ttrpc" {
+		t.Errorf("with a socket dir: endpoint %q, ttrpc socket %q", c.Endpoint(), c.p.ttrpcSocket)
 	}
-	if other := socketDir(long + "2"); other == got {
-		t.Errorf("two dirs share the socket dir %q", got)
+	// The longest socket dir that still holds the ttrpc socket, and one byte more.
+	edge := "/" + strings.Repeat("e", rundir.MaxSocketPath-len("/containerd.sock.ttrpc")-1)
+	if _, err := New(Config{Dir: "/d", SocketDir: edge}); err != nil {
+		t.Errorf("a %d-byte socket dir: %v", len(edge), err)
 	}
-	p := newPaths(long)
-	if len(p.ttrpcSocket) > maxSocketPath {
-		t.Errorf("ttrpc socket %q is %d bytes, more than %d", p.ttrpcSocket, len(p.ttrpcSocket), maxSocketPath)
+	if _, err := New(Config{Dir: "/d", SocketDir: edge + "e"}); err == nil {
+		t.Errorf("a %d-byte socket dir was accepted: its ttrpc socket would not fit", len(edge)+1)
 	}
-	// The longest dir that still keeps its sockets.
-	edge := "/" + strings.Repeat("e", maxSocketPath-len("/containerd.sock.ttrpc")-1)
-	if got := socketDir(edge); got != edge {
-		t.Errorf("socketDir(%d-byte dir) = %q, want the dir itself", len(edge), got)
-	}
-	if got := socketDir(edge + "e"); got == edge+"e" {
-		t.Errorf("socketDir(%d-byte dir) kept the dir: its ttrpc socket would not fit", len(edge)+1)
+	if _, err := New(Config{Dir: "/d", SocketDir: "run"}); err == nil {
+		t.Error("a relative socket dir was accepted")
 	}
 }
 
 func TestRenderConfig(t *testing.T) {
-	cfg := Config{Name: `n"1`, Dir: "/d", RegistryAddr: "127.0.0.1:5000"}
+	cfg := Config{Name: `n"1`, Dir: "/d", SocketDir: "/r", RegistryAddr: "127.0.0.1:5000"}
 	cfg.setDefaults()
-	got := string(renderConfig(cfg, newPaths(cfg.Dir), false))
-	if restricted := string(renderConfig(cfg, newPaths(cfg.Dir), true)); !strings.Contains(restricted, "restrict_oom_score_adj = true") {
+	got := string(renderConfig(cfg, newPaths(cfg.Dir, cfg.SocketDir), false))
+	if restricted := string(renderConfig(cfg, newPaths(cfg.Dir, cfg.SocketDir), true)); !strings.Contains(restricted, "restrict_oom_score_adj = true") {
 		t.Errorf("restricted config lacks restrict_oom_score_adj = true:\n%s", restricted)
 	}
 	for _, want := range []string{
 		"version = 2\n",
 		`root = "/d/root"`,
 		`state = "/d/state"`,
-		"[grpc]\n  address = \"/d/containerd.sock\"\n",
-		"[ttrpc]\n  address = \"/d/containerd.sock.ttrpc\"\n",
+		"[grpc]\n  address = \"/r/containerd.sock\"\n",
+		"[ttrpc]\n  address = \"/r/containerd.sock.ttrpc\"\n",
 		"[debug]\n  address = \"\"\n",
 		"[metrics]\n  address = \"\"\n",
 		"[plugins.\"io.containerd.internal.v1.opt\"]\n  path = \"/d/opt\"\n",
@@ -108,9 +115,9 @@ func TestRenderConfig(t *testing.T) {
 
 func TestWriteConfigHosts(t *testing.T) {
 	dir := t.TempDir()
-	cfg := Config{Dir: dir, RegistryAddr: "127.0.0.1:5000"}
+	cfg := Config{Dir: dir, SocketDir: filepath.Join(dir, "run"), RegistryAddr: "127.0.0.1:5000"}
 	cfg.setDefaults()
-	p := newPaths(dir)
+	p := newPaths(dir, cfg.SocketDir)
 	// A host dir from an earlier config must go.
 	if err := os.MkdirAll(filepath.Join(p.certsDir, "quay.io"), 0o755); err != nil {
 		t.Fatal(err)

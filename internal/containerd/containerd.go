@@ -57,7 +57,7 @@ func New(cfg Config) (*Containerd, error) {
 	}
 	return &Containerd{
 		cfg:   cfg,
-		p:     newPaths(cfg.Dir),
+		p:     newPaths(cfg.Dir, cfg.SocketDir),
 		log:   cfg.Logger,
 		ready: make(chan struct{}),
 	}, nil
@@ -68,8 +68,7 @@ func New(cfg Config) (*Containerd, error) {
 func (c *Containerd) Ready() <-chan struct{} { return c.ready }
 
 // Endpoint is the CRI endpoint to hand to the kubelet: "unix://" and the gRPC socket's
-// path, <Dir>/containerd.sock or, when that path is too long for a unix socket,
-// /run/kubelab/containerd-<hash of Dir>/containerd.sock.
+// path, <SocketDir>/containerd.sock.
 func (c *Containerd) Endpoint() string { return "unix://" + c.p.socket }
 
 // PID is the process id of the running containerd, 0 when none runs.

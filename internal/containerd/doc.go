@@ -18,11 +18,15 @@
 //	containerd.pid    the containerd Run started
 //	containerd.lock   held (flock) by the Run managing this Dir; a second Run fails
 //	containerd.log    containerd's own log
-//	containerd.sock   gRPC (containerd API and CRI); containerd.sock.ttrpc beside it
 //
-// The sockets live in Dir when <Dir>/containerd.sock.ttrpc fits in a unix socket address
-// (107 bytes); otherwise in /run/kubelab/containerd-<first 16 hex digits of sha256(Dir)>/,
-// the same directory for the same Dir across restarts. Endpoint names the one in use.
+// Its sockets are in a short directory of their own (Config.SocketDir), so that they fit
+// in a unix socket address whatever Dir's length:
+//
+//	containerd.sock         gRPC (containerd API and CRI), the one Endpoint names
+//	containerd.sock.ttrpc   ttrpc (the shims' events)
+//
+// Without a SocketDir they go to the run directory of Dir (rundir.For: /run/kubelab/<hash
+// of Dir>), the same directory for the same Dir across restarts.
 //
 // The config keeps everything per instance: root, state, sockets, runc's root, the opt
 // dir, network namespaces, CNI conf dir and registry hosts. The CRI plugin uses overlayfs

@@ -113,7 +113,8 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 }
 
 // assertTornDown checks that nothing of the instance at dir runs or is mounted: the
-// containerd pids, its shims, the given other pids, its sockets and mounts.
+// containerd pids, its shims, the given other pids, its sockets (and their directory) and
+// mounts.
 func assertTornDown(t *testing.T, p paths, pids ...int) {
 	t.Helper()
 	if left := alive(pids); len(left) > 0 {
@@ -131,7 +132,7 @@ func assertTornDown(t *testing.T, p paths, pids ...int) {
 			t.Errorf("containerd %d still runs after teardown", pr.pid)
 		}
 	}
-	for _, s := range []string{p.socket, p.ttrpcSocket, p.pidFile} {
+	for _, s := range []string{p.socket, p.ttrpcSocket, p.sockDir, p.pidFile} {
 		if _, err := os.Lstat(s); !os.IsNotExist(err) {
 			t.Errorf("%s is left after teardown (%v)", s, err)
 		}

@@ -240,16 +240,14 @@ func (c *Containerd) cleanupStale() error {
 	return nil
 }
 
-// removeSockets removes this instance's sockets (and their directory under /run/kubelab).
+// removeSockets removes this instance's sockets, and their directory when that is empty.
 func (c *Containerd) removeSockets() {
 	for _, s := range []string{c.p.socket, c.p.ttrpcSocket} {
 		if err := removeSocket(s); err != nil {
 			c.log.Warn("remove socket", "err", err)
 		}
 	}
-	if c.p.sockDir != c.p.dir {
-		_ = os.Remove(c.p.sockDir) // only when empty
-	}
+	_ = os.Remove(c.p.sockDir) // only when empty
 }
 
 // removeSocket removes path if it is a socket.

@@ -12,7 +12,8 @@ import (
 type Config struct {
 	// NodeName is the Node (and CSINode) the registered drivers are recorded in.
 	NodeName string
-	// RootDir is the kubelet's root dir; the manager watches <RootDir>/plugins_registry.
+	// RootDir is the kubelet's root dir; the manager watches <RootDir>/plugins_registry,
+	// or the directory it links to.
 	RootDir string
 	// RetryInitial and RetryMax bound the back-off of failed registrations (500ms, 30s).
 	RetryInitial, RetryMax time.Duration

@@ -7,7 +7,8 @@
 //
 //   - registration of the CSI node plugin: the node-driver-registrar serves
 //     <root>/plugins_registry/<driver>-reg.sock; the Manager finds it (fsnotify plus a scan
-//     at start; names starting with "." and files that are not sockets are skipped), calls
+//     at start, in the directory plugins_registry links to when it is a link; names
+//     starting with "." and files that are not sockets are skipped), calls
 //     GetInfo (k8s.io/kubelet pluginregistration v1), checks the plugin type (CSIPlugin;
 //     others are refused) and that supported_versions holds a 1.x version, then asks the
 //     driver's own socket (the endpoint of GetInfo) NodeGetInfo and NodeGetCapabilities.

@@ -75,7 +75,13 @@ type env struct {
 // newEnv starts a Manager; withNode says whether the Node exists from the start.
 func newEnv(t *testing.T, withNode bool) *env {
 	t.Helper()
-	e := &env{root: shortDir(t), client: fake.NewClientset(), events: map[string]int{}}
+	return newEnvAt(t, shortDir(t), withNode)
+}
+
+// newEnvAt starts a Manager for the kubelet root root.
+func newEnvAt(t *testing.T, root string, withNode bool) *env {
+	t.Helper()
+	e := &env{root: root, client: fake.NewClientset(), events: map[string]int{}}
 	if withNode {
 		if _, err := e.client.CoreV1().Nodes().Create(context.Background(), testNodeObject(), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

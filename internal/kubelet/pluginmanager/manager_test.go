@@ -268,6 +268,36 @@ func TestUnregisterOnlyOwnSocket(t *testing.T) {
 	testutil.Eventually(t, "the driver to leave the CSINode", func() bool { _, ok := e.driverEntry(t); return !ok })
 }
 
+// TestLinkedRegistryDir: with a kubelet root far too long for a unix socket's path and
+// its plugins_registry a link to a short directory, the manager finds the registration
+// sockets in the link's target, the one there before it starts and one that comes later,
+// and registers their plugins.
+func TestLinkedRegistryDir(t *testing.T) {
+	short := shortDir(t)
+	root := filepath.Join(t.TempDir(), strings.Repeat("r", 200), "kubelet")
+	regDir := filepath.Join(short, "plugins_registry")
+	for _, d := range []string{root, regDir} {
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(regDir, filepath.Join(root, "plugins_registry")); err != nil {
+		t.Fatal(err)
+	}
+	sockA, sockB := filepath.Join(short, "a.sock"), filepath.Join(short, "b.sock")
+	newFakeCSI("i-0eee").serve(t, sockA)
+	newFakeCSI("i-0eee").serve(t, sockB)
+	registered := func(st *registerapi.RegistrationStatus) bool { return st.GetPluginRegistered() }
+	regA := serveReg(t, filepath.Join(regDir, "a-reg.sock"), csiInfo(sockA))
+	e := newEnvAt(t, root, true)
+	regA.waitStatus(t, "the registration of the socket there before the manager", registered)
+	regB := serveReg(t, filepath.Join(regDir, "b-reg.sock"), csiInfo(sockB))
+	regB.waitStatus(t, "the registration of the socket made later", registered)
+	if ep, _ := e.m.Endpoint(testDriver); ep != sockB {
+		t.Errorf("Endpoint = %q, want the newest registration's %q", ep, sockB)
+	}
+}
+
 // TestWaitForContext: WaitFor gives up with the context and names the driver.
 func TestWaitForContext(t *testing.T) {
 	e := newEnv(t, true)

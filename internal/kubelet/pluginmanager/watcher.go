@@ -30,6 +30,18 @@ func (m *Manager) Run(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("pluginmanager: make %s: %w", dir, err)
 	}
+	// plugins_registry may be a link to a short directory (kubelab links it into the data
+	// dir's run directory), so that the sockets' paths fit in a unix socket address
+	// whatever the root's length; the manager scans, watches and dials through the link's
+	// target. A linked directory rather than a link per socket, because that is what the
+	// other side tolerates as it is: a node-driver-registrar binds its socket in the
+	// directory it is given and makes no link, and a kubelet's watcher sees new sockets
+	// in a linked plugins_registry (inotify follows the link).
+	resolved, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fmt.Errorf("pluginmanager: %w", err)
+	}
+	dir = resolved
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("pluginmanager: %w", err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubelab/kubelab/internal/cloud"
 	"github.com/kubelab/kubelab/internal/image"
+	"github.com/kubelab/kubelab/internal/util/rundir"
 	"github.com/kubelab/kubelab/internal/vpc"
 )
 
@@ -168,6 +169,13 @@ func (c *Cluster) Start(ctx context.Context, component string) error {
 // and the scheduler, then the nodes. Everything stops when ctx ends; the API server stops
 // before etcd.
 func (c *Cluster) Run(ctx context.Context) (err error) {
+	// The run directory (the sockets, sockets.go) goes last, once every component has
+	// stopped; a kill -9 leaves it for the next start to use again.
+	defer func() {
+		if rerr := rundir.Remove(c.runDir()); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("cluster: %w", rerr))
+		}
+	}()
 	if c.cfg.csiInPods() {
 		// The add-on's node plugin mounts under the kubelets' dirs from its own mount
 		// namespace: the nodes' dir is a shared mount, so that those mounts reach the

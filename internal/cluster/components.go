@@ -44,7 +44,7 @@ func (c *Cluster) adminClientset(name string) (kubernetes.Interface, error) {
 
 // csiSocket is where the driver's controller plugin serves and its sidecars dial.
 func (c *Cluster) csiSocket() string {
-	return "unix://" + filepath.Join(c.cfg.DataDir, "csi", "controller.sock")
+	return "unix://" + filepath.Join(c.runDir(), "csi", "controller.sock")
 }
 
 func (c *Cluster) runControllerManager(ctx context.Context) error {

@@ -60,13 +60,6 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// longestNodeSocket is the longest unix socket path of a real node under the data dir,
-// and maxSocketPath the most a socket address holds.
-const (
-	longestNodeSocket = "/nodes/ip-172-31-255-255.ec2.internal/kubelet/plugins_registry/" + DriverName + "-reg.sock"
-	maxSocketPath     = 107
-)
-
 // DriverName is the CSI driver every node runs.
 const DriverName = "ebs.csi.aws.com"
 
@@ -114,10 +107,6 @@ func (c *Config) validate() error {
 	}
 	if c.Nodes < 0 {
 		errs = append(errs, fmt.Errorf("nodes %d must not be negative", c.Nodes))
-	}
-	if longest := c.DataDir + longestNodeSocket; c.Nodes > 0 && !c.Hollow && len(longest) > maxSocketPath {
-		errs = append(errs, fmt.Errorf("data dir %q is too long for the real nodes' unix sockets (%s would be %d bytes, at most %d): use a shorter one",
-			c.DataDir, longest, len(longest), maxSocketPath))
 	}
 	if c.Nodes > 0 && c.csiInPods() {
 		if st, err := os.Stat(c.KubelabBinary); err != nil {

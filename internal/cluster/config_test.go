@@ -1,8 +1,11 @@
 package cluster
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kubelab/kubelab/internal/util/rundir"
 )
 
 // TestConfigNeedsKubelabBinaryForAddonPods: real nodes running the add-on as pods need the
@@ -22,6 +25,42 @@ func TestConfigNeedsKubelabBinaryForAddonPods(t *testing.T) {
 		err := c.cfg.validate()
 		if got := err != nil && strings.Contains(err.Error(), missing); got != c.want {
 			t.Errorf("validate(hollow %v, in process %v) = %v; want an error naming %s: %v", c.cfg.Hollow, c.cfg.CSIInProcess, err, missing, c.want)
+		}
+	}
+}
+
+// TestConfigAcceptsLongDataDir: real nodes take a data dir of any length; their sockets
+// are not under it.
+func TestConfigAcceptsLongDataDir(t *testing.T) {
+	dir := "/tmp/" + strings.Repeat("d", 250)
+	for _, hollow := range []bool{false, true} {
+		cfg := Config{ControlPlaneConfig: ControlPlaneConfig{DataDir: dir}, Nodes: 3, Hollow: hollow, CSIInProcess: true}
+		cfg.setDefaults()
+		if err := cfg.validate(); err != nil && strings.Contains(err.Error(), "data dir") {
+			t.Errorf("validate(hollow %v) refuses a %d-byte data dir: %v", hollow, len(dir), err)
+		}
+	}
+}
+
+// TestSocketsFitWhateverDataDir: every socket of the cluster, the longest node name's
+// included, fits in a unix socket address with a 250-byte data dir as with a short one,
+// and none is under the data dir.
+func TestSocketsFitWhateverDataDir(t *testing.T) {
+	for _, dir := range []string{"/tmp/kl", "/tmp/" + strings.Repeat("d", 250)} {
+		c := &Cluster{cfg: Config{ControlPlaneConfig: ControlPlaneConfig{DataDir: dir}}}
+		n := Node{Name: "ip-172-31-255-255.ec2.internal"}
+		for _, sock := range []string{
+			strings.TrimPrefix(c.csiSocket(), "unix://"),
+			c.nodeCSISocket(n),
+			filepath.Join(c.nodeRegistrationDir(n), DriverName+"-reg.sock"),
+			filepath.Join(NodeContainerdSocketDir(dir, n.Name), "containerd.sock.ttrpc"),
+		} {
+			if err := rundir.CheckSocket(sock); err != nil {
+				t.Errorf("data dir of %d bytes: %v", len(dir), err)
+			}
+			if strings.HasPrefix(sock, dir) || !strings.HasPrefix(sock, c.runDir()+"/") {
+				t.Errorf("socket %s is not in the run dir %s", sock, c.runDir())
+			}
 		}
 	}
 }

@@ -33,7 +33,10 @@ import (
 // is the kubelet's too. Each pod finds its own node's dirs through $(NODE_NAME): the
 // kubelet dir <data-dir>/nodes/$(NODE_NAME)/kubelet and the device dir
 // <data-dir>/nodes/$(NODE_NAME)/dev, a link to the node's instance's device dir; /dev is
-// the host's, where the attached volumes' loop devices are.
+// the host's, where the attached volumes' loop devices are. The sockets are in the
+// cluster's run directory (sockets.go), mounted at the same path too: the plugin's
+// <run-dir>/$(NODE_NAME)/plugins/ebs.csi.aws.com/csi.sock and the registrar's
+// <run-dir>/$(NODE_NAME)/plugins_registry, where the kubelet dials them.
 
 const (
 	// awsSecret holds the controller's cloud credentials (keys key_id, access_key), as
@@ -52,6 +55,7 @@ const (
 // csiAddon is what the add-on's pods need to know of the cluster.
 type csiAddon struct {
 	nodesDir    string // <data-dir>/nodes
+	runDir      string // the cluster's run directory, with the nodes' sockets
 	region      string
 	ec2Endpoint string // the EC2 API as pods reach it
 	accessKey   string
@@ -61,7 +65,7 @@ type csiAddon struct {
 
 func (c *Cluster) csiAddon() csiAddon {
 	id, key := c.cloud.Credentials()
-	return csiAddon{nodesDir: filepath.Join(c.cfg.DataDir, "nodes"), region: c.cfg.Region,
+	return csiAddon{nodesDir: filepath.Join(c.cfg.DataDir, "nodes"), runDir: c.runDir(), region: c.cfg.Region,
 		ec2Endpoint: "http://" + vpc.ControlPlaneIP, accessKey: id, secretKey: key, binary: binaryIdentity(c.cfg.KubelabBinary)}
 }
 
@@ -155,27 +159,25 @@ func (a csiAddon) controller() *appsv1.Deployment {
 
 // node is the DaemonSet ebs-csi-node.
 func (a csiAddon) node() *appsv1.DaemonSet {
-	kubeletDir := filepath.Join(a.nodesDir, "$(NODE_NAME)", "kubelet")
-	socket := filepath.Join(kubeletDir, "plugins", DriverName, "csi.sock")
-	// The plugin's mounts reach the machine (Bidirectional); the other containers see the
-	// machine's as they come and go (HostToContainer), so that none keeps a copy of a
-	// volume's mount that the kubelet has undone.
-	nodes := corev1.VolumeMount{Name: "nodes-dir", MountPath: a.nodesDir, MountPropagation: ptr.To(corev1.MountPropagationHostToContainer)}
-	bidirectional := nodes
-	bidirectional.MountPropagation = ptr.To(corev1.MountPropagationBidirectional)
+	nodeRun := filepath.Join(a.runDir, "$(NODE_NAME)")
+	socket := filepath.Join(nodeRun, "plugins", DriverName, "csi.sock")
+	// The plugin's mounts reach the machine (Bidirectional); the other containers need
+	// only the sockets, and so hold no copy of a volume's mount that the kubelet has undone.
+	bidirectional := corev1.VolumeMount{Name: "nodes-dir", MountPath: a.nodesDir, MountPropagation: ptr.To(corev1.MountPropagationBidirectional)}
+	sockets := corev1.VolumeMount{Name: "run-dir", MountPath: a.runDir}
 	nodeName := corev1.EnvVar{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}
 
 	plugin := container("ebs-plugin", "csi-driver", "--mode=node", "--endpoint=unix://"+socket,
 		"--device-dir="+filepath.Join(a.nodesDir, "$(NODE_NAME)", "dev"))
 	plugin.SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
-	plugin.VolumeMounts = []corev1.VolumeMount{bidirectional, {Name: "device-dir", MountPath: "/dev"}}
+	plugin.VolumeMounts = []corev1.VolumeMount{bidirectional, sockets, {Name: "device-dir", MountPath: "/dev"}}
 	plugin.Ports = []corev1.ContainerPort{{Name: "healthz", ContainerPort: healthPort, Protocol: corev1.ProtocolTCP}}
 	plugin.LivenessProbe = healthzProbe()
 	registrar := container("node-driver-registrar", "node-driver-registrar", "--csi-address="+socket,
-		"--kubelet-registration-path="+socket, "--plugin-registration-path="+filepath.Join(kubeletDir, "plugins_registry"), "--v=2")
-	registrar.VolumeMounts = []corev1.VolumeMount{nodes}
+		"--kubelet-registration-path="+socket, "--plugin-registration-path="+filepath.Join(nodeRun, "plugins_registry"), "--v=2")
+	registrar.VolumeMounts = []corev1.VolumeMount{sockets}
 	probe := container("liveness-probe", "liveness-probe", "--csi-address="+socket, fmt.Sprintf("--health-port=%d", healthPort))
-	probe.VolumeMounts = []corev1.VolumeMount{nodes}
+	probe.VolumeMounts = []corev1.VolumeMount{sockets}
 	containers := []corev1.Container{plugin, registrar, probe}
 	for i := range containers {
 		containers[i].Env = append([]corev1.EnvVar{nodeName}, containers[i].Env...)
@@ -195,6 +197,8 @@ func (a csiAddon) node() *appsv1.DaemonSet {
 					Volumes: []corev1.Volume{
 						{Name: "nodes-dir", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
 							Path: a.nodesDir, Type: ptr.To(corev1.HostPathDirectory)}}},
+						{Name: "run-dir", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+							Path: a.runDir, Type: ptr.To(corev1.HostPathDirectory)}}},
 						{Name: "device-dir", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
 							Path: "/dev", Type: ptr.To(corev1.HostPathDirectory)}}},
 					},

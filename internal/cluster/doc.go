@@ -5,7 +5,9 @@
 //   - the control plane: embedded etcd (or an external one) and the API server, which
 //     writes the admin kubeconfig;
 //   - the cloud: the EC2/EBS-compatible API (real loop devices, or hollow);
-//   - the CSI driver ebs.csi.aws.com's controller plugin on DATA-DIR/csi/controller.sock,
+//   - the CSI driver ebs.csi.aws.com's controller plugin on RUN-DIR/csi/controller.sock
+//     (the cluster's sockets are in its run directory, /run/kubelab/<hash of DATA-DIR>:
+//     sockets.go),
 //     reaching the cloud only through the EC2 API, and its sidecars (external-provisioner,
 //     external-attacher, external-resizer, external-snapshotter, livenessprobe) on that
 //     socket;

@@ -42,7 +42,7 @@ import (
 // the others over its wire: its metadata service (HTTP at 169.254.169.254 in the
 // namespace), its containerd (CRI; its pods' network through kubelab-cni in the
 // namespace), the EBS CSI node plugin with its node-driver-registrar (CSI and plugin
-// registration sockets under the kubelet's root), the kubelet with its plugin manager and
+// registration sockets in the node's run directory, sockets.go), the kubelet with its plugin manager and
 // the writer of its CNI configuration, and the overlay, NetworkPolicy and service-proxy
 // agents (netlink and nftables in the namespace; the API server's watches).
 
@@ -76,6 +76,7 @@ func (c *Cluster) nodeContainerd(n Node) (*containerd.Containerd, error) {
 	return containerd.New(containerd.Config{
 		Name:         n.Name,
 		Dir:          filepath.Join(c.nodeDir(n), "containerd"),
+		SocketDir:    NodeContainerdSocketDir(c.cfg.DataDir, n.Name),
 		NetNS:        c.vpc.NodePath(n.Name),
 		RegistryAddr: net.JoinHostPort(vpc.ControlPlaneIP, vpcRegistryPort),
 		CNIConfDir:   filepath.Join(c.nodeDir(n), "cni", "net.d"),
@@ -103,6 +104,9 @@ func (c *Cluster) startRealNode(ctx context.Context, g *errgroup.Group, start fu
 		return err
 	}
 	if err := c.linkDeviceDir(n); err != nil {
+		return err
+	}
+	if err := c.linkSocketDirs(n); err != nil {
 		return err
 	}
 	units := []*unit{
@@ -192,11 +196,7 @@ func (c *Cluster) linkDeviceDir(n Node) error {
 // node's network namespace netns and finds attached volumes under the instance's device dir.
 func (c *Cluster) runCSINode(n Node, netns string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
-		root := c.kubeletRoot(n)
-		sock := filepath.Join(root, "plugins", DriverName, "csi.sock")
-		if err := os.MkdirAll(filepath.Dir(sock), 0o750); err != nil {
-			return fmt.Errorf("csi node %s: %w", n.Name, err)
-		}
+		sock := c.nodeCSISocket(n)
 		log := c.componentLogger("ebs-csi-node/"+n.Name, "component", "ebs-csi-node", "node", n.Name)
 		imds := driver.NewIMDSVia("http://"+vpc.MetadataIP, vpc.DialContext(netns))
 		d, err := driver.New(driver.Config{Mode: driver.ModeNode, Endpoint: "unix://" + sock, DeviceDir: n.DeviceDir},
@@ -211,7 +211,7 @@ func (c *Cluster) runCSINode(n Node, netns string) func(ctx context.Context) err
 		}
 		defer conn.Close()
 		reg, err := registrar.New(registrar.Config{KubeletRegistrationPath: sock,
-			PluginRegistrationDir: filepath.Join(root, "plugins_registry"),
+			PluginRegistrationDir: c.nodeRegistrationDir(n),
 			Logger:                c.componentLogger("node-driver-registrar/"+n.Name, "component", "node-driver-registrar", "node", n.Name)}, conn)
 		if err != nil {
 			return err

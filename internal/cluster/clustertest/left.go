@@ -10,13 +10,14 @@ import (
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/kubelab/kubelab/internal/cluster"
+	"github.com/kubelab/kubelab/internal/util/rundir"
 	"github.com/kubelab/kubelab/internal/vpc"
 )
 
 // AssertNothingLeft checks that nothing of the stopped cluster on dataDir is left on
 // the machine: no mount under the data dir, no loop device of its volumes, no process
-// naming it (its containerds, its shims), no network namespace of its VPC or nodes,
-// and no cgroup of the pods of nodes.
+// naming it or its run directory (its containerds, its shims), no network namespace of
+// its VPC or nodes, no run directory (its sockets) and no cgroup of the pods of nodes.
 func AssertNothingLeft(t testing.TB, dataDir string, nodes ...string) {
 	t.Helper()
 	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dataDir))
@@ -34,12 +35,15 @@ func AssertNothingLeft(t testing.TB, dataDir string, nodes ...string) {
 	}
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, f := range procs {
-		if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte(dataDir)) {
+		if b, err := os.ReadFile(f); err == nil && (bytes.Contains(b, []byte(dataDir)) || bytes.Contains(b, []byte(rundir.For(dataDir)+"/"))) {
 			t.Errorf("process left: %s: %s", f, bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
 		}
 	}
 	for _, ns := range vpc.Namespaces(dataDir) {
 		t.Errorf("network namespace left: %s", ns)
+	}
+	if _, err := os.Lstat(rundir.For(dataDir)); !os.IsNotExist(err) {
+		t.Errorf("run directory left: %s (%v)", rundir.For(dataDir), err)
 	}
 	for _, n := range nodes {
 		if left, _ := filepath.Glob("/sys/fs/cgroup/*" + cluster.CgroupRoot(dataDir) + "/" + n); len(left) > 0 {

@@ -100,8 +100,7 @@ func configFor(t testing.TB, opts Options) cluster.Config {
 	return cfg
 }
 
-// shortDir is a fresh data dir, removed at the end, short enough for the real nodes'
-// unix sockets.
+// shortDir is a fresh data dir, removed at the end.
 func shortDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "kl")

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/kubelab/kubelab/internal/cluster"
 	"github.com/kubelab/kubelab/internal/containerd"
 	"github.com/kubelab/kubelab/internal/util/netns"
 	"github.com/kubelab/kubelab/internal/vpc"
@@ -34,8 +35,9 @@ func newNodeCommand() *cobra.Command {
 		Long: `Open a shell (or run COMMAND) as on NODE: in the node's network namespace (eth0 on the
 VPC with the node's private IP, the pod bridge cni0, the overlay device, the node's nftables
 rules, and the instance metadata service at 169.254.169.254), the working directory the node's
-kubelet root (plugins_registry/, plugins/<driver>/csi.sock,
-plugins/kubernetes.io/csi/pv/<pv>/globalmount, pods/<uid>/volumes/...), and the environment
+kubelet root (plugins_registry/ and plugins/<driver>/csi.sock, links to the node's socket
+dirs under /run/kubelab, plugins/kubernetes.io/csi/pv/<pv>/globalmount,
+pods/<uid>/volumes/...), and the environment
 naming its containerd: CONTAINER_RUNTIME_ENDPOINT and IMAGE_SERVICE_ENDPOINT (as crictl reads
 them) and CONTAINERD_ADDRESS with CONTAINERD_NAMESPACE=k8s.io (as ctr reads them). As on an
 EC2 instance, the aws CLI works there without an endpoint: the node's /etc/hosts (in a
@@ -146,7 +148,8 @@ func openNode(dataDir, name string) (nodeDirs, error) {
 		sort.Strings(names)
 		return nodeDirs{}, fmt.Errorf("node %q: no real node of that name on data dir %s (nodes: %s)", name, dataDir, strings.Join(names, ", "))
 	}
-	ctrd, err := containerd.New(containerd.Config{Name: name, Dir: filepath.Join(dir, "containerd")})
+	ctrd, err := containerd.New(containerd.Config{Name: name, Dir: filepath.Join(dir, "containerd"),
+		SocketDir: cluster.NodeContainerdSocketDir(dataDir, name)})
 	if err != nil {
 		return nodeDirs{}, err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/kubelab/kubelab/internal/cluster"
 	"github.com/kubelab/kubelab/internal/cluster/clustertest"
 	"github.com/kubelab/kubelab/internal/testutil"
+	"github.com/kubelab/kubelab/internal/util/rundir"
 	"github.com/kubelab/kubelab/internal/vpc"
 )
 
@@ -71,15 +72,17 @@ func startUpProcess(t *testing.T, bin string, args ...string) *upProcess {
 // data dir and checks that the pod is Running again with nothing mounted twice and the
 // EBS CSI add-on's pods rolled to the newer binary's image; a second `up` on the
 // data dir in use is refused naming the holder; `kubelab down` then stops it and nothing
-// is left on the machine: no mount, loop device or process of the data dir.
+// is left on the machine: no mount, loop device, process, network namespace or socket
+// of the data dir. The data dir is 200 characters long: the nodes' sockets are not under it.
 func TestUpRealKill9(t *testing.T) {
 	testutil.RequireRoot(t, clustertest.RealNodeTools...)
 	bin := filepath.Join(testutil.Commands(t), "kubelab")
-	dir, err := os.MkdirTemp("", "kl")
+	base, err := os.MkdirTemp("", "kl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { os.RemoveAll(base) })
+	dir := filepath.Join(base, strings.Repeat("d", 200-len(base)-1))
 	t.Cleanup(func() { releaseDataDir(t, dir) }) // after a failure midway: nothing stays
 	t.Cleanup(func() { clustertest.AssertNothingLeft(t, dir) })
 	args := func() []string {
@@ -248,9 +251,9 @@ func mountCounts(t *testing.T, dir string) map[string]int {
 // releaseDataDir ends and removes what a kubelab up on dir left on the machine when the
 // test failed before `kubelab down` (after its kill -9, say), so that removing dir never
 // reaches into a mounted volume: the processes of its pods (in its pods' cgroups) and its
-// containerds and shims (their command lines name dir), then its mounts, deepest first,
-// then its loop devices, its network namespaces and its pods' cgroups. Everything it ends or
-// removes was made by this test's cluster.
+// containerds and shims (their command lines name dir or its run directory), then its
+// mounts, deepest first, then its loop devices, its network namespaces, its run directory
+// and its pods' cgroups. Everything it ends or removes was made by this test's cluster.
 func releaseDataDir(t *testing.T, dir string) {
 	t.Helper()
 	var pids []int
@@ -269,7 +272,7 @@ func releaseDataDir(t *testing.T, dir string) {
 	}
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, f := range procs {
-		if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte(dir)) {
+		if b, err := os.ReadFile(f); err == nil && (bytes.Contains(b, []byte(dir)) || bytes.Contains(b, []byte(rundir.For(dir)+"/"))) {
 			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil && pid != os.Getpid() {
 				pids = append(pids, pid)
 			}
@@ -293,6 +296,9 @@ func releaseDataDir(t *testing.T, dir string) {
 		}
 	}
 	if err := vpc.RemoveAll(dir); err != nil {
+		t.Log(err)
+	}
+	if err := rundir.Remove(rundir.For(dir)); err != nil && !os.IsNotExist(err) {
 		t.Log(err)
 	}
 	cgroups, _ := filepath.Glob("/sys/fs/cgroup/*" + cluster.CgroupRoot(dir))

@@ -20,8 +20,8 @@ func newDownCommand() *cobra.Command {
 		Use:   "down",
 		Short: "Stop the kubelab cluster of a data dir (as Ctrl-C does) and wait until it is gone",
 		Long: `Stop the 'kubelab up' running on --data-dir: it gets SIGTERM, stops its pods'
-containers and its containerds, unmounts its nodes' volumes, releases the loop devices
-and exits. The cluster's state (etcd, the cloud's volumes) stays for the next 'kubelab up'.`,
+containers and its containerds, unmounts its nodes' volumes, releases the loop devices,
+removes its sockets (its run directory under /run/kubelab) and exits. The cluster's state (etcd, the cloud's volumes) stays for the next 'kubelab up'.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			pid, err := runningPID(dataDir)

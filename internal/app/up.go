@@ -28,8 +28,9 @@ func newUpCommand() *cobra.Command {
 		Long: `Run a kubelab cluster on this machine until Ctrl-C: embedded etcd, the API server,
 the EC2/EBS-compatible cloud, the CSI driver ebs.csi.aws.com's controller with its
 sidecars (provisioner, attacher, resizer, snapshotter), the controller-manager, the
-scheduler and the nodes. The cluster starts with the CSIDriver object and a default
-StorageClass gp2 (WaitForFirstConsumer), as EKS with the EBS CSI add-on does.
+scheduler and the nodes. The cluster starts with the CSIDriver object and the
+StorageClasses gp2 (the default, as EKS with the EBS CSI add-on has it), gp3 and standard,
+all WaitForFirstConsumer.
 
 Nodes are real by default (root): each node is an EC2 instance of the cloud with its own
 containerd and runc, the CSI node plugin with its registrar, a kubelet and a CNI bridge;

@@ -34,9 +34,9 @@ func runUp(t *testing.T, args ...string) *syncBuffer {
 const upTimeout = 3 * time.Minute
 
 // TestUpHollow runs `kubelab up --hollow --nodes 4` and drives it with kubectl (the real
-// one when installed, else kubelab's):
-// four nodes over three zones, the manifests of examples/seed applied, their pod
-// Running with its claim Bound. A second `up` on the same data dir finds the same
+// one when installed, else kubelab's): four nodes over three zones, the storage classes
+// gp2 (the default), gp3 and standard, the manifests of examples/seed applied, their pods
+// Running with their claims Bound. A second `up` on the same data dir finds the same
 // nodes (their instances are not launched again) and the pod still there.
 func TestUpHollow(t *testing.T) {
 	dir := t.TempDir()
@@ -85,12 +85,15 @@ func assertUpHollow(t *testing.T, dir string) string {
 	if len(lines) != 4 || len(zones) != 3 {
 		t.Fatalf("nodes:\n%s\nwant 4 over 3 zones", nodes)
 	}
-	if got := run("get", "storageclass", "gp2", "-o", "jsonpath={.metadata.annotations.storageclass\\.kubernetes\\.io/is-default-class}"); got != "true" {
-		t.Errorf("gp2 default-class annotation %q", got)
+	// The classes: gp2 the one default, gp3 and standard beside it, all of the EBS CSI
+	// driver and WaitForFirstConsumer.
+	classes := run("get", "storageclass", "-o", "jsonpath={range .items[*]}{.metadata.name} {.provisioner} {.volumeBindingMode} {.metadata.annotations.storageclass\\.kubernetes\\.io/is-default-class}{\"\\n\"}{end}")
+	if want := "gp2 ebs.csi.aws.com WaitForFirstConsumer true\ngp3 ebs.csi.aws.com WaitForFirstConsumer \nstandard ebs.csi.aws.com WaitForFirstConsumer \n"; classes != want {
+		t.Errorf("storage classes:\n%s\nwant:\n%s", classes, want)
 	}
 	run("apply", "-f", clustertest.Seed())
-	run("wait", "--for=condition=Ready", "pod/my-app-pod", "--timeout=120s")
-	run("wait", "--for=jsonpath={.status.phase}=Bound", "pvc/my-app-pvc", "--timeout=60s")
+	run("wait", "--for=condition=Ready", "pod/my-app-pod", "pod/myapp", "--timeout=120s")
+	run("wait", "--for=jsonpath={.status.phase}=Bound", "pvc/my-app-pvc", "pvc/myapp-pvc", "--timeout=60s")
 	run("rollout", "status", "deployment/web", "--timeout=120s")
 	// kubelab trace and why on the running pod, found through the data dir.
 	var traced bytes.Buffer

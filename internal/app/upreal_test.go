@@ -67,13 +67,15 @@ func startUpProcess(t *testing.T, bin string, args ...string) *upProcess {
 	return p
 }
 
-// TestUpRealKill9 kills `kubelab up` with real nodes with -9 while the pod of
-// examples/seed runs with its volume mounted, starts a newer kubelab binary on the same
-// data dir and checks that the pod is Running again with nothing mounted twice and the
-// EBS CSI add-on's pods rolled to the newer binary's image; a second `up` on the
-// data dir in use is refused naming the holder; `kubelab down` then stops it and nothing
-// is left on the machine: no mount, loop device, process, network namespace or socket
-// of the data dir. The data dir is 200 characters long: the nodes' sockets are not under it.
+// TestUpRealKill9 applies the storage manifests of examples/seed verbatim with the test's
+// kubectl (claims of classes standard and gp2 Bound, their pods Running), kills `kubelab
+// up` with real nodes with -9 while those pods run with their volumes mounted, starts a
+// newer kubelab binary on the same data dir and checks that the pods are Running again
+// with nothing mounted twice and the EBS CSI add-on's pods rolled to the newer binary's
+// image; a second `up` on the data dir in use is refused naming the holder; `kubelab
+// down` then stops it and nothing is left on the machine: no mount, loop device, process,
+// network namespace or socket of the data dir. The data dir is 200 characters long: the
+// nodes' sockets are not under it.
 func TestUpRealKill9(t *testing.T) {
 	testutil.RequireRoot(t, clustertest.RealNodeTools...)
 	bin := filepath.Join(testutil.Commands(t), "kubelab")
@@ -95,9 +97,16 @@ func TestUpRealKill9(t *testing.T) {
 		return clustertest.Kubectl(t, kc, args...)
 	}
 	first := startUpProcess(t, bin, args()...)
+	// The storage manifests of examples/seed, verbatim: the gp2 class, claims of classes
+	// standard (1Gi) and gp2 (10Gi), and the pods that mount them.
 	seed := clustertest.Seed()
-	run("apply", "-f", filepath.Join(seed, "10-pvc.yaml"), "-f", filepath.Join(seed, "20-pod.yaml"))
-	run("wait", "--for=condition=Ready", "pod/my-app-pod", "--timeout=120s")
+	var files []string
+	for _, f := range []string{"00-storageclass-gp2.yaml", "10-pvc.yaml", "11-pvc-gp2.yaml", "20-pod.yaml", "21-pod-gp2.yaml"} {
+		files = append(files, "-f", filepath.Join(seed, f))
+	}
+	run(append([]string{"apply"}, files...)...)
+	run("wait", "--for=condition=Ready", "pod/my-app-pod", "pod/myapp", "--timeout=180s")
+	run("wait", "--for=jsonpath={.status.phase}=Bound", "pvc/my-app-pvc", "pvc/myapp-pvc", "--timeout=60s")
 	ipBefore := run("get", "pod", "my-app-pod", "-o", "jsonpath={.status.podIP}")
 	assertAddonDebugCommands(t, bin, dir, run("get", "pod", "my-app-pod", "-o", "jsonpath={.spec.nodeName}"))
 	// The pod's volumes' mounts: the volume's global mount and the pod's own (the add-on's
@@ -136,7 +145,7 @@ func TestUpRealKill9(t *testing.T) {
 		t.Errorf("up with a newer binary does not say %q:\n%s", rolled, second.out.String())
 	}
 	assertAddonOfBinary(t, kc, newer)
-	run("wait", "--for=condition=Ready", "pod/my-app-pod", "--timeout=120s")
+	run("wait", "--for=condition=Ready", "pod/my-app-pod", "pod/myapp", "--timeout=120s")
 	// The pod kept its sandbox, and with it its address.
 	if ip := run("get", "pod", "my-app-pod", "-o", "jsonpath={.status.podIP}"); ip != ipBefore || ip == "" {
 		t.Errorf("pod IP %q after the restart, %q before", ip, ipBefore)

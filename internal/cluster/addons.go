@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	storagev1 "k8s.io/api/storage/v1"
@@ -12,10 +13,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubelab/kubelab/internal/csi/driver"
 	"github.com/kubelab/kubelab/internal/storageclass"
 )
 
-// DefaultStorageClass is the class the cluster starts with: gp2 (ebs.csi.aws.com,
+// DefaultStorageClass is the cluster's default class: gp2 (ebs.csi.aws.com,
 // WaitForFirstConsumer), marked as the default as on EKS.
 const DefaultStorageClass = "gp2"
 
@@ -23,9 +25,9 @@ const DefaultStorageClass = "gp2"
 const AnnDefaultStorageClass = storageclass.AnnDefault
 
 // addons are the objects an EKS cluster with the EBS CSI driver add-on starts with: the
-// CSIDriver (attach required, fsGroup applied by the kubelet) and the default class. The
+// CSIDriver (attach required, fsGroup applied by the kubelet) and the storage classes. The
 // add-ons' service accounts and roles are addonRBAC's.
-func addons() (*storagev1.CSIDriver, *storagev1.StorageClass) {
+func addons() (*storagev1.CSIDriver, []*storagev1.StorageClass) {
 	drv := &storagev1.CSIDriver{
 		ObjectMeta: metav1.ObjectMeta{Name: DriverName},
 		Spec: storagev1.CSIDriverSpec{
@@ -33,20 +35,40 @@ func addons() (*storagev1.CSIDriver, *storagev1.StorageClass) {
 			FSGroupPolicy: ptr.To(storagev1.FileFSGroupPolicy),
 		},
 	}
+	return drv, storageClasses()
+}
+
+// storageClasses are the classes the cluster starts with, all of the EBS CSI driver and
+// WaitForFirstConsumer (a volume is made once a pod that uses the claim is scheduled, in
+// that pod's zone):
+//   - gp2, the default, as on EKS; it names no parameters, so its volumes are of the
+//     driver's default type (gp3).
+//   - gp3, the general purpose type by name, expandable.
+//   - standard, the class that manifests written for kind, minikube or GKE name (there it
+//     is the cluster's ordinary disk). It gets a gp3 volume, as gp3 does, and not EBS's
+//     own type "standard": that is the previous generation's magnetic disk, at most 1 TiB,
+//     which no one asking for the ordinary class means.
+func storageClasses() []*storagev1.StorageClass {
 	wffc := storagev1.VolumeBindingWaitForFirstConsumer
-	sc := &storagev1.StorageClass{
-		ObjectMeta: metav1.ObjectMeta{Name: DefaultStorageClass,
-			Annotations: map[string]string{AnnDefaultStorageClass: "true"}},
-		Provisioner: DriverName, VolumeBindingMode: &wffc,
+	class := func(name string, params map[string]string, expandable bool) *storagev1.StorageClass {
+		sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Provisioner: DriverName, VolumeBindingMode: &wffc, Parameters: params}
+		if expandable {
+			sc.AllowVolumeExpansion = ptr.To(true)
+		}
+		return sc
 	}
-	return drv, sc
+	gp2 := class(DefaultStorageClass, nil, false)
+	gp2.Annotations = map[string]string{AnnDefaultStorageClass: "true"}
+	gp3 := map[string]string{driver.ParamType: "gp3"}
+	return []*storagev1.StorageClass{gp2, class("gp3", gp3, true), class("standard", maps.Clone(gp3), true)}
 }
 
 // ensureAddons creates the add-on objects that are missing (addons, addonRBAC, leasesRBAC); existing
 // ones are left as the user changed them. It runs before any component starts, so that
 // each finds its role in place.
 func ensureAddons(ctx context.Context, client kubernetes.Interface) error {
-	drv, sc := addons()
+	drv, classes := addons()
 	create := func(what string, f func(ctx context.Context) error) error { return createAddon(ctx, what, f) }
 	if err := create("CSIDriver "+drv.Name, func(ctx context.Context) error {
 		_, err := client.StorageV1().CSIDrivers().Create(ctx, drv, metav1.CreateOptions{})
@@ -54,11 +76,13 @@ func ensureAddons(ctx context.Context, client kubernetes.Interface) error {
 	}); err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
-	if err := create("StorageClass "+sc.Name, func(ctx context.Context) error {
-		_, err := client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{})
-		return err
-	}); err != nil {
-		return fmt.Errorf("cluster: %w", err)
+	for _, sc := range classes {
+		if err := create("StorageClass "+sc.Name, func(ctx context.Context) error {
+			_, err := client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{})
+			return err
+		}); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
 	}
 	accounts, roles, bindings := addonRBAC()
 	for _, sa := range accounts {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
@@ -39,10 +40,15 @@ local registry (pause, busybox and nginx built at start; 'kubelab image import' 
 more). --hollow runs the cloud without loop devices and the nodes with the hollow
 kubelet (a fake container runtime and mounter); no root is needed.
 
+It prints "kubelab is up (in <time>)" once a user's first commands work: every node Ready,
+the ServiceAccount default in namespace default, the EBS CSI add-on's pods Ready and, with
+real nodes, cluster DNS answering from the nodes.
+
 The components log to stderr in klog's text format, as the Kubernetes components do
 (--log-format json: one JSON object per line), at --log-level.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			started := time.Now()
 			level, err := logging.ParseLevel(logLevel)
 			if err != nil {
 				return fmt.Errorf("--log-level: %w", err)
@@ -77,7 +83,7 @@ The components log to stderr in klog's text format, as the Kubernetes components
 				case <-ctx.Done():
 					return nil
 				}
-				printUp(cmd, c)
+				printUp(cmd, c, time.Since(started))
 				return nil
 			})
 			return g.Wait()
@@ -97,11 +103,12 @@ The components log to stderr in klog's text format, as the Kubernetes components
 	return cmd
 }
 
-// printUp tells the user where the cluster is and how to reach it.
-func printUp(cmd *cobra.Command, c *cluster.Cluster) {
+// printUp tells the user that the cluster is usable (cluster.Cluster.Ready), how long it
+// took to get there, where it is and how to reach it.
+func printUp(cmd *cobra.Command, c *cluster.Cluster, took time.Duration) {
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "kubelab is up.\n  API server:  %s\n  kubeconfig:  %s\n  cloud (EC2): %s\n",
-		c.URL(), c.Kubeconfig(), c.CloudEndpoint())
+	fmt.Fprintf(out, "kubelab is up (in %s).\n  API server:  %s\n  kubeconfig:  %s\n  cloud (EC2): %s\n",
+		upTime(took), c.URL(), c.Kubeconfig(), c.CloudEndpoint())
 	nodes := c.Nodes()
 	for _, n := range nodes {
 		fmt.Fprintf(out, "  node:        %s  %s  %s\n", n.Name, n.Zone, n.InstanceID)
@@ -116,4 +123,13 @@ func printUp(cmd *cobra.Command, c *cluster.Cluster) {
 	fmt.Fprintf(out, "\nUse it with the real kubectl:\n  export KUBECONFIG=%s\n  kubectl get nodes\nor with the embedded one:\n  %s\n", c.Kubeconfig(), embedded)
 	fmt.Fprintf(out, "and the cloud with the AWS CLI:\n  AWS_CONFIG_FILE=%s AWS_SHARED_CREDENTIALS_FILE=%s aws ec2 describe-volumes --endpoint-url %s\n",
 		c.CloudConfigFile(), c.CloudCredentialsFile(), c.CloudEndpoint())
+}
+
+// upTime is how long `kubelab up` took, as printed: tenths of a second under ten seconds,
+// whole seconds above.
+func upTime(d time.Duration) string {
+	if d < 10*time.Second {
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
 }

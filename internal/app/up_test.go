@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -26,8 +27,36 @@ func runUp(t *testing.T, args ...string) *syncBuffer {
 			return fmt.Errorf("%w\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
 		}
 		return nil
-	}, func() bool { return strings.Contains(out.String(), "kubelab is up.") })
+	}, func() bool { return strings.Contains(out.String(), upLine) })
+	if !upMessage.MatchString(out.String()) {
+		t.Errorf("kubelab up did not say how long it took:\n%s", out.String())
+	}
 	return out
+}
+
+// upLine starts the line `kubelab up` prints once the cluster is usable; upMessage is that
+// line whole, with the time it took.
+const upLine = "kubelab is up (in "
+
+var upMessage = regexp.MustCompile(`(?m)^kubelab is up \(in [0-9.hms]+\)\.$`)
+
+// assertFirstCommands runs a user's first commands on the cluster of kc, as the very next
+// ones after `kubelab up` said it is up; both fail while namespace default has no
+// ServiceAccount default: a token of that account, and `kubectl run` of a busybox pod,
+// which then runs.
+func assertFirstCommands(t *testing.T, kc string) {
+	t.Helper()
+	run := func(args ...string) string {
+		t.Helper()
+		return clustertest.Kubectl(t, kc, args...)
+	}
+	if token := strings.TrimSpace(run("create", "token", "default")); strings.Count(token, ".") != 2 {
+		t.Errorf("kubectl create token default = %q, want a JWT", token)
+	}
+	if out := run("run", "first", "--image=busybox", "--restart=Never", "--", "sleep", "3600"); !strings.Contains(out, "pod/first created") {
+		t.Errorf("kubectl run first: %q", out)
+	}
+	run("wait", "--for=condition=Ready", "pod/first", "--timeout=120s")
 }
 
 // upTimeout is how long `kubelab up` may take to say it is up.
@@ -36,7 +65,9 @@ const upTimeout = 3 * time.Minute
 // TestUpHollow runs `kubelab up --hollow --nodes 4` and drives it with kubectl (the real
 // one when installed, else kubelab's): four nodes over three zones, the storage classes
 // gp2 (the default), gp3 and standard, the manifests of examples/seed applied, their pods
-// Running with their claims Bound. A second `up` on the same data dir finds the same
+// Running with their claims Bound; a token of the default ServiceAccount and a pod made by
+// `kubectl run` as the very next commands after it says it is up. A second `up` on the
+// same data dir finds the same
 // nodes (their instances are not launched again) and the pod still there.
 func TestUpHollow(t *testing.T) {
 	dir := t.TempDir()
@@ -48,6 +79,7 @@ func TestUpHollow(t *testing.T) {
 	var nodes string
 	t.Run("up", func(t *testing.T) {
 		out := runUp(t, args()...)
+		assertFirstCommands(t, kc)
 		if !strings.Contains(out.String(), kc) {
 			t.Errorf("kubelab up did not print its kubeconfig %s:\n%s", kc, out.String())
 		}

@@ -54,7 +54,7 @@ func startUpProcess(t *testing.T, bin string, args ...string) *upProcess {
 		}
 	})
 	deadline := time.After(3 * time.Minute)
-	for !strings.Contains(p.out.String(), "kubelab is up.") {
+	for !strings.Contains(p.out.String(), upLine) {
 		select {
 		case err := <-p.done:
 			p.done <- err
@@ -64,18 +64,22 @@ func startUpProcess(t *testing.T, bin string, args ...string) *upProcess {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+	if !upMessage.MatchString(p.out.String()) {
+		t.Errorf("kubelab up did not say how long it took:\n%s", p.out.String())
+	}
 	return p
 }
 
-// TestUpRealKill9 applies the storage manifests of examples/seed verbatim with the test's
-// kubectl (claims of classes standard and gp2 Bound, their pods Running), kills `kubelab
-// up` with real nodes with -9 while those pods run with their volumes mounted, starts a
-// newer kubelab binary on the same data dir and checks that the pods are Running again
-// with nothing mounted twice and the EBS CSI add-on's pods rolled to the newer binary's
-// image; a second `up` on the data dir in use is refused naming the holder; `kubelab
-// down` then stops it and nothing is left on the machine: no mount, loop device, process,
-// network namespace or socket of the data dir. The data dir is 200 characters long: the
-// nodes' sockets are not under it.
+// TestUpRealKill9 runs a user's first commands (a token, a pod) as the very next ones
+// after `kubelab up` with a real node says it is up, applies the storage manifests of
+// examples/seed verbatim with the test's kubectl (claims of classes standard and gp2
+// Bound, their pods Running), kills `kubelab up` with -9 while those pods run with their
+// volumes mounted, starts a newer kubelab binary on the same data dir and checks that the
+// pods are Running again with nothing mounted twice and the EBS CSI add-on's pods rolled
+// to the newer binary's image; a second `up` on the data dir in use is refused naming
+// the holder; `kubelab down` then stops it and nothing is left on the machine: no mount,
+// loop device, process, network namespace or socket of the data dir. The data dir is 200
+// characters long: the nodes' sockets are not under it.
 func TestUpRealKill9(t *testing.T) {
 	testutil.RequireRoot(t, clustertest.RealNodeTools...)
 	bin := filepath.Join(testutil.Commands(t), "kubelab")
@@ -97,6 +101,7 @@ func TestUpRealKill9(t *testing.T) {
 		return clustertest.Kubectl(t, kc, args...)
 	}
 	first := startUpProcess(t, bin, args()...)
+	assertFirstCommands(t, kc)
 	// The storage manifests of examples/seed, verbatim: the gp2 class, claims of classes
 	// standard (1Gi) and gp2 (10Gi), and the pods that mount them.
 	seed := clustertest.Seed()

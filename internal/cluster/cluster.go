@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubelab/kubelab/internal/cloud"
@@ -115,7 +114,9 @@ func New(cfg Config) (*Cluster, error) {
 	return cl, nil
 }
 
-// Ready is closed once every component runs and every node is Ready.
+// Ready is closed once every component runs and a user's first commands work: every node
+// Ready, the default ServiceAccount made, the EBS CSI add-on's pods Ready and, with real
+// nodes, cluster DNS answering (waitUsable).
 func (c *Cluster) Ready() <-chan struct{} { return c.ready }
 
 // AddonRolled says that the EBS CSI add-on's pods were of another kubelab binary (an
@@ -274,12 +275,12 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 		g.Go(func() error { return u.supervise(ctx) })
 		return u
 	}
-	// The add-on as the other mode left it goes: the mirror pods of an in-process run, the
-	// workloads of a run with pods.
+	// The add-on as an earlier run left it goes: the mirror pods of an in-process run (this
+	// run's, if in process, are made anew), the workloads of a run with pods.
+	if err := c.removeAddonMirrorPods(ctx, admin); err != nil {
+		return err
+	}
 	if c.cfg.csiInPods() {
-		if err := c.removeAddonMirrorPods(ctx, admin); err != nil {
-			return err
-		}
 		rolled, err := ensureCSIAddon(ctx, admin, c.csiAddon())
 		if err != nil {
 			return err
@@ -344,30 +345,29 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 		c.addonPods = addonPodsOf(nodes, c.cfg.Hollow)
 		start("addon-pods", c.runAddonPods)
 	}
+	if err := c.waitUsable(ctx, admin, nodes); err != nil {
+		return err
+	}
 	log.Info("cluster ready", "apiserver", c.URL(), "nodes", len(nodes), "hollow", c.cfg.Hollow)
 	close(c.ready)
 	return nil
 }
 
-// waitNodesReady polls until every node's kubelet has reported it Ready since since
-// (a Ready left over from a previous run does not count).
+// waitNodesReady waits until every node's kubelet has reported it Ready since since (a
+// Ready left over from a previous run does not count).
 func waitNodesReady(ctx context.Context, client kubernetes.Interface, nodes []Node, since time.Time) error {
-	var waiting string
-	var lastErr error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	return waitFor(ctx, "nodes", 200*time.Millisecond, 2*time.Minute, func(ctx context.Context) string {
 		for _, n := range nodes {
 			node, err := client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-			if err != nil || !readySince(node, since) {
-				waiting, lastErr = n.Name, err
-				return false, nil
+			if err != nil {
+				return fmt.Sprintf("node %s: %v", n.Name, err)
+			}
+			if !readySince(node, since) {
+				return "node " + n.Name + " not Ready"
 			}
 		}
-		return true, nil
+		return ""
 	})
-	if err != nil && ctx.Err() == nil {
-		return fmt.Errorf("cluster: node %s not Ready (last error: %v): %w", waiting, lastErr, err)
-	}
-	return err
 }
 
 // readySince tells whether the node is Ready with a heartbeat at or after since.

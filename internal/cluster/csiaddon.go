@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -259,34 +258,30 @@ func ensureCSIAddon(ctx context.Context, client kubernetes.Interface, a csiAddon
 	return rolled, nil
 }
 
-// waitCSIAddon waits until the add-on's pods are ready: every replica of the controller's
-// Deployment available and a ready node plugin on each of the nodes.
+// waitCSIAddon waits until the add-on's workloads have rolled out: every replica of the
+// controller's Deployment updated and available and none of an older template left, an
+// updated, ready node plugin on each of the nodes.
 func waitCSIAddon(ctx context.Context, client kubernetes.Interface, nodes int) error {
-	var state string
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+	return waitFor(ctx, "the EBS CSI add-on's workloads", 500*time.Millisecond, 3*time.Minute, func(ctx context.Context) string {
 		dep, err := client.AppsV1().Deployments(metav1.NamespaceSystem).Get(ctx, appCSIController, metav1.GetOptions{})
 		if err != nil {
-			state = err.Error()
-			return false, nil
+			return err.Error()
 		}
 		ds, err := client.AppsV1().DaemonSets(metav1.NamespaceSystem).Get(ctx, appCSINode, metav1.GetOptions{})
 		if err != nil {
-			state = err.Error()
-			return false, nil
+			return err.Error()
 		}
 		want := ptr.Deref(dep.Spec.Replicas, 1)
-		state = fmt.Sprintf("%s: %d of %d replicas available; %s: %d of %d nodes ready", appCSIController,
-			dep.Status.AvailableReplicas, want, appCSINode, ds.Status.NumberReady, nodes)
 		// No replica of an older template left (a rollout's old pods), as kubectl rollout
 		// status waits.
-		return dep.Status.ObservedGeneration >= dep.Generation && dep.Status.UpdatedReplicas == want && dep.Status.Replicas == want &&
+		if dep.Status.ObservedGeneration >= dep.Generation && dep.Status.UpdatedReplicas == want && dep.Status.Replicas == want &&
 			dep.Status.AvailableReplicas == want &&
-			ds.Status.ObservedGeneration >= ds.Generation && ds.Status.UpdatedNumberScheduled == int32(nodes) && ds.Status.NumberReady == int32(nodes), nil
+			ds.Status.ObservedGeneration >= ds.Generation && ds.Status.UpdatedNumberScheduled == int32(nodes) && ds.Status.NumberReady == int32(nodes) {
+			return ""
+		}
+		return fmt.Sprintf("%s: %d of %d replicas available, %d in all; %s: %d of %d nodes ready", appCSIController,
+			dep.Status.AvailableReplicas, want, dep.Status.Replicas, appCSINode, ds.Status.NumberReady, nodes)
 	})
-	if err != nil && ctx.Err() == nil {
-		return fmt.Errorf("cluster: the EBS CSI add-on's pods are not ready (%s): %w", state, err)
-	}
-	return err
 }
 
 // removeCSIAddonWorkloads deletes the add-on's Deployment and DaemonSet (with their pods)

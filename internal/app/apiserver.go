@@ -11,9 +11,6 @@ import (
 	"github.com/kubelab/kubelab/internal/cluster"
 )
 
-// DefaultDataDir is where kubelab keeps its state unless told otherwise.
-const DefaultDataDir = "/var/lib/kubelab"
-
 // controlPlaneFlags are the flags of the API server and its etcd.
 type controlPlaneFlags struct {
 	dataDir        string

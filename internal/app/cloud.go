@@ -83,7 +83,7 @@ requests signed like EC2 calls (Signature Version 4, service ec2) with the same 
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.DataDir, "data-dir", "/var/lib/kubelab/cloud", "directory of the cloud's state, volume files and client files")
+	f.StringVar(&cfg.DataDir, "data-dir", filepath.Join(DefaultDataDir, "cloud"), "directory of the cloud's state, volume files and client files")
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:0", "address of the EC2 API (127.0.0.1 only; port 0: the port of the previous start, or a free one at the first)")
 	f.StringVar(&cfg.Region, "region", "us-east-1", "the region served")
 	f.StringVar(&zones, "zones", "", "comma-separated availability zones (default <region>a,<region>b,<region>c)")

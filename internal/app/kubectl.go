@@ -11,8 +11,8 @@ import (
 	kubectlcmd "k8s.io/kubectl/pkg/cmd"
 )
 
-// newKubectlCommand embeds kubectl. It talks to the kubelab cluster of the data dir
-// ($KUBELAB_DATA_DIR, else /var/lib/kubelab) unless KUBECONFIG or --kubeconfig says otherwise.
+// newKubectlCommand embeds kubectl. It talks to the kubelab cluster of the default data
+// dir (DefaultDataDir) unless KUBECONFIG or --kubeconfig says otherwise.
 func newKubectlCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:                "kubectl [kubectl arguments]",
@@ -21,11 +21,7 @@ func newKubectlCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			flags := genericclioptions.NewConfigFlags(true).WithDeprecatedPasswordFlag().WithDiscoveryBurst(300).WithDiscoveryQPS(50)
 			if os.Getenv("KUBECONFIG") == "" && !hasKubeconfigFlag(args) {
-				dataDir := os.Getenv("KUBELAB_DATA_DIR")
-				if dataDir == "" {
-					dataDir = DefaultDataDir
-				}
-				path := filepath.Join(dataDir, "kubeconfig")
+				path := filepath.Join(DefaultDataDir, "kubeconfig")
 				flags.KubeConfig = &path
 			}
 			kubectl := kubectlcmd.NewDefaultKubectlCommandWithArgs(kubectlcmd.KubectlOptions{

@@ -1,7 +1,9 @@
 package app
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -49,6 +51,9 @@ The components log to stderr in klog's text format, as the Kubernetes components
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			started := time.Now()
+			if err := needsRoot(cfg.Hollow, os.Geteuid()); err != nil {
+				return err
+			}
 			level, err := logging.ParseLevel(logLevel)
 			if err != nil {
 				return fmt.Errorf("--log-level: %w", err)
@@ -101,6 +106,15 @@ The components log to stderr in klog's text format, as the Kubernetes components
 	fs.StringVar(&logLevel, "log-level", "warn", "log level of the components: debug, info, warn or error")
 	addLogFormatFlag(cmd)
 	return cmd
+}
+
+// needsRoot is the error of `kubelab up` for a user of euid: real nodes (no --hollow)
+// need root. It is one line that says how to run it instead.
+func needsRoot(hollow bool, euid int) error {
+	if hollow || euid == 0 {
+		return nil
+	}
+	return errors.New("up: real nodes need root (loop devices, mounts, containerd, network namespaces): run it as root (sudo kubelab up), or with --hollow for hollow nodes, which need no root")
 }
 
 // printUp tells the user that the cluster is usable (cluster.Cluster.Ready), how long it

@@ -35,7 +35,13 @@ type upProcess struct {
 // startUpProcess runs bin up with args and waits until it says it is up.
 func startUpProcess(t *testing.T, bin string, args ...string) *upProcess {
 	t.Helper()
-	p := &upProcess{cmd: exec.Command(bin, append([]string{"up"}, args...)...), out: &syncBuffer{}, done: make(chan error, 1)}
+	return startUpCommand(t, exec.Command(bin, append([]string{"up"}, args...)...))
+}
+
+// startUpCommand runs cmd, a `kubelab up`, and waits until it says it is up.
+func startUpCommand(t *testing.T, cmd *exec.Cmd) *upProcess {
+	t.Helper()
+	p := &upProcess{cmd: cmd, out: &syncBuffer{}, done: make(chan error, 1)}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -99,6 +99,10 @@ func (c *Config) setDefaults() {
 }
 
 func (c *Config) validate() error {
+	if c.Nodes > 0 && !c.Hollow && os.Geteuid() != 0 {
+		// Alone: nothing else about the config matters until it runs as root.
+		return fmt.Errorf("cluster config: %d real nodes need root (loop devices, mounts, containerd, network namespaces): run as root, or use hollow nodes", c.Nodes)
+	}
 	var errs []error
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data dir is required"))
@@ -114,9 +118,6 @@ func (c *Config) validate() error {
 		} else if !st.Mode().IsRegular() {
 			errs = append(errs, fmt.Errorf("kubelab binary %q, the EBS CSI add-on's image, is not a regular file", c.KubelabBinary))
 		}
-	}
-	if c.Nodes > 0 && !c.Hollow && os.Geteuid() != 0 {
-		errs = append(errs, fmt.Errorf("%d real nodes need root (loop devices, mounts, containerd); run as root or use hollow nodes", c.Nodes))
 	}
 	for _, z := range c.Zones {
 		if len(z) <= len(c.Region) || z[:len(c.Region)] != c.Region {

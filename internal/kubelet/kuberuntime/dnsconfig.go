@@ -1,14 +1,14 @@
 package kuberuntime
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubelab/kubelab/internal/util/resolvconf"
 )
 
 // Limits of a pod's resolver configuration (those of the API's validation, which the
@@ -150,67 +150,26 @@ func mergeDNSOptions(options []string, podOptions []corev1.PodDNSConfigOption) [
 }
 
 // setDNSOption replaces the option of the same name as opt in options, or appends opt.
-func setDNSOption(options []string, opt string) []string {
-	name, _, _ := strings.Cut(opt, ":")
-	for i, o := range options {
-		if n, _, _ := strings.Cut(o, ":"); n == name {
-			options[i] = opt
-			return options
-		}
-	}
-	return append(options, opt)
-}
+func setDNSOption(options []string, opt string) []string { return resolvconf.SetOption(options, opt) }
 
 // readResolvConf reads a resolver configuration file.
 func readResolvConf(path string) (*runtimeapi.DNSConfig, error) {
-	f, err := os.Open(path)
+	cfg, err := resolvconf.Read(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	cfg, err := parseResolvConf(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return cfg, nil
+	return dnsConfigOf(cfg), nil
 }
 
-// parseResolvConf parses resolv.conf: every nameserver line, the last search (or domain)
-// line, options merged by name (the last value wins); comments start with # or ;.
-// Search domains lose their trailing dot, and "." is dropped.
+// parseResolvConf parses resolv.conf as resolvconf.Parse does.
 func parseResolvConf(r io.Reader) (*runtimeapi.DNSConfig, error) {
-	cfg := &runtimeapi.DNSConfig{}
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := sc.Text()
-		if i := strings.IndexAny(line, "#;"); i >= 0 {
-			line = line[:i]
-		}
-		fields := strings.Fields(line)
-		if len(fields) == 0 {
-			continue
-		}
-		switch fields[0] {
-		case "nameserver":
-			if len(fields) > 1 {
-				cfg.Servers = append(cfg.Servers, fields[1])
-			}
-		case "search", "domain":
-			cfg.Searches = nil
-			for _, s := range fields[1:] {
-				if s != "." {
-					cfg.Searches = append(cfg.Searches, strings.TrimSuffix(s, "."))
-				}
-			}
-		case "options":
-			for _, o := range fields[1:] {
-				cfg.Options = setDNSOption(cfg.Options, o)
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
+	cfg, err := resolvconf.Parse(r)
+	if err != nil {
 		return nil, err
 	}
-	cfg.Searches = withoutDuplicates(cfg.Searches)
-	return cfg, nil
+	return dnsConfigOf(cfg), nil
+}
+
+func dnsConfigOf(cfg *resolvconf.Config) *runtimeapi.DNSConfig {
+	return &runtimeapi.DNSConfig{Servers: cfg.Nameservers, Searches: cfg.Searches, Options: cfg.Options}
 }

@@ -1,9 +1,12 @@
 package dns
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/netip"
 	"strings"
 
 	mdns "github.com/miekg/dns"
@@ -25,6 +28,13 @@ type Config struct {
 	// TTL is the time to live of every record and the negative-caching time of the SOA
 	// (5 seconds when zero, at most 3600).
 	TTL uint32
+	// Upstreams are the nameservers that names outside the zones (and reverse names of
+	// addresses outside the cluster) are forwarded to, tried in order: the machine's
+	// resolver. None: such names are REFUSED.
+	Upstreams []netip.AddrPort
+	// Dial connects to an upstream over "udp" or "tcp", as net.Dialer.DialContext does
+	// (which it is when nil); a connection over udp must be a net.PacketConn.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -44,6 +54,11 @@ func (c *Config) validate() error {
 	if c.TTL > maxTTL {
 		errs = append(errs, fmt.Errorf("ttl %d is above %d", c.TTL, maxTTL))
 	}
+	for _, u := range c.Upstreams {
+		if !u.IsValid() || u.Port() == 0 {
+			errs = append(errs, fmt.Errorf("upstream %q is not an address with a port", u))
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("dns config: %w", err)
 	}
@@ -57,6 +72,9 @@ func (c *Config) defaults() {
 	c.Domain = canonicalDomain(c.Domain)
 	if c.TTL == 0 {
 		c.TTL = DefaultTTL
+	}
+	if c.Dial == nil {
+		c.Dial = (&net.Dialer{}).DialContext
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

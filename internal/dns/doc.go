@@ -39,10 +39,22 @@
 // records of the type (a namespace, svc.<domain>, a Service asked for TXT, an address
 // asked for the other family) is NOERROR without answer (NODATA); both carry the zone's
 // SOA in the authority section and are authoritative. The reverse zones answer NXDOMAIN
-// for addresses that are no ClusterIP nor endpoint. Names outside the zones are REFUSED:
-// there is no upstream resolver, since nothing leaves the machine; so are zone
-// transfers and classes other than IN. Over UDP an answer larger than the client's
-// EDNS(0) buffer (512 bytes without EDNS(0), at most 1232) is truncated with the TC flag
-// set, and the client asks again over TCP, where answers go up to 64 KiB. A records of
-// one name come in random order, spreading clients over the endpoints.
+// for addresses that are no ClusterIP nor endpoint. Zone transfers and classes other than
+// IN are REFUSED in the zones.
+//
+// Names outside the zones go to Config.Upstreams (the machine's resolver, as CoreDNS's
+// forward plugin sends them to the nameservers of the node's resolv.conf), tried in order
+// through Config.Dial (in kubelab, the cluster's way out of the VPC), over the
+// transport the client used; so do reverse names of addresses the cluster has no record
+// of (CoreDNS's fallthrough for in-addr.arpa and ip6.arpa). A name goes up as the client
+// asked it: the client's resolver has applied its search list and ndots already, and
+// names under the cluster domain never leave. The upstream's answer is passed on as it
+// came (cut to the client's UDP buffer like the server's own); when no upstream answers
+// within 2 seconds each, SERVFAIL. Without upstreams (kubelab up --offline) names
+// outside the zones are REFUSED and reverse names the cluster lacks are NXDOMAIN.
+//
+// Over UDP an answer larger than the client's EDNS(0) buffer (512 bytes without EDNS(0),
+// at most 1232) is truncated with the TC flag set, and the client asks again over TCP,
+// where answers go up to 64 KiB. A records of one name come in random order, spreading
+// clients over the endpoints.
 package dns

@@ -1,6 +1,7 @@
 package dns
 
 import (
+	"context"
 	"log/slog"
 	"net"
 
@@ -23,18 +24,12 @@ func (r *resolver) respond(req *mdns.Msg, tcp bool) *mdns.Msg {
 		m.Rcode = mdns.RcodeFormatError
 		return m
 	}
-	size := mdns.MinMsgSize
-	opt := req.IsEdns0()
-	if opt != nil {
+	if opt := req.IsEdns0(); opt != nil {
 		m.SetEdns0(udpPayload, false)
 		if opt.Version() != 0 {
 			m.Rcode = mdns.RcodeBadVers
 			return m
 		}
-		size = min(max(int(opt.UDPSize()), mdns.MinMsgSize), udpPayload)
-	}
-	if tcp {
-		size = mdns.MaxMsgSize
 	}
 	rep := r.resolve(req.Question[0])
 	m.Rcode = rep.rcode
@@ -44,15 +39,32 @@ func (r *resolver) respond(req *mdns.Msg, tcp bool) *mdns.Msg {
 		// The OPT record stays last.
 		m.Extra = append(rep.extra, m.Extra...)
 	}
-	m.Truncate(size)
+	m.Truncate(responseSize(req, tcp))
 	return m
 }
 
-// handler serves the resolver's answers to miekg/dns servers.
-func (r *resolver) handler(log *slog.Logger) mdns.Handler {
+// responseSize is the largest response to req: over TCP 64 KiB; over UDP the client's
+// EDNS(0) buffer, between 512 bytes (also without EDNS(0)) and udpPayload.
+func responseSize(req *mdns.Msg, tcp bool) int {
+	if tcp {
+		return mdns.MaxMsgSize
+	}
+	if opt := req.IsEdns0(); opt != nil {
+		return min(max(int(opt.UDPSize()), mdns.MinMsgSize), udpPayload)
+	}
+	return mdns.MinMsgSize
+}
+
+// handler serves the resolver's answers to miekg/dns servers, and fwd's (when not nil)
+// to the queries that go upstream; ctx bounds the forwarded exchanges.
+func (r *resolver) handler(ctx context.Context, fwd *forwarder, log *slog.Logger) mdns.Handler {
 	return mdns.HandlerFunc(func(w mdns.ResponseWriter, req *mdns.Msg) {
 		_, tcp := w.RemoteAddr().(*net.TCPAddr)
-		if err := w.WriteMsg(r.respond(req, tcp)); err != nil {
+		m := r.respond(req, tcp)
+		if fwd != nil && r.forwards(req, m.Rcode) {
+			m = fwd.respond(ctx, req, tcp)
+		}
+		if err := w.WriteMsg(m); err != nil {
 			log.Debug("write dns response", "client", w.RemoteAddr(), "err", err)
 		}
 	})

@@ -69,7 +69,8 @@ func (r *resolver) zoneOf(name string) string {
 	return reverseZone(name)
 }
 
-// resolve answers q: names outside the zones are REFUSED (there is no upstream); inside,
+// resolve answers q: names outside the zones are REFUSED (the server's handler may
+// forward them instead, see forwards); inside,
 // the answer is authoritative, NXDOMAIN or NODATA carrying the zone's SOA.
 func (r *resolver) resolve(q mdns.Question) reply {
 	key := strings.ToLower(mdns.Fqdn(q.Name))

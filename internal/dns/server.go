@@ -27,6 +27,7 @@ type Server struct {
 	factory informers.SharedInformerFactory
 	synced  []cache.InformerSynced
 	res     *resolver
+	fwd     *forwarder // nil without upstreams
 	serial  atomic.Uint32
 	serving atomic.Bool
 }
@@ -68,6 +69,9 @@ func New(cfg Config, client kubernetes.Interface) (*Server, error) {
 	}
 	s.res = &resolver{domain: cfg.Domain, ttl: cfg.TTL, serial: s.serial.Load,
 		cat: &catalog{services: svcInf.GetIndexer(), slices: sliceInf.GetIndexer(), namespaces: nsInf.GetIndexer()}}
+	if len(cfg.Upstreams) > 0 {
+		s.fwd = &forwarder{upstreams: cfg.Upstreams, dial: cfg.Dial, timeout: upstreamTimeout, log: cfg.Logger}
+	}
 	return s, nil
 }
 
@@ -122,7 +126,7 @@ func (s *Server) Serve(ctx context.Context, udp net.PacketConn, tcp net.Listener
 	for _, srv := range servers {
 		r := run{srv: srv, done: make(chan error, 1)}
 		up := make(chan struct{})
-		srv.Handler = s.res.handler(s.log)
+		srv.Handler = s.res.handler(ctx, s.fwd, s.log)
 		srv.NotifyStartedFunc = func() { close(up) }
 		go func() {
 			r.done <- srv.ActivateAndServe()
@@ -138,7 +142,7 @@ func (s *Server) Serve(ctx context.Context, udp net.PacketConn, tcp net.Listener
 		}
 	}
 	if err == nil {
-		s.log.Info("serving cluster DNS", "domain", s.cfg.Domain, "udp", udpAddr(udp), "tcp", tcpAddr(tcp))
+		s.log.Info("serving cluster DNS", "domain", s.cfg.Domain, "udp", udpAddr(udp), "tcp", tcpAddr(tcp), "upstreams", s.cfg.Upstreams)
 		select {
 		case <-ctx.Done():
 		case <-exited:

@@ -37,6 +37,12 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // 127.0.0.1; serve starts it.
 func newTestServer(t *testing.T, objs ...runtime.Object) (*testServer, *Server, net.PacketConn, net.Listener) {
 	t.Helper()
+	return newTestServerWith(t, Config{Logger: quiet}, objs...)
+}
+
+// newTestServerWith is newTestServer with the server's config cfg.
+func newTestServerWith(t *testing.T, cfg Config, objs ...runtime.Object) (*testServer, *Server, net.PacketConn, net.Listener) {
+	t.Helper()
 	ts := &testServer{client: fake.NewClientset(objs...), watching: make(chan string, 100)}
 	// The watch is registered with the tracker before it is announced, so an object
 	// created after the announcement reaches the informer.
@@ -54,7 +60,7 @@ func newTestServer(t *testing.T, objs ...runtime.Object) (*testServer, *Server, 
 		}
 		return true, w, err
 	})
-	srv, err := New(Config{Logger: quiet}, ts.client)
+	srv, err := New(cfg, ts.client)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +87,13 @@ func serve(t *testing.T, srv *Server, udp net.PacketConn, tcp net.Listener) {
 // startServer serves objs and waits until the informers watch.
 func startServer(t *testing.T, objs ...runtime.Object) *testServer {
 	t.Helper()
-	ts, srv, udp, tcp := newTestServer(t, objs...)
+	return startServerWith(t, Config{Logger: quiet}, objs...)
+}
+
+// startServerWith is startServer with the server's config cfg.
+func startServerWith(t *testing.T, cfg Config, objs ...runtime.Object) *testServer {
+	t.Helper()
+	ts, srv, udp, tcp := newTestServerWith(t, cfg, objs...)
 	serve(t, srv, udp, tcp)
 	want := map[string]bool{"services": true, "endpointslices": true, "namespaces": true}
 	deadline := time.After(10 * time.Second)

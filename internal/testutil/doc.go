@@ -19,4 +19,7 @@
 //     for want of a kubectl.
 //   - NetNS (netns.go) makes a network namespace for a root test and removes it at the
 //     end.
+//   - NewInternet (internet.go) is the outside world of a test of traffic leaving a
+//     cluster: a namespace with documentation addresses on its loopback, HTTP and DNS
+//     servers there, and a dialer into it that stands in for kubelab's egress dialer.
 package testutil

@@ -103,6 +103,7 @@ The components log to stderr in klog's text format, as the Kubernetes components
 	fs.StringVar(&cfg.Region, "region", "us-east-1", "the cloud's region")
 	fs.StringVar(&zones, "zones", "", "comma-separated availability zones (default <region>a,<region>b,<region>c)")
 	fs.StringVar(&cfg.CloudProfile, "cloud-profile", "fast", "latencies of the cloud's asynchronous transitions: fast or aws")
+	fs.BoolVar(&cfg.Offline, "offline", false, "keep the cluster's traffic on this machine: no NAT gateway out of the VPC, cluster DNS answers only the cluster's names")
 	fs.StringVar(&logLevel, "log-level", "warn", "log level of the components: debug, info, warn or error")
 	addLogFormatFlag(cmd)
 	return cmd

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubelab/kubelab/internal/cloud"
 	"github.com/kubelab/kubelab/internal/image"
+	"github.com/kubelab/kubelab/internal/natgateway"
 	"github.com/kubelab/kubelab/internal/util/rundir"
 	"github.com/kubelab/kubelab/internal/vpc"
 )
@@ -308,6 +309,15 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 		}
 		start("ec2-vpc-endpoint", c.runEC2Endpoint)
 		start("cluster-dns", c.runClusterDNS)
+		if c.cfg.Offline {
+			// A gateway's rules that a killed online run left would send connections to
+			// a listener that is gone.
+			if err := natgateway.Cleanup(ctx, c.vpc.Path()); err != nil {
+				return fmt.Errorf("cluster: %w", err)
+			}
+		} else {
+			start("nat-gateway", c.runNATGateway)
+		}
 	}
 
 	nodes, err := c.ensureInstances(ctx)

@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -56,6 +59,17 @@ type Config struct {
 	// NodeCIDRMaskSize is the size of each node's podCIDR out of 10.244.0.0/16 (24 when
 	// zero): a larger one gives each node fewer pod addresses.
 	NodeCIDRMaskSize int
+	// Offline keeps the cluster's traffic on the machine (kubelab up --offline): the VPC
+	// has no NAT gateway, and the cluster DNS answers only the cluster's own names.
+	Offline bool
+	// EgressDial is the VPC's way out (real nodes, not Offline): how its NAT gateway
+	// connects pods and nodes to addresses outside the cluster's ranges, and how the
+	// cluster DNS reaches UpstreamDNS. A net.Dialer in kubelab's own namespace when nil.
+	EgressDial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// UpstreamDNS are the nameservers the cluster DNS forwards names outside the cluster
+	// to, in order (real nodes, not Offline): when nil, the nameservers of
+	// /etc/resolv.conf as kubelab reads it when the cluster DNS starts.
+	UpstreamDNS []netip.AddrPort
 	// Logger receives the components' logs (slog.Default()).
 	Logger *slog.Logger
 }
@@ -85,6 +99,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.EgressDial == nil {
+		c.EgressDial = (&net.Dialer{}).DialContext
 	}
 	if c.KubelabBinary == "" {
 		if exe, err := os.Executable(); err == nil {

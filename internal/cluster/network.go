@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -22,9 +24,11 @@ import (
 
 	"github.com/kubelab/kubelab/internal/controller/nodeipam"
 	"github.com/kubelab/kubelab/internal/dns"
+	"github.com/kubelab/kubelab/internal/natgateway"
 	"github.com/kubelab/kubelab/internal/netpol"
 	"github.com/kubelab/kubelab/internal/overlay"
 	"github.com/kubelab/kubelab/internal/proxy"
+	"github.com/kubelab/kubelab/internal/util/resolvconf"
 	"github.com/kubelab/kubelab/internal/vpc"
 )
 
@@ -178,13 +182,19 @@ func (c *Cluster) runOverlay(n Node, netns string) func(ctx context.Context) err
 }
 
 // runClusterDNS serves the cluster domain on the VPC at ControlPlaneIP:53 (UDP and TCP),
-// the endpoint of the kube-dns Service.
+// the endpoint of the kube-dns Service; unless offline, it forwards other names to the
+// upstream nameservers through the VPC's way out.
 func (c *Cluster) runClusterDNS(ctx context.Context) error {
 	client, err := c.clientset("cluster-dns", clusterDNSIdentity)
 	if err != nil {
 		return err
 	}
-	srv, err := dns.New(dns.Config{Domain: ClusterDomain, Logger: c.cfg.Logger.With("component", "cluster-dns")}, client)
+	log := c.cfg.Logger.With("component", "cluster-dns")
+	cfg := dns.Config{Domain: ClusterDomain, Logger: log}
+	if !c.cfg.Offline {
+		cfg.Upstreams, cfg.Dial = c.upstreamDNS(log), c.cfg.EgressDial
+	}
+	srv, err := dns.New(cfg, client)
 	if err != nil {
 		return err
 	}
@@ -199,6 +209,66 @@ func (c *Cluster) runClusterDNS(ctx context.Context) error {
 		return fmt.Errorf("cluster dns: %w", err)
 	}
 	return srv.Serve(ctx, udp, tcp)
+}
+
+// upstreamDNS are the nameservers the cluster DNS forwards to: Config.UpstreamDNS, or
+// those of the machine's resolv.conf (none when it cannot be read or names none, said in
+// the log: names outside the cluster are then refused).
+func (c *Cluster) upstreamDNS(log *slog.Logger) []netip.AddrPort {
+	if c.cfg.UpstreamDNS != nil {
+		return c.cfg.UpstreamDNS
+	}
+	rc, err := resolvconf.Read(resolvconf.Path)
+	if err != nil {
+		log.Warn("no upstream nameservers: names outside the cluster are refused", "err", err)
+		return nil
+	}
+	addrs := rc.NameserverAddrs()
+	if len(addrs) == 0 {
+		log.Warn("no upstream nameservers: names outside the cluster are refused", "resolv.conf", resolvconf.Path)
+	}
+	return addrs
+}
+
+// clusterRanges are the cluster's own ranges, which its traffic reaches inside the VPC
+// and the NAT gateway never carries: the VPC's, the pods', the Services'.
+func (c *Cluster) clusterRanges() ([]netip.Prefix, error) {
+	services := c.cfg.ServiceCIDR
+	if services == "" {
+		services = defaultServiceCIDR
+	}
+	var out []netip.Prefix
+	for _, s := range []string{vpc.CIDR, nodeipam.DefaultClusterCIDR, services} {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("cluster range %q: %w", s, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// defaultServiceCIDR is the API server's Service range when ControlPlaneConfig names none.
+const defaultServiceCIDR = "10.96.0.0/12"
+
+// runNATGateway runs the VPC's NAT gateway: TCP from pods and nodes to addresses outside
+// the cluster's ranges leaves through Config.EgressDial, from a listener on the router's
+// address inside the VPC's namespace.
+func (c *Cluster) runNATGateway(ctx context.Context) error {
+	ranges, err := c.clusterRanges()
+	if err != nil {
+		return fmt.Errorf("nat gateway: %w", err)
+	}
+	g, err := natgateway.New(natgateway.Config{NetNS: c.vpc.Path(), ClusterRanges: ranges, Dial: c.cfg.EgressDial,
+		Logger: c.cfg.Logger.With("component", "nat-gateway")})
+	if err != nil {
+		return err
+	}
+	l, err := vpc.Listen(c.vpc.Path(), "tcp", net.JoinHostPort(vpc.RouterIP, "0"))
+	if err != nil {
+		return fmt.Errorf("nat gateway: %w", err)
+	}
+	return g.Serve(ctx, l)
 }
 
 // runNetworkPolicy runs node n's NetworkPolicy agent: the policies of its pods as rules in

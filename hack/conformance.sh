@@ -149,7 +149,7 @@ else
 	mkdir -p "$data"
 	: >"$artifacts/kubelab.log"
 	log "starting kubelab in $data (log: $artifacts/kubelab.log)"
-	bin/kubelab up --data-dir "$data" --secure-port 0 --etcd-client-port "${ETCD_PORT:-42379}" >"$artifacts/kubelab.log" 2>&1 &
+	bin/kubelab up --offline --data-dir "$data" --secure-port 0 --etcd-client-port "${ETCD_PORT:-42379}" >"$artifacts/kubelab.log" 2>&1 &
 	pid=$!
 	trap '[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid"' EXIT
 	until grep -q '^kubelab is up' "$artifacts/kubelab.log"; do

@@ -16,14 +16,14 @@ import (
 	"github.com/kubelab/kubelab/internal/testutil"
 )
 
-// runUp runs `kubelab up` with args, the command under test, in this process until the
-// test ends; it returns once the cluster printed that it is up, with its output so far.
+// runUp runs `kubelab up --offline` with args (tests never leave the machine), the
+// command under test, in this process until the test ends; it returns once the cluster printed that it is up, with its output so far.
 // (Tests that need a cluster but do not test `kubelab up` start one with clustertest.)
 func runUp(t *testing.T, args ...string) *syncBuffer {
 	t.Helper()
 	out, errOut := &syncBuffer{}, &syncBuffer{}
 	testutil.Start(t, "kubelab up", upTimeout, func(ctx context.Context) error {
-		if err := Run(ctx, append([]string{"up"}, args...), out, errOut); err != nil {
+		if err := Run(ctx, append([]string{"up", "--offline"}, args...), out, errOut); err != nil {
 			return fmt.Errorf("%w\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
 		}
 		return nil

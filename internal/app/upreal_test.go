@@ -32,10 +32,11 @@ type upProcess struct {
 	done chan error
 }
 
-// startUpProcess runs bin up with args and waits until it says it is up.
+// startUpProcess runs bin up --offline with args (tests never leave the machine) and
+// waits until it says it is up.
 func startUpProcess(t *testing.T, bin string, args ...string) *upProcess {
 	t.Helper()
-	return startUpCommand(t, exec.Command(bin, append([]string{"up"}, args...)...))
+	return startUpCommand(t, exec.Command(bin, append([]string{"up", "--offline"}, args...)...))
 }
 
 // startUpCommand runs cmd, a `kubelab up`, and waits until it says it is up.
@@ -134,7 +135,7 @@ func TestUpRealKill9(t *testing.T) {
 	}
 
 	// A second up on the data dir in use is refused, naming the holder.
-	out, err := exec.Command(bin, append([]string{"up"}, args()...)...).CombinedOutput()
+	out, err := exec.Command(bin, append([]string{"up", "--offline"}, args()...)...).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), fmt.Sprintf("in use by kubelab up (pid %d)", first.cmd.Process.Pid)) {
 		t.Errorf("second up on a data dir in use: %v\n%s", err, out)
 	}

@@ -164,6 +164,7 @@ func BenchmarkRealUp(b *testing.B) {
 				ControlPlaneConfig: cluster.ControlPlaneConfig{DataDir: dir, SecurePort: apiservertest.FreePort(b),
 					EtcdClientPort: apiservertest.FreePort(b), EtcdPeerPort: apiservertest.FreePort(b)},
 				PauseBinary: pause, CNIBinary: plugin, NodeStatusInterval: interval, CSIInProcess: true,
+				Offline: true, // benchmarks never leave the machine
 			}
 			var nodes []string
 			b.Cleanup(func() { clustertest.AssertNothingLeft(b, dir, nodes...) })

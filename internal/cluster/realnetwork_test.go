@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/kubelab/kubelab/internal/cluster"
 	"github.com/kubelab/kubelab/internal/cluster/clustertest"
+	"github.com/kubelab/kubelab/internal/natgateway"
 	"github.com/kubelab/kubelab/internal/overlay"
 	"github.com/kubelab/kubelab/internal/overlay/overlaytest"
 	"github.com/kubelab/kubelab/internal/testutil"
@@ -56,9 +58,15 @@ func httpVia(netns, url string) (string, error) {
 // sending to a pod whose readiness fails, a NodePort answers from another node's
 // namespace, Services resolve through the cluster DNS, the instance metadata service
 // answers in each node's namespace and in its pods, the API server and the EC2 endpoint
-// are reachable from a pod, and a NetworkPolicy denies, then allows.
+// are reachable from a pod, a pod and a node reach the outside (the test's own, through
+// the VPC's NAT gateway and the cluster DNS's upstream) while the machine's namespace
+// gets no route, rule or sysctl for it, and a NetworkPolicy denies, then allows.
 func TestRealNetwork(t *testing.T) {
-	tc := startRealCluster(t, 2, "us-east-1a", "us-east-1b")
+	internet := newInternet(t)
+	forwarding := hostForwarding(t)
+	tc := startRealClusterWith(t, func(c *cluster.Config) {
+		c.Offline, c.EgressDial, c.UpstreamDNS = false, internet.dial, []netip.AddrPort{netip.MustParseAddrPort(internetDNS)}
+	}, 2, "us-east-1a", "us-east-1b")
 	ctx := context.Background()
 	ns := tc.Namespace("net")
 	nodes := tc.Nodes()
@@ -244,6 +252,20 @@ func TestRealNetwork(t *testing.T) {
 		t.Errorf("the kubernetes EndpointSlice: %v %+v; want %s:443", err, eps, vpc.ControlPlaneIP)
 	}
 
+	// The outside: a pod fetches a page by name (the name through the cluster DNS's
+	// upstream, the connection through the NAT gateway), a node by address.
+	if out, err := kexec("client", "timeout", "20", "wget", "-qO-", "http://"+internetName+"/"); err != nil || out != internetPage {
+		t.Errorf("a pod → http://%s/: %v %q, want %q", internetName, err, out, internetPage)
+	}
+	if out, err := httpVia(tc.VPC().NodePath(n1.Name), "http://"+internetWeb+"/"); err != nil || out != internetPage {
+		t.Errorf("node %s → http://%s/: %v %q", n1.Name, internetWeb, err, out)
+	}
+	internet.assertDialed("udp "+internetDNS, "tcp "+internetWeb+":80")
+	if tables := vpcTables(t, tc); !strings.Contains(tables, natgateway.TableName) {
+		t.Errorf("the VPC's namespace has no NAT gateway table:\n%s", tables)
+	}
+	assertHostUntouched(t, forwarding)
+
 	// NetworkPolicy: web pods accept no ingress, then only from pods with role=client.
 	np, err := tc.Client.NetworkingV1().NetworkPolicies(ns).Create(ctx, &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
@@ -314,9 +336,17 @@ func (tc *testCluster) logNetwork(ns, node string) {
 
 // TestRealNetworkDirectRoutes runs two real nodes whose pod subnets are routed through
 // their VPC addresses instead of the VXLAN overlay: a pod reaches a pod on the other node,
-// and its packets cross the VPC bridge unencapsulated, with the pods' own addresses.
+// and its packets cross the VPC bridge unencapsulated, with the pods' own addresses. The
+// cluster is offline: a pod's fetch from the outside fails at the name, and the VPC has
+// no NAT gateway.
 func TestRealNetworkDirectRoutes(t *testing.T) {
-	tc := startRealClusterWith(t, func(c *cluster.Config) { c.OverlayMode = overlay.ModeDirect }, 2, "us-east-1a", "us-east-1b")
+	// Offline, as clustertest's clusters are, with the way out's stand-ins plugged: they
+	// must stay unused.
+	internet := newInternet(t)
+	tc := startRealClusterWith(t, func(c *cluster.Config) {
+		c.OverlayMode = overlay.ModeDirect
+		c.EgressDial, c.UpstreamDNS = internet.dial, []netip.AddrPort{netip.MustParseAddrPort(internetDNS)}
+	}, 2, "us-east-1a", "us-east-1b")
 	ctx := context.Background()
 	ns := tc.Namespace("direct")
 	n0, n1 := tc.Nodes()[0], tc.Nodes()[1]
@@ -354,4 +384,15 @@ func TestRealNetworkDirectRoutes(t *testing.T) {
 			t.Errorf("a VXLAN packet on the VPC with direct routes: %s", p)
 		}
 	}
+
+	// Offline: the name outside the cluster is refused, so wget fails at once.
+	out, err = testutil.KubectlCommand(t, tc.Kubeconfig(), "-n", ns, "exec", "client", "--",
+		"timeout", "20", "wget", "-qO-", "http://"+internetName+"/").CombinedOutput()
+	if err == nil || strings.Contains(string(out), internetPage) || !strings.Contains(string(out), "bad address") {
+		t.Errorf("offline, a pod → http://%s/: %v %q, want wget's bad address", internetName, err, out)
+	}
+	if tables := vpcTables(t, tc); strings.Contains(tables, natgateway.TableName) {
+		t.Errorf("offline, the VPC's namespace holds the NAT gateway's table:\n%s", tables)
+	}
+	internet.assertDialed()
 }

@@ -71,7 +71,8 @@ func Start(t testing.TB, opts Options) *Cluster {
 }
 
 // configFor is the cluster's config: hollow with a node status every second on fresh
-// ports and data dir, or real with kubelab's built commands; then opts' settings.
+// ports and data dir, or real with kubelab's built commands, offline; then opts'
+// settings.
 func configFor(t testing.TB, opts Options) cluster.Config {
 	t.Helper()
 	cfg := cluster.Config{
@@ -82,7 +83,10 @@ func configFor(t testing.TB, opts Options) cluster.Config {
 		Zones:              opts.Zones,
 		CSIInProcess:       opts.CSIInProcess,
 		NodeStatusInterval: time.Second,
-		Logger:             cloudtest.Logger(t, slog.LevelWarn),
+		// Tests never leave the machine: a test of the way out sets Offline back and
+		// plugs stand-ins (testutil.NewInternet) into EgressDial and UpstreamDNS.
+		Offline: true,
+		Logger:  cloudtest.Logger(t, slog.LevelWarn),
 	}
 	if cfg.DataDir == "" {
 		cfg.DataDir = shortDir(t)

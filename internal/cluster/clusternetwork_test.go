@@ -2,6 +2,9 @@ package cluster
 
 import (
 	"context"
+	"log/slog"
+	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -44,5 +47,40 @@ func TestClusterNetworkWithoutNodes(t *testing.T) {
 	n.setNodes([]Node{{Name: "ip-172-31-0-10.ec2.internal"}})
 	if _, err := n.DialContext(context.Background(), "tcp", "10.96.0.1:443"); err == nil || !strings.Contains(err.Error(), "ip-172-31-0-10.ec2.internal") {
 		t.Errorf("dial with no node namespace: %v", err)
+	}
+}
+
+// The cluster's own ranges, which the NAT gateway never carries: the VPC's, the pods',
+// and the Services' (the API server's default, or the configured one).
+func TestClusterRanges(t *testing.T) {
+	for services, want := range map[string]string{
+		"":              "172.31.0.0/16 10.244.0.0/16 10.96.0.0/12",
+		"10.100.0.0/16": "172.31.0.0/16 10.244.0.0/16 10.100.0.0/16",
+	} {
+		c := &Cluster{cfg: Config{ControlPlaneConfig: ControlPlaneConfig{ServiceCIDR: services}}}
+		got, err := c.clusterRanges()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s []string
+		for _, p := range got {
+			s = append(s, p.String())
+		}
+		if strings.Join(s, " ") != want {
+			t.Errorf("service CIDR %q: ranges %v, want %s", services, s, want)
+		}
+	}
+	c := &Cluster{cfg: Config{ControlPlaneConfig: ControlPlaneConfig{ServiceCIDR: "nope"}}}
+	if _, err := c.clusterRanges(); err == nil {
+		t.Error("a bad service CIDR gave ranges")
+	}
+}
+
+// The configured upstreams win over the machine's resolv.conf.
+func TestUpstreamDNS(t *testing.T) {
+	want := []netip.AddrPort{netip.MustParseAddrPort("192.0.2.53:5353")}
+	c := &Cluster{cfg: Config{UpstreamDNS: want}}
+	if got := c.upstreamDNS(slog.New(slog.DiscardHandler)); !slices.Equal(got, want) {
+		t.Errorf("upstreamDNS = %v, want %v", got, want)
 	}
 }

@@ -28,6 +28,11 @@ type Config struct {
 	// TTL is the time to live of every record and the negative-caching time of the SOA
 	// (5 seconds when zero, at most 3600).
 	TTL uint32
+	// Hosts are names outside the zones that the server answers itself, as a hosts file
+	// does (name, any case, with or without the final dot → addresses): A and AAAA with
+	// the addresses, NODATA for other types; they are never forwarded. kubelab's are the
+	// VPC's own names, the EC2 endpoint's.
+	Hosts map[string][]netip.Addr
 	// Upstreams are the nameservers that names outside the zones (and reverse names of
 	// addresses outside the cluster) are forwarded to, tried in order: the machine's
 	// resolver. None: such names are REFUSED.
@@ -53,6 +58,23 @@ func (c *Config) validate() error {
 	}
 	if c.TTL > maxTTL {
 		errs = append(errs, fmt.Errorf("ttl %d is above %d", c.TTL, maxTTL))
+	}
+	domain := d
+	if c.Domain == "" {
+		domain = canonicalDomain(DefaultDomain)
+	}
+	for name, addrs := range c.Hosts {
+		switch fq := canonicalDomain(name); {
+		case fq == "." || !validDomain(fq):
+			errs = append(errs, fmt.Errorf("host %q is not a domain name", name))
+		case mdns.IsSubDomain(domain, fq) || reverseZone(fq) != "":
+			errs = append(errs, fmt.Errorf("host %q is in the server's zones", name))
+		}
+		for _, a := range addrs {
+			if !a.IsValid() {
+				errs = append(errs, fmt.Errorf("host %q: an invalid address", name))
+			}
+		}
 	}
 	for _, u := range c.Upstreams {
 		if !u.IsValid() || u.Port() == 0 {

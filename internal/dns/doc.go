@@ -42,7 +42,10 @@
 // for addresses that are no ClusterIP nor endpoint. Zone transfers and classes other than
 // IN are REFUSED in the zones.
 //
-// Names outside the zones go to Config.Upstreams (the machine's resolver, as CoreDNS's
+// Names of Config.Hosts (in kubelab the VPC's own: the EC2 endpoint's name) are answered
+// as a hosts file would: A and AAAA with their addresses, NODATA for other types.
+//
+// Other names outside the zones go to Config.Upstreams (the machine's resolver, as CoreDNS's
 // forward plugin sends them to the nameservers of the node's resolv.conf), tried in order
 // through Config.Dial (in kubelab, the cluster's way out of the VPC), over the
 // transport the client used; so do reverse names of addresses the cluster has no record

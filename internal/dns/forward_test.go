@@ -153,7 +153,11 @@ func TestServeForwards(t *testing.T) {
 		mu.Unlock()
 		return (&net.Dialer{}).DialContext(ctx, network, addr)
 	}
-	ts := startServerWith(t, Config{Logger: quiet, Upstreams: []netip.AddrPort{dead, up.addr}, Dial: dial}, fixture()...)
+	ts := startServerWith(t, Config{Logger: quiet, Upstreams: []netip.AddrPort{dead, up.addr}, Dial: dial,
+		Hosts: map[string][]netip.Addr{"ec2.us-east-1.amazonaws.com": {netip.MustParseAddr("172.31.0.3")}}}, fixture()...)
+	if m := ts.ask(t, "udp", "ec2.us-east-1.amazonaws.com.", mdns.TypeA); !slices.Equal(answers(m), []string{"ec2.us-east-1.amazonaws.com. A 172.31.0.3"}) {
+		t.Errorf("a host's name: %v", m)
+	}
 	for _, network := range []string{"udp", "tcp"} {
 		m := ts.ask(t, network, "www.example.test.", mdns.TypeA)
 		if m.Rcode != mdns.RcodeSuccess || m.Authoritative || !slices.Equal(answers(m), []string{"www.example.test. A 198.51.100.7"}) {
@@ -231,6 +235,49 @@ func TestNewUpstreamErrors(t *testing.T) {
 	for _, u := range []netip.AddrPort{{}, netip.AddrPortFrom(netip.MustParseAddr("192.0.2.1"), 0)} {
 		if _, err := New(Config{Upstreams: []netip.AddrPort{u}}, fake.NewClientset()); err == nil || !strings.Contains(err.Error(), "upstream") {
 			t.Errorf("New with upstream %v: %v", u, err)
+		}
+	}
+}
+
+// A name of Config.Hosts is answered by the server (A and AAAA from its addresses, NODATA
+// for other types) and never goes upstream.
+func TestHosts(t *testing.T) {
+	r := testResolver(t, fixture()...)
+	r.hosts = map[string][]netip.Addr{"ec2.us-east-1.amazonaws.com.": {netip.MustParseAddr("172.31.0.3")}}
+	for _, tt := range []struct {
+		name   string
+		qtype  uint16
+		answer []string
+	}{
+		{"ec2.us-east-1.amazonaws.com.", mdns.TypeA, []string{"ec2.us-east-1.amazonaws.com. A 172.31.0.3"}},
+		{"EC2.us-east-1.AmazonAWS.com.", mdns.TypeA, []string{"EC2.us-east-1.AmazonAWS.com. A 172.31.0.3"}},
+		{"ec2.us-east-1.amazonaws.com.", mdns.TypeAAAA, nil},
+		{"ec2.us-east-1.amazonaws.com.", mdns.TypeMX, nil},
+	} {
+		req := query(tt.name, tt.qtype, 0)
+		m := r.respond(req, false)
+		if m.Rcode != mdns.RcodeSuccess || !m.Authoritative || !slices.Equal(answers(m), tt.answer) {
+			t.Errorf("%s %s: %v, want %v", tt.name, mdns.TypeToString[tt.qtype], m, tt.answer)
+		}
+		if r.forwards(req, m.Rcode) {
+			t.Errorf("%s %s goes upstream", tt.name, mdns.TypeToString[tt.qtype])
+		}
+	}
+	// Other names of the same domain are not the server's.
+	req := query("s3.us-east-1.amazonaws.com.", mdns.TypeA, 0)
+	if m := r.respond(req, false); m.Rcode != mdns.RcodeRefused || !r.forwards(req, m.Rcode) {
+		t.Errorf("s3.us-east-1.amazonaws.com: %v, want it refused here and forwarded", m)
+	}
+
+	for _, hosts := range []map[string][]netip.Addr{
+		{"bad_name.example.": nil},
+		{".": nil},
+		{"web.default.svc.cluster.local": nil},
+		{"1.0.0.10.in-addr.arpa": nil},
+		{"ok.example": {{}}},
+	} {
+		if _, err := New(Config{Hosts: hosts}, fake.NewClientset()); err == nil || !strings.Contains(err.Error(), "host") {
+			t.Errorf("New with hosts %v: %v", hosts, err)
 		}
 	}
 }

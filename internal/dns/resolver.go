@@ -49,6 +49,9 @@ type resolver struct {
 	// listen are the server's own addresses: the nameserver's when the cluster has no
 	// kube-system/kube-dns Service.
 	listen []netip.Addr
+	// hosts are names outside the zones the server answers itself (canonical name →
+	// addresses), as a hosts file would.
+	hosts map[string][]netip.Addr
 }
 
 // reverseZone is the reverse zone name (canonical) is in, "" if none.
@@ -74,6 +77,11 @@ func (r *resolver) zoneOf(name string) string {
 // the answer is authoritative, NXDOMAIN or NODATA carrying the zone's SOA.
 func (r *resolver) resolve(q mdns.Question) reply {
 	key := strings.ToLower(mdns.Fqdn(q.Name))
+	if addrs, ok := r.hosts[key]; ok && (q.Qclass == mdns.ClassINET || q.Qclass == mdns.ClassANY) {
+		// A name of Config.Hosts: its addresses, NODATA for other types.
+		want := func(t uint16) bool { return q.Qtype == t || q.Qtype == mdns.TypeANY }
+		return reply{rcode: mdns.RcodeSuccess, authoritative: true, answer: r.addrRecords(mdns.Fqdn(q.Name), addrs, want)}
+	}
 	zone := r.zoneOf(key)
 	if zone == "" || (q.Qclass != mdns.ClassINET && q.Qclass != mdns.ClassANY) ||
 		q.Qtype == mdns.TypeAXFR || q.Qtype == mdns.TypeIXFR {

@@ -68,7 +68,11 @@ func New(cfg Config, client kubernetes.Interface) (*Server, error) {
 		s.synced = append(s.synced, inf.HasSynced)
 	}
 	s.res = &resolver{domain: cfg.Domain, ttl: cfg.TTL, serial: s.serial.Load,
-		cat: &catalog{services: svcInf.GetIndexer(), slices: sliceInf.GetIndexer(), namespaces: nsInf.GetIndexer()}}
+		cat:   &catalog{services: svcInf.GetIndexer(), slices: sliceInf.GetIndexer(), namespaces: nsInf.GetIndexer()},
+		hosts: map[string][]netip.Addr{}}
+	for name, addrs := range cfg.Hosts {
+		s.res.hosts[canonicalDomain(name)] = addrs
+	}
 	if len(cfg.Upstreams) > 0 {
 		s.fwd = &forwarder{upstreams: cfg.Upstreams, dial: cfg.Dial, timeout: upstreamTimeout, log: cfg.Logger}
 	}

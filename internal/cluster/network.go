@@ -182,15 +182,18 @@ func (c *Cluster) runOverlay(n Node, netns string) func(ctx context.Context) err
 }
 
 // runClusterDNS serves the cluster domain on the VPC at ControlPlaneIP:53 (UDP and TCP),
-// the endpoint of the kube-dns Service; unless offline, it forwards other names to the
-// upstream nameservers through the VPC's way out.
+// the endpoint of the kube-dns Service, with the EC2 endpoint's names; unless offline, it
+// forwards other names to the upstream nameservers through the VPC's way out.
 func (c *Cluster) runClusterDNS(ctx context.Context) error {
 	client, err := c.clientset("cluster-dns", clusterDNSIdentity)
 	if err != nil {
 		return err
 	}
 	log := c.cfg.Logger.With("component", "cluster-dns")
-	cfg := dns.Config{Domain: ClusterDomain, Logger: log}
+	cfg := dns.Config{Domain: ClusterDomain, Logger: log, Hosts: map[string][]netip.Addr{}}
+	for _, name := range c.ec2Names() { // as the VPC's resolver answers an endpoint's private DNS name
+		cfg.Hosts[name] = []netip.Addr{netip.MustParseAddr(vpc.EC2EndpointIP)}
+	}
 	if !c.cfg.Offline {
 		cfg.Upstreams, cfg.Dial = c.upstreamDNS(log), c.cfg.EgressDial
 	}

@@ -27,7 +27,8 @@ const (
 	// ControlPlaneIP), where ec2.<region>.amazonaws.com resolves on the nodes.
 	EC2EndpointIP = "172.31.0.3"
 	// RouterIP is the VPC router's address, the nodes' default gateway. The router has no
-	// uplink: what is sent to it for another network is dropped there.
+	// uplink: what is sent to it for another network is dropped there, unless the NAT
+	// gateway, which listens on this address, carries it.
 	RouterIP = "172.31.0.1"
 	// MetadataIP is the instance metadata service's address inside each node.
 	MetadataIP = "169.254.169.254"

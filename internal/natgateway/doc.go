@@ -22,16 +22,16 @@
 //   - For each connection the listener accepts, the gateway reads the destination the
 //     client asked for from the DNAT's connection tracking (SO_ORIGINAL_DST), refuses one
 //     inside the excluded ranges (a connection made to the listener itself), connects to it
-//     through Config.Dial (by default a net.Dialer in kubelab's own namespace: the
-//     machine's routes, resolver-free since it dials an address), and copies bytes both
-//     ways until both sides are done, passing on each side's end of stream.
+//     through Config.Dial (by default a net.Dialer in kubelab's own namespace, under the
+//     machine's routes and firewall), and copies bytes both ways until both sides are
+//     done, passing on each side's end of stream.
 //   - A connection the gateway cannot make is reset, so the client sees "connection reset
 //     by peer" rather than waiting: its handshake was answered by the namespace's kernel
 //     before the gateway tried.
 //
 // Only TCP is carried. UDP and ICMP to outside addresses reach the router and are dropped
-// there, as today; the cluster's DNS (UDP and TCP at the control plane's address, inside
-// the VPC) forwards names itself. Serve makes the rules when it starts and removes them
+// there; the cluster's DNS (UDP and TCP at the control plane's address, inside the VPC)
+// forwards names itself. Serve makes the rules when it starts and removes them
 // when it ends; Cleanup removes a table a killed kubelab left, for a start with the
 // gateway off (kubelab up --offline).
 package natgateway

@@ -74,6 +74,30 @@ func TestApplyNodeStatusIgnoresHeartbeats(t *testing.T) {
 	}
 }
 
+// An extended resource patched into the node's capacity stays there and becomes
+// allocatable; the kubelet's own resources are its own.
+func TestApplyNodeStatusKeepsExtendedResources(t *testing.T) {
+	cfg := &Config{NodeName: "n1", Zone: "us-east-1a", InstanceID: "i-1", Hollow: true}
+	cfg.defaults()
+	n := &corev1.Node{}
+	now := metav1.NewTime(time.Unix(1000, 0))
+	applyNodeStatus(n, cfg, nil, "containerd://1.6.20", nil, now)
+	const foo = corev1.ResourceName("example.com/foo")
+	n.Status.Capacity[foo] = resource.MustParse("5")
+	n.Status.Capacity[corev1.ResourceCPU] = resource.MustParse("64")
+	if !applyNodeStatus(n, cfg, nil, "containerd://1.6.20", nil, now) {
+		t.Error("allocatable of the new resource not a change")
+	}
+	for name, l := range map[string]corev1.ResourceList{"capacity": n.Status.Capacity, "allocatable": n.Status.Allocatable} {
+		if q := l[foo]; q.Cmp(resource.MustParse("5")) != 0 {
+			t.Errorf("%s %s = %s, want 5 kept", name, foo, q.String())
+		}
+		if q := l[corev1.ResourceCPU]; q.Cmp(*cfg.Capacity.Cpu()) != 0 {
+			t.Errorf("%s cpu = %s, want the kubelet's %s", name, q.String(), cfg.Capacity.Cpu())
+		}
+	}
+}
+
 func TestMergeNodeMetaKeepsOthers(t *testing.T) {
 	cfg := &Config{NodeName: "n1", Zone: "us-east-1a", InstanceID: "i-1"}
 	cfg.defaults()

@@ -119,14 +119,28 @@ func nodeConditions(prev []corev1.NodeCondition, runtimeErr error, now metav1.Ti
 	return want
 }
 
+// nodeCapacity is a node's capacity: the resources the kubelet manages (managed), over
+// those the node's status already advertises (extended resources an operator or a device
+// manager patched in stay, as upstream's kubelet keeps them); its allocatable is the same,
+// since the kubelet reserves nothing.
+func nodeCapacity(prev, managed corev1.ResourceList) (capacity, allocatable corev1.ResourceList) {
+	capacity = prev.DeepCopy()
+	if capacity == nil {
+		capacity = corev1.ResourceList{}
+	}
+	for name, q := range managed {
+		capacity[name] = q.DeepCopy()
+	}
+	return capacity, capacity.DeepCopy()
+}
+
 // applyNodeStatus sets what the kubelet reports in node.status; changed ignores heartbeats.
 // runtimeVersion is the runtime's answer to Version; "" (the runtime did not answer)
 // keeps the version the node reports.
 func applyNodeStatus(node *corev1.Node, cfg *Config, inUse []corev1.UniqueVolumeName, runtimeVersion string, runtimeErr error, now metav1.Time) (changed bool) {
 	old := node.Status.DeepCopy()
 	s := &node.Status
-	s.Capacity = cfg.Capacity.DeepCopy()
-	s.Allocatable = cfg.Capacity.DeepCopy()
+	s.Capacity, s.Allocatable = nodeCapacity(old.Capacity, cfg.Capacity)
 	s.Conditions = nodeConditions(old.Conditions, runtimeErr, now)
 	s.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: cfg.NodeName}}
 	if cfg.NodeIP != "" {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -30,6 +32,8 @@ const (
 	layoutDirName = "layout"
 	// cacheDirName holds the digests of built layers, by the hash of their inputs.
 	cacheDirName = "cache"
+	// upstreamDirName holds what was fetched from upstream registries.
+	upstreamDirName = "upstream"
 )
 
 // AddrFile is the file in a registry's Dir that records its address.
@@ -70,6 +74,25 @@ type Config struct {
 	// KubelabBinary is the kubelab executable KubelabImage is built from; empty: no
 	// kubelab image.
 	KubelabBinary string
+	// Offline keeps the registry to the images it holds: a pull through containerd's
+	// mirror of anything else is not found, with a message naming offline mode, and
+	// nothing leaves the machine. Without it such a pull is served from the registry
+	// the image names (see Upstreams), once, and kept in Dir/upstream.
+	Offline bool
+	// Upstreams maps a registry host as images name it ("docker.io", "registry.k8s.io",
+	// "ghcr.io", "myregistry:5000") to the endpoint its images are fetched from
+	// ("https://mirror.example", "http://127.0.0.1:5000"); a host not named is reached at
+	// its own address over HTTPS (docker.io at index.docker.io). Tests point hosts at
+	// registries they run.
+	Upstreams map[string]string
+	// Keychain gives the credentials of the user running kubelab for a registry (the
+	// docker CLI's config.json: authn.DefaultKeychain); nil: none. What they fetch is
+	// cached and served to every pull, as upstream's kubelet uses a node's own
+	// credentials for every pod.
+	Keychain authn.Keychain
+	// Proxy picks the HTTP proxy of each request to an upstream registry; nil:
+	// http.ProxyFromEnvironment (HTTPS_PROXY, HTTP_PROXY, NO_PROXY).
+	Proxy func(*http.Request) (*url.URL, error)
 	// Logger receives structured logs. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -97,6 +120,9 @@ func (c *Config) validate() error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Proxy == nil {
+		c.Proxy = http.ProxyFromEnvironment
+	}
 	return nil
 }
 
@@ -105,6 +131,7 @@ func (c *Config) validate() error {
 type Registry struct {
 	cfg     Config
 	log     *slog.Logger
+	up      *upstreams // nil when offline
 	ready   chan struct{}
 	addr    atomic.Value // string, once listening
 	started atomic.Bool
@@ -130,7 +157,15 @@ func New(cfg Config) (*Registry, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("image registry config: %w", err)
 	}
-	return &Registry{cfg: cfg, log: cfg.Logger, ready: make(chan struct{})}, nil
+	r := &Registry{cfg: cfg, log: cfg.Logger, ready: make(chan struct{})}
+	if !cfg.Offline {
+		up, err := newUpstreams(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("image registry config: %w", err)
+		}
+		r.up = up
+	}
+	return r, nil
 }
 
 // Ready is closed once the registry serves the default and imported images.
@@ -175,13 +210,12 @@ func (r *Registry) Run(ctx context.Context) error {
 	}
 	r.addr.Store(addr)
 
-	srv := &http.Server{
-		Handler: registry.New(
-			registry.WithBlobHandler(registry.NewDiskBlobHandler(blobDir)),
-			registry.Logger(slog.NewLogLogger(r.log.Handler(), slog.LevelDebug)),
-		),
-		ReadHeaderTimeout: 30 * time.Second,
+	h := r.handler(ctx, blobDir)
+	if err := h.cache.removeTemp(); err != nil {
+		ln.Close()
+		return fmt.Errorf("image registry: %w", err)
 	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 	pulls := &http.Server{Handler: readOnly(srv.Handler), ReadHeaderTimeout: srv.ReadHeaderTimeout}
 	serveErr := make(chan error, 1+len(r.extra))
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -208,6 +242,17 @@ func (r *Registry) Run(ctx context.Context) error {
 	}
 }
 
+// handler serves the registry: the images in blobDir and in memory, and those of
+// upstream registries (fetched until ctx ends).
+func (r *Registry) handler(ctx context.Context, blobDir string) *pullThrough {
+	local := registry.New(
+		registry.WithBlobHandler(registry.NewDiskBlobHandler(blobDir)),
+		registry.Logger(slog.NewLogLogger(r.log.Handler(), slog.LevelDebug)),
+	)
+	return &pullThrough{local: local, localBlobs: blobDir, cache: newUpstreamCache(filepath.Join(r.cfg.Dir, upstreamDirName)),
+		up: r.up, log: r.log, ctx: ctx}
+}
+
 // publish builds the default images and pushes them and the layout's images to the
 // registry at addr.
 func (r *Registry) publish(ctx context.Context, addr, layoutDir, blobDir, cacheDir string) error {
@@ -231,7 +276,7 @@ func (r *Registry) publish(ctx context.Context, addr, layoutDir, blobDir, cacheD
 	if err != nil {
 		return err
 	}
-	r.log.Info("image registry ready", "addr", addr, "images", refs, "imported", len(imported),
+	r.log.Info("image registry ready", "addr", addr, "images", refs, "imported", len(imported), "offline", r.cfg.Offline,
 		"build", built.Round(time.Millisecond), "total", time.Since(start).Round(time.Millisecond))
 	return nil
 }

@@ -185,19 +185,27 @@ func TestDefaultImages(t *testing.T) {
 	})
 }
 
-// TestAddListener: the registry serves pulls on a listener handed to it before Run, only
-// pulls, and closes it when Run returns; one handed over while it runs is refused and
+// TestAddListener: the registry serves pulls on a listener handed to it before Run (of
+// its own images and of upstream registries'), only pulls, and closes it when Run returns; one handed over while it runs is refused and
 // closed.
 func TestAddListener(t *testing.T) {
 	extra, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := startRegistry(t, t.TempDir(), extra)
+	hub := startStandIn(t, "", "")
+	want := hub.push(t, "kubelab-test/app", "1")
+	r := startRegistryWith(t, Config{Dir: t.TempDir(), Upstreams: map[string]string{"docker.io": hub.url()}}, extra)
 	if extra.Addr().String() == r.Addr() {
 		t.Fatalf("the extra listener has the registry's own address %s", r.Addr())
 	}
 	pull(t, extra.Addr().String(), "library/busybox:latest")
+	// Pulls through containerd's mirror there get upstream's images too.
+	if got, err := pullThroughMirror(extra.Addr().String(), "docker.io", "kubelab-test/app:1", "", ""); err != nil {
+		t.Errorf("pull of an upstream image on the extra listener: %v", err)
+	} else {
+		sameDigest(t, got, want)
+	}
 	// Read-only there: an upload is refused, naming why.
 	resp, err := http.Post("http://"+extra.Addr().String()+"/v2/library/busybox/blobs/uploads/", "application/octet-stream", nil)
 	if err != nil {

@@ -70,6 +70,9 @@ type Config struct {
 	// (or ClusterFirstWithHostNet); when empty such pods get the node's resolv.conf, with
 	// a MissingClusterDNS warning event.
 	ClusterDNS []string
+	// OfflineImages says the node's images come only from kubelab's registry (kubelab up
+	// --offline): the message of a failed pull says so.
+	OfflineImages bool
 	// ClusterDomain is the cluster's DNS domain ("cluster.local" when empty): the search
 	// list of ClusterFirst pods is <namespace>.svc.<domain> svc.<domain> <domain>.
 	ClusterDomain string

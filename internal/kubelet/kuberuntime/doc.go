@@ -22,8 +22,10 @@
 //     container's process namespace;
 //   - starts a container: waits out its restart back-off (10 s doubling to 300 s; status
 //     Waiting CrashLoopBackOff meanwhile), makes its image present (ImageStatus, PullImage as
-//     imagePullPolicy says; ErrImagePull then ImagePullBackOff with a back-off per pod and
-//     image), builds its config (command and args with $(VAR) expanded, environment with the
+//     imagePullPolicy says, with each matching credential of the pod's imagePullSecrets in
+//     turn (pullsecrets.go); ErrImagePull then ImagePullBackOff with a back-off per pod and
+//     image; with Config.OfflineImages the message says the node's images come only from
+//     kubelab's registry), builds its config (command and args with $(VAR) expanded, environment with the
 //     downward API, ConfigMap/Secret references and Service variables, bind mounts of the
 //     pod's volumes — those the kubelet writes (configMap, secret, downwardAPI, projected)
 //     always read-only — of a termination-message file and of the pod's hosts file at /etc/hosts

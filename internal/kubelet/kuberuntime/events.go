@@ -19,6 +19,8 @@ const (
 	eventKilling                = "Killing"
 	eventSandboxChanged         = "SandboxChanged"
 	eventFailedCreatePodSandBox = "FailedCreatePodSandBox"
+
+	eventFailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
 )
 
 // podRef is the event's object: the pod (objects from informers carry no kind).

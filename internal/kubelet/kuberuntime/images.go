@@ -8,6 +8,7 @@ import (
 	"github.com/distribution/reference"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -98,13 +99,24 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 		}
 		return "", &imageResult{reason: ErrImagePullBackOff.Error(), message: msg, err: ErrImagePullBackOff}
 	}
+	creds, err := r.pullCredentials(pod, image)
+	if err != nil {
+		msg := err.Error()
+		r.event(pod, c.Name, corev1.EventTypeWarning, eventFailed, "Failed to pull image %q: %s", c.Image, msg)
+		r.pullBackOff.next(key, r.cfg.Clock.Now(), ErrImagePull.Error()+": "+msg)
+		return "", &imageResult{reason: ErrImagePull.Error(), message: msg, err: ErrImagePull}
+	}
 	r.event(pod, c.Name, corev1.EventTypeNormal, eventPulling, "Pulling image %q", c.Image)
 	start := r.cfg.Clock.Now()
-	resp, err := r.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: spec, SandboxConfig: sbConfig})
+	ref, err = r.pull(ctx, spec, sbConfig, creds)
 	if err != nil {
-		r.event(pod, c.Name, corev1.EventTypeWarning, eventFailed, "Failed to pull image %q: %v", c.Image, err)
-		r.pullBackOff.next(key, r.cfg.Clock.Now(), ErrImagePull.Error()+": "+err.Error())
-		return "", &imageResult{reason: ErrImagePull.Error(), message: err.Error(), err: ErrImagePull}
+		msg := err.Error()
+		if r.cfg.OfflineImages {
+			msg += "; " + offlinePullHint
+		}
+		r.event(pod, c.Name, corev1.EventTypeWarning, eventFailed, "Failed to pull image %q: %s", c.Image, msg)
+		r.pullBackOff.next(key, r.cfg.Clock.Now(), ErrImagePull.Error()+": "+msg)
+		return "", &imageResult{reason: ErrImagePull.Error(), message: msg, err: ErrImagePull}
 	}
 	r.pullBackOff.reset(key)
 	took := r.cfg.Clock.Since(start).Round(time.Millisecond)
@@ -113,7 +125,29 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 		size = fmt.Sprintf(" Image size: %d bytes.", st.GetImage().GetSize())
 	}
 	r.event(pod, c.Name, corev1.EventTypeNormal, eventPulled, "Successfully pulled image %q in %v (%v including waiting).%s", c.Image, took, took, size)
-	return resp.GetImageRef(), nil
+	return ref, nil
+}
+
+// offlinePullHint ends the message of a failed pull on a node whose images come only
+// from kubelab's registry.
+const offlinePullHint = "kubelab runs offline (kubelab up --offline): images come only from kubelab's registry, which does not have this one (add it with kubelab image import)"
+
+// pull pulls the image with each of creds in turn until one succeeds, as upstream's
+// kubelet does; without creds, anonymously. The error of several attempts lists them all.
+func (r *Runtime) pull(ctx context.Context, spec *runtimeapi.ImageSpec, sbConfig *runtimeapi.PodSandboxConfig, creds []*runtimeapi.AuthConfig) (string, error) {
+	if len(creds) == 0 {
+		resp, err := r.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: spec, SandboxConfig: sbConfig})
+		return resp.GetImageRef(), err
+	}
+	var errs []error
+	for _, auth := range creds {
+		resp, err := r.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: spec, Auth: auth, SandboxConfig: sbConfig})
+		if err == nil {
+			return resp.GetImageRef(), nil
+		}
+		errs = append(errs, err)
+	}
+	return "", utilerrors.NewAggregate(errs)
 }
 
 // grpcMessage is an error's gRPC status message (its text when it has no status).

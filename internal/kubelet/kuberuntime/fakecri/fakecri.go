@@ -72,6 +72,8 @@ type CRI struct {
 	containers map[string]*Container
 	images     map[string]*image // by name and by id
 	pullErrs   map[string]error
+	pullAuth   map[string]*runtimeapi.AuthConfig // images only these credentials pull
+	pullAuths  []*runtimeapi.AuthConfig          // what each PullImage carried (nil: none)
 	startHook  func(*Container)
 	conditions map[string]*runtimeapi.RuntimeCondition
 	calls      []string
@@ -87,7 +89,7 @@ var runtimeHandlers = map[string]bool{"": true, "runc": true}
 // New returns an empty fake whose runtime and network are ready.
 func New() *CRI {
 	f := &CRI{now: time.Now, sandboxes: map[string]*Sandbox{}, containers: map[string]*Container{},
-		images: map[string]*image{}, pullErrs: map[string]error{}, conditions: map[string]*runtimeapi.RuntimeCondition{}}
+		images: map[string]*image{}, pullErrs: map[string]error{}, pullAuth: map[string]*runtimeapi.AuthConfig{}, conditions: map[string]*runtimeapi.RuntimeCondition{}}
 	f.SetCondition(runtimeapi.RuntimeReady, true, "", "")
 	f.SetCondition(runtimeapi.NetworkReady, true, "", "")
 	return f
@@ -132,6 +134,21 @@ func (f *CRI) FailPull(name string, err error) {
 		return
 	}
 	f.pullErrs[name] = err
+}
+
+// RequireAuth makes pulls of name fail unless they carry username and password, as a
+// private registry's do.
+func (f *CRI) RequireAuth(name, username, password string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pullAuth[name] = &runtimeapi.AuthConfig{Username: username, Password: password}
+}
+
+// PullAuths is the credentials each PullImage carried, in order (nil for none).
+func (f *CRI) PullAuths() []*runtimeapi.AuthConfig {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*runtimeapi.AuthConfig(nil), f.pullAuths...)
 }
 
 // OnStart sets a function called (with the fake locked) when a container starts: it may
@@ -596,8 +613,12 @@ func (f *CRI) PullImage(_ context.Context, in *runtimeapi.PullImageRequest, _ ..
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "PullImage")
 	name := in.GetImage().GetImage()
+	f.pullAuths = append(f.pullAuths, in.GetAuth())
 	if err, ok := f.pullErrs[name]; ok {
 		return nil, err
+	}
+	if want, ok := f.pullAuth[name]; ok && (in.GetAuth().GetUsername() != want.Username || in.GetAuth().GetPassword() != want.Password) {
+		return nil, status.Errorf(codes.Unknown, "failed to pull and unpack image %q: pull access denied, repository does not exist or may require authorization", name)
 	}
 	return &runtimeapi.PullImageResponse{ImageRef: f.addImageLocked(name).id}, nil
 }

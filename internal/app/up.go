@@ -39,7 +39,10 @@ Nodes are real by default (root): each node is an EC2 instance of the cloud with
 containerd and runc, the CSI node plugin with its registrar, a kubelet and a CNI bridge;
 volumes are loop devices formatted and mounted for real, images come from kubelab's
 local registry (pause, busybox and nginx built at start; 'kubelab image import' adds
-more). --hollow runs the cloud without loop devices and the nodes with the hollow
+more), and any other image from the registry it names, fetched once by kubelab's
+registry and cached in the data dir (through HTTPS_PROXY when set; private registries
+with the pods' imagePullSecrets or your own docker login). --offline keeps the nodes to
+kubelab's registry. --hollow runs the cloud without loop devices and the nodes with the hollow
 kubelet (a fake container runtime and mounter); no root is needed.
 
 It prints "kubelab is up (in <time>)" once a user's first commands work: every node Ready,
@@ -70,6 +73,9 @@ The components log to stderr in klog's text format, as the Kubernetes components
 			cfg.ControlPlaneConfig = cp
 			if zones != "" {
 				cfg.Zones = strings.Split(zones, ",")
+			}
+			if cfg.Offline && !cfg.Hollow {
+				fmt.Fprintln(cmd.OutOrStdout(), offlineNotice)
 			}
 			release, err := lockDataDir(cfg.DataDir)
 			if err != nil {
@@ -103,11 +109,14 @@ The components log to stderr in klog's text format, as the Kubernetes components
 	fs.StringVar(&cfg.Region, "region", "us-east-1", "the cloud's region")
 	fs.StringVar(&zones, "zones", "", "comma-separated availability zones (default <region>a,<region>b,<region>c)")
 	fs.StringVar(&cfg.CloudProfile, "cloud-profile", "fast", "latencies of the cloud's asynchronous transitions: fast or aws")
-	fs.BoolVar(&cfg.Offline, "offline", false, "keep the cluster's traffic on this machine: no NAT gateway out of the VPC, cluster DNS answers only the cluster's names")
+	fs.BoolVar(&cfg.Offline, "offline", false, "keep the cluster on this machine: pods' images only from kubelab's registry (built, imported or cached before), no NAT gateway out of the VPC, cluster DNS answers only the cluster's names")
 	fs.StringVar(&logLevel, "log-level", "warn", "log level of the components: debug, info, warn or error")
 	addLogFormatFlag(cmd)
 	return cmd
 }
+
+// offlineNotice is what `kubelab up --offline` says at start.
+const offlineNotice = "kubelab runs offline: pods' images come only from kubelab's registry (kubelab image import adds more), pods have no way out of the VPC and cluster DNS answers only the cluster's names."
 
 // needsRoot is the error of `kubelab up` for a user of euid: real nodes (no --hollow)
 // need root. It is one line that says how to run it instead.

@@ -99,7 +99,7 @@ func TestUpRealKill9(t *testing.T) {
 	t.Cleanup(func() { releaseDataDir(t, dir) }) // after a failure midway: nothing stays
 	t.Cleanup(func() { clustertest.AssertNothingLeft(t, dir) })
 	args := func() []string {
-		return []string{"--data-dir", dir, "--nodes", "1", "--zones", "us-east-1a", "--secure-port", "0",
+		return []string{"--offline", "--data-dir", dir, "--nodes", "1", "--zones", "us-east-1a", "--secure-port", "0",
 			"--etcd-client-port", fmt.Sprint(apiservertest.FreePort(t)), "--etcd-peer-port", fmt.Sprint(apiservertest.FreePort(t))}
 	}
 	kc := filepath.Join(dir, "kubeconfig")
@@ -108,6 +108,9 @@ func TestUpRealKill9(t *testing.T) {
 		return clustertest.Kubectl(t, kc, args...)
 	}
 	first := startUpProcess(t, bin, args()...)
+	if !strings.Contains(first.out.String(), offlineNotice) {
+		t.Errorf("kubelab up --offline did not say so at start:\n%s", first.out.String())
+	}
 	assertFirstCommands(t, kc)
 	// The storage manifests of examples/seed, verbatim: the gp2 class, claims of classes
 	// standard (1Gi) and gp2 (10Gi), and the pods that mount them.

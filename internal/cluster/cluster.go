@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,6 +104,7 @@ func New(cfg Config) (*Cluster, error) {
 	cl := &Cluster{cfg: cfg, cp: cp, cloud: c, vpc: v, network: network, ready: make(chan struct{}), bootDone: make(chan struct{})}
 	if !cfg.Hollow {
 		ic := image.Config{Dir: filepath.Join(cfg.DataDir, "images"), PauseBinary: cfg.PauseBinary,
+			Offline: cfg.Offline, Upstreams: cfg.ImageUpstreams, Keychain: authn.DefaultKeychain,
 			Logger: cfg.Logger.With("component", "image-registry")}
 		if cfg.csiInPods() {
 			ic.KubelabBinary = cfg.KubelabBinary

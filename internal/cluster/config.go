@@ -56,12 +56,20 @@ type Config struct {
 	PodStartDelay time.Duration
 	// NodeStatusInterval is how often the kubelets compute their node status (10s).
 	NodeStatusInterval time.Duration
+	// Offline keeps the cluster on the machine (kubelab up --offline). Real nodes' images
+	// come only from kubelab's registry (what it builds, imports and cached before): a
+	// pod's image it does not hold fails to pull, saying so; without it such an image
+	// comes from the registry it names (ImageUpstreams), once, cached in
+	// <data-dir>/images/upstream. The VPC has no NAT gateway, and the cluster DNS answers
+	// only the cluster's own names.
+	Offline bool
+	// ImageUpstreams maps registry hosts ("docker.io") to the endpoints kubelab's
+	// registry fetches their images from ("http://127.0.0.1:5000"); other hosts are
+	// reached at their own address.
+	ImageUpstreams map[string]string
 	// NodeCIDRMaskSize is the size of each node's podCIDR out of 10.244.0.0/16 (24 when
 	// zero): a larger one gives each node fewer pod addresses.
 	NodeCIDRMaskSize int
-	// Offline keeps the cluster's traffic on the machine (kubelab up --offline): the VPC
-	// has no NAT gateway, and the cluster DNS answers only the cluster's own names.
-	Offline bool
 	// EgressDial is the VPC's way out (real nodes, not Offline): how its NAT gateway
 	// connects pods and nodes to addresses outside the cluster's ranges, and how the
 	// cluster DNS reaches UpstreamDNS. A net.Dialer in kubelab's own namespace when nil.

@@ -84,7 +84,8 @@ func configFor(t testing.TB, opts Options) cluster.Config {
 		CSIInProcess:       opts.CSIInProcess,
 		NodeStatusInterval: time.Second,
 		// Tests never leave the machine: a test of the way out sets Offline back and
-		// plugs stand-ins (testutil.NewInternet) into EgressDial and UpstreamDNS.
+		// plugs stand-ins (testutil.NewInternet into EgressDial and UpstreamDNS, stand-in
+		// registries into ImageUpstreams).
 		Offline: true,
 		Logger:  cloudtest.Logger(t, slog.LevelWarn),
 	}

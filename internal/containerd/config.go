@@ -29,9 +29,12 @@ type Config struct {
 	// unix socket address whatever Dir's length. rundir.For(Dir) when empty.
 	SocketDir string
 	// RegistryAddr is host:port of kubelab's plain-HTTP OCI registry. It serves every
-	// registry: docker.io/library/nginx as /v2/library/nginx/…, registry.k8s.io/pause as
-	// /v2/pause/…, and any other registry host the same way. Empty: no mirror is written and
-	// containerd resolves registries itself.
+	// registry: docker.io/library/nginx as /v2/library/nginx/…?ns=docker.io,
+	// registry.k8s.io/pause as /v2/pause/…?ns=registry.k8s.io, and any other registry host
+	// the same way (containerd adds ?ns=<the image's registry> for a mirror; kubelab's
+	// registry fetches from there what it does not hold, and asks for the pull's
+	// credentials with a Basic challenge when that registry wants them). Empty: no mirror
+	// is written and containerd resolves registries itself.
 	RegistryAddr string
 	// SandboxImage is the image of the pods' sandbox (pause) containers;
 	// "registry.k8s.io/pause:3.10" when empty.

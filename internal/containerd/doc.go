@@ -12,7 +12,8 @@
 //	state/            task bundles, sandboxes, pods' network namespaces (state/
 //	                  io.containerd.grpc.v1.cri/netns), runc's state (state/runc)
 //	certs.d/          registry hosts: _default, docker.io and registry.k8s.io all point at
-//	                  kubelab's registry (Config.RegistryAddr) over plain HTTP
+//	                  kubelab's registry (Config.RegistryAddr) over plain HTTP, the only
+//	                  registry the node talks to
 //	cni/net.d/        the CNI config dir (unless Config.CNIConfDir says otherwise)
 //	opt/, tmp/        containerd's opt and temp dirs
 //	containerd.pid    the containerd Run started

@@ -30,9 +30,12 @@ import (
 // of the ConfigMap reaches the running container; a pod naming a missing ConfigMap waits
 // in ContainerCreating with upstream's FailedMount event and starts once it exists;
 // deleting the pod leaves no tmpfs mounted. Then a Helm chart of such objects installs,
-// upgrades, rolls back and uninstalls (helmChart).
+// upgrades, rolls back and uninstalls (helmChart). The cluster is online, its registries
+// stand-ins: pods run an image only "docker.io" has and a private registry's image with
+// imagePullSecrets (checkUpstreamImages).
 func TestRealConfigVolumes(t *testing.T) {
-	tc := startRealCluster(t, 1, "us-east-1a")
+	images := startUpstreamStandIns(t)
+	tc := startRealClusterWith(t, images.tweak, 1, "us-east-1a")
 	ctx := context.Background()
 	ns := tc.Namespace("real-config")
 	root := tc.KubeletRoot(tc.Nodes()[0])
@@ -222,6 +225,8 @@ func TestRealConfigVolumes(t *testing.T) {
 	if b, _ := os.ReadFile("/proc/self/mountinfo"); bytes.Contains(b, []byte(string(p.UID))) {
 		t.Errorf("a mount of pod %s is left in the mount table", p.UID)
 	}
+
+	images.checkUpstreamImages(t, tc, ns)
 
 	// The same objects as a user installs them: a Helm chart, on the same node.
 	t.Run("helm chart", func(t *testing.T) { tc.helmChart(t, tc.Namespace("real-helm")) })

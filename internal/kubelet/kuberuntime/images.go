@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/distribution/reference"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -112,7 +113,7 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 	if err != nil {
 		msg := err.Error()
 		if r.cfg.OfflineImages {
-			msg += "; " + offlinePullHint
+			msg += "; " + offlinePullHint(err)
 		}
 		r.event(pod, c.Name, corev1.EventTypeWarning, eventFailed, "Failed to pull image %q: %s", c.Image, msg)
 		r.pullBackOff.next(key, r.cfg.Clock.Now(), ErrImagePull.Error()+": "+msg)
@@ -128,9 +129,15 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 	return ref, nil
 }
 
-// offlinePullHint ends the message of a failed pull on a node whose images come only
-// from kubelab's registry.
-const offlinePullHint = "kubelab runs offline (kubelab up --offline): images come only from kubelab's registry, which does not have this one (add it with kubelab image import)"
+// offlinePullHint ends the message of a failed pull (err) on a node whose images come
+// only from kubelab's registry.
+func offlinePullHint(err error) string {
+	hint := "kubelab runs offline (kubelab up --offline): images come only from kubelab's registry"
+	if status.Code(err) == codes.NotFound {
+		hint += ", which does not have this one (add it with kubelab image import)"
+	}
+	return hint
+}
 
 // pull pulls the image with each of creds in turn until one succeeds, as upstream's
 // kubelet does; without creds, anonymously. The error of several attempts lists them all.

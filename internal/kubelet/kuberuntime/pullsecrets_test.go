@@ -132,7 +132,8 @@ func TestSyncPodPullOffline(t *testing.T) {
 		t.Fatalf("err = %v, want ErrImagePull", err)
 	}
 	app := stateOf(t, st, "app")
-	if app.Reason != "ErrImagePull" || !strings.Contains(app.Message, "not found") || !strings.Contains(app.Message, "kubelab runs offline (kubelab up --offline)") {
+	if app.Reason != "ErrImagePull" || !strings.Contains(app.Message, "not found; kubelab runs offline (kubelab up --offline)") ||
+		!strings.HasSuffix(app.Message, "which does not have this one (add it with kubelab image import)") {
 		t.Errorf("state = %+v, want ErrImagePull naming offline mode", app)
 	}
 	if evs := env.events(); !hasEvent(evs, `Warning Failed Failed to pull image "postgres:16": `) || !strings.Contains(strings.Join(evs, "\n"), "offline") {

@@ -3,8 +3,10 @@ package cluster_test
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -66,9 +68,14 @@ func startUpstreamStandIns(t *testing.T) *upstreamStandIns {
 	return &upstreamStandIns{hub: startUpstreamStandIn(t, "", ""), private: startUpstreamStandIn(t, "puller", "s3cret")}
 }
 
-// tweak makes the cluster fetch images its registry lacks, from the stand-ins only.
+// tweak makes the cluster fetch images its registry lacks, from the stand-ins only; the
+// VPC's way out and the cluster DNS's upstreams, which online mode opens too, reach
+// nowhere.
 func (s *upstreamStandIns) tweak(cfg *cluster.Config) {
 	cfg.Offline = false
+	cfg.EgressDial = func(_ context.Context, network, addr string) (net.Conn, error) {
+		return nil, fmt.Errorf("dial %s %s: this test's cluster has no way out", network, addr)
+	}
 	cfg.ImageUpstreams = map[string]string{privateRegistryHost: "http://" + s.private.addr}
 	for _, host := range []string{"docker.io", "registry.k8s.io", "quay.io", "ghcr.io", "public.ecr.aws", "gcr.io"} {
 		cfg.ImageUpstreams[host] = "http://" + s.hub.addr

@@ -81,6 +81,12 @@ func TestRealPods(t *testing.T) {
 	create(oom)
 	// A pod whose container ends with 0 and never restarts succeeds.
 	create(busyboxPod(ns, "done", corev1.RestartPolicyNever, "exit 0"))
+	// A namespaced sysctl of the pod's security context is set in its sandbox, and
+	// busybox's sysctl is at /bin/sysctl, as in upstream's image.
+	sysctl := busyboxPod(ns, "sysctl", corev1.RestartPolicyNever, "")
+	sysctl.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.shm_rmid_forced", Value: "1"}}}
+	sysctl.Spec.Containers[0].Command = []string{"/bin/sysctl", "kernel.shm_rmid_forced"}
+	create(sysctl)
 	// An image that no registry has.
 	missing := busyboxPod(ns, "no-image", corev1.RestartPolicyAlways, "true")
 	missing.Spec.Containers[0].Image = "kubelab-test/no-such-image:v1"
@@ -119,6 +125,17 @@ func TestRealPods(t *testing.T) {
 		p, err := tc.Client.CoreV1().Pods(ns).Get(ctx, "done", metav1.GetOptions{})
 		return err == nil && p.Status.Phase == corev1.PodSucceeded, err
 	})
+
+	testutil.EventuallyWithin(t, clustertest.Timeout, "pod sysctl Succeeded", func() (bool, error) {
+		p, err := tc.Client.CoreV1().Pods(ns).Get(ctx, "sysctl", metav1.GetOptions{})
+		if err == nil && p.Status.Phase == corev1.PodFailed {
+			return false, fmt.Errorf("pod sysctl failed: %+v", p.Status.ContainerStatuses)
+		}
+		return err == nil && p.Status.Phase == corev1.PodSucceeded, err
+	})
+	if out := tc.Kubectl("logs", "-n", ns, "sysctl"); out != "kernel.shm_rmid_forced = 1\n" {
+		t.Errorf("sysctl's log %q, want the sysctl set to 1", out)
+	}
 
 	p = tc.waitContainer(ns, "no-image", "ImagePullBackOff", func(cs corev1.ContainerStatus) bool {
 		return cs.State.Waiting != nil && cs.State.Waiting.Reason == "ImagePullBackOff"
@@ -195,7 +212,7 @@ func TestRealPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := []string{"init-order", "crash", "done", "no-image", "bad-command"}
+	names := []string{"init-order", "crash", "done", "sysctl", "no-image", "bad-command"}
 	for _, p := range jobPods.Items {
 		if p.Status.Phase != corev1.PodSucceeded {
 			t.Errorf("job pod %s is %s", p.Name, p.Status.Phase)

@@ -142,8 +142,8 @@ func (b *builder) pause() (builtImage, error) {
 	return builtImage{refs: []string{PauseImage}, img: img}, nil
 }
 
-// busybox is BusyboxImage: /bin/busybox with every applet as a hard link where Debian's
-// busybox places it, a root and a nobody user, and /tmp.
+// busybox is BusyboxImage: /bin/busybox with every applet as a hard link in /bin (as
+// upstream's busybox image), a root and a nobody user, and /tmp.
 func (b *builder) busybox() (builtImage, error) {
 	spec := newLayerSpec()
 	if err := spec.hostFile("bin/busybox", hostBusybox); err != nil {
@@ -300,15 +300,16 @@ func baseDirs(spec *layerSpec) {
 }
 
 // addApplets adds busybox's applets as hard links to the busybox at layer path
-// busybox, where `busybox --list-full` places them (through the layer's symbolic
-// links), leaving files the layer already has.
+// busybox, every one in /bin (through the layer's symbolic links) as upstream's busybox
+// image has them — /bin/sysctl, /bin/ip — where Debian's busybox would put some in
+// /sbin, /usr/bin or /usr/sbin; files the layer already has stay.
 func addApplets(spec *layerSpec, busybox string) error {
-	out, err := exec.Command(hostBusybox, "--list-full").Output()
+	out, err := exec.Command(hostBusybox, "--list").Output()
 	if err != nil {
-		return fmt.Errorf("%s --list-full: %w", hostBusybox, err)
+		return fmt.Errorf("%s --list: %w", hostBusybox, err)
 	}
-	for _, p := range strings.Fields(string(out)) {
-		p = spec.resolve(p)
+	for _, name := range strings.Fields(string(out)) {
+		p := spec.resolve(path.Join("bin", name))
 		if p == "" || p == "." || spec.has(p) {
 			continue
 		}

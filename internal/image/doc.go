@@ -68,7 +68,7 @@
 // At every start Run builds and pushes, from this machine's files:
 //
 //	registry.k8s.io/pause:3.10        kubelab-pause (Config.PauseBinary) as /pause
-//	docker.io/library/busybox:latest  Debian's busybox-static and its applets, Cmd ["sh"]
+//	docker.io/library/busybox:latest  Debian's busybox-static, every applet in /bin (as upstream's busybox image), Cmd ["sh"]
 //	docker.io/library/nginx:latest    Debian's nginx with its shared libraries (from the
 //	                                  ELF files), NSS modules, /etc/nginx, busybox as the
 //	                                  shell; serves /usr/share/nginx/html on port 80

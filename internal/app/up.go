@@ -77,6 +77,7 @@ The components log to stderr in klog's text format, as the Kubernetes components
 			if cfg.Offline && !cfg.Hollow {
 				fmt.Fprintln(cmd.OutOrStdout(), offlineNotice)
 			}
+			cfg.Progress = func(step string) { fmt.Fprintln(cmd.OutOrStdout(), "up: "+step) }
 			release, err := lockDataDir(cfg.DataDir)
 			if err != nil {
 				return err

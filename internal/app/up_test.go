@@ -59,6 +59,25 @@ func assertFirstCommands(t *testing.T, kc string) {
 	run("wait", "--for=condition=Ready", "pod/first", "--timeout=120s")
 }
 
+// assertProgress checks that `kubelab up`'s output told its progress before it said it
+// is up: the control plane, then each of nodes (kubectl's lines, the name first) Ready,
+// one line each.
+func assertProgress(t *testing.T, out, nodes string) {
+	t.Helper()
+	up := strings.Index(out, upLine)
+	cp := strings.Index(out, "up: control plane ready")
+	if up < 0 || cp < 0 || cp > up {
+		t.Errorf("kubelab up did not tell the control plane ready before it was up:\n%s", out)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(nodes), "\n") {
+		name := strings.Fields(l)[0]
+		line := "up: node " + name + " Ready"
+		if i := strings.Index(out, line); i < 0 || i > up || strings.Count(out, line) != 1 {
+			t.Errorf("kubelab up did not tell once, before it was up, %q:\n%s", line, out)
+		}
+	}
+}
+
 // upTimeout is how long `kubelab up` may take to say it is up.
 const upTimeout = 3 * time.Minute
 
@@ -84,6 +103,7 @@ func TestUpHollow(t *testing.T) {
 			t.Errorf("kubelab up did not print its kubeconfig %s:\n%s", kc, out.String())
 		}
 		nodes = assertUpHollow(t, dir)
+		assertProgress(t, out.String(), nodes)
 	})
 	if t.Failed() {
 		return

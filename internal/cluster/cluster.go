@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -265,6 +266,7 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 			return fmt.Errorf("cluster: %s not ready after 2m", what)
 		}
 	}
+	c.cfg.Progress("control plane ready: etcd, API server " + c.URL() + ", cloud")
 	admin, err := c.adminClientset("kubelab-up")
 	if err != nil {
 		return err
@@ -333,6 +335,7 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 	if c.registry != nil && len(nodes) > 0 {
 		select {
 		case <-c.registry.Ready():
+			c.cfg.Progress("images ready in kubelab's registry (pause, busybox, nginx, kubelab's own)")
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -346,7 +349,7 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 			return err
 		}
 	}
-	if err := waitNodesReady(ctx, admin, nodes, bootTime); err != nil {
+	if err := waitNodesReady(ctx, admin, nodes, bootTime, c.cfg.Progress); err != nil {
 		return err
 	}
 	if c.cfg.csiInPods() {
@@ -366,19 +369,29 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 }
 
 // waitNodesReady waits until every node's kubelet has reported it Ready since since (a
-// Ready left over from a previous run does not count).
-func waitNodesReady(ctx context.Context, client kubernetes.Interface, nodes []Node, since time.Time) error {
+// Ready left over from a previous run does not count), telling progress of each node
+// once it is.
+func waitNodesReady(ctx context.Context, client kubernetes.Interface, nodes []Node, since time.Time, progress func(string)) error {
+	told := map[string]bool{}
 	return waitFor(ctx, "nodes", 200*time.Millisecond, 2*time.Minute, func(ctx context.Context) string {
+		var waiting []string
 		for _, n := range nodes {
+			if told[n.Name] {
+				continue
+			}
 			node, err := client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 			if err != nil {
-				return fmt.Sprintf("node %s: %v", n.Name, err)
+				waiting = append(waiting, fmt.Sprintf("node %s: %v", n.Name, err))
+				continue
 			}
 			if !readySince(node, since) {
-				return "node " + n.Name + " not Ready"
+				waiting = append(waiting, "node "+n.Name+" not Ready")
+				continue
 			}
+			told[n.Name] = true
+			progress(fmt.Sprintf("node %s Ready (%s, %s)", n.Name, n.Zone, n.InstanceID))
 		}
-		return ""
+		return strings.Join(waiting, "; ")
 	})
 }
 

@@ -80,6 +80,10 @@ type Config struct {
 	UpstreamDNS []netip.AddrPort
 	// Logger receives the components' logs (slog.Default()).
 	Logger *slog.Logger
+	// Progress hears, in a few lines for the user, what the start has got to: the
+	// control plane, the images, each node as it becomes Ready, the add-on, cluster DNS.
+	// Nil: nothing is told.
+	Progress func(step string)
 }
 
 // DriverName is the CSI driver every node runs.
@@ -107,6 +111,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Progress == nil {
+		c.Progress = func(string) {}
 	}
 	if c.EgressDial == nil {
 		c.EgressDial = (&net.Dialer{}).DialContext

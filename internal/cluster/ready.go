@@ -65,11 +65,12 @@ func (c *Cluster) waitUsable(ctx context.Context, client kubernetes.Interface, n
 		}); err != nil {
 			return err
 		}
+		c.cfg.Progress("the EBS CSI add-on's pods Ready (kube-system ebs-csi-controller, ebs-csi-node)")
 	}
 	if c.vpc == nil || len(nodes) == 0 {
 		return nil // hollow: no cluster DNS to ask
 	}
-	return waitFor(ctx, "cluster DNS", 500*time.Millisecond, 2*time.Minute, func(ctx context.Context) string {
+	if err := waitFor(ctx, "cluster DNS", 500*time.Millisecond, 2*time.Minute, func(ctx context.Context) string {
 		svc, err := client.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
 		if err != nil {
 			return err.Error()
@@ -80,7 +81,11 @@ func (c *Cluster) waitUsable(ctx context.Context, client kubernetes.Interface, n
 			}
 		}
 		return ""
-	})
+	}); err != nil {
+		return err
+	}
+	c.cfg.Progress("cluster DNS answering from every node")
+	return nil
 }
 
 // addonPodsWaiting says what the EBS CSI add-on's pods still lack ("" when nothing): a

@@ -14,7 +14,7 @@
 #   sample-apiserver  from the k8s.io/sample-apiserver module of the same release;
 # makes the images the [Conformance] specs run available to the nodes without internet
 # (images() below, with `kubelab image build` and `kubelab image tag`), starts a cluster
-# in a data dir of its own (DATA_DIR, default /tmp/kl-e2e) unless $KUBECONFIG names one,
+# in a data dir of its own (DATA_DIR, default a new /tmp/kl-e2e.XXXXXX) unless $KUBECONFIG names one,
 # runs the specs (PROCS in parallel, default 8) and writes junit*.xml and summary.txt
 # into $ARTIFACTS (default _artifacts/).
 set -euo pipefail
@@ -140,18 +140,33 @@ build_suite
 hack/build.sh bin/kubelab >/dev/null
 
 # The cluster: $KUBECONFIG's, whose data dir is $DATA_DIR (default kubelab's), or one of
-# the script's own in a data dir of its own, stopped at the end.
+# the script's own, stopped at the end: in $DATA_DIR when set, else in a new data dir
+# (so that no node keeps an earlier run's image under a tag the images below make
+# again), removed once kubelab has stopped and left nothing mounted in it.
 pid=""
 if [ -n "${KUBECONFIG:-}" ]; then
 	data="${DATA_DIR:-/var/lib/kubelab}"
 else
-	data="${DATA_DIR:-/tmp/kl-e2e}"
+	fresh=""
+	if [ -z "${DATA_DIR:-}" ]; then
+		data="$(mktemp -d /tmp/kl-e2e.XXXXXX)"
+		fresh="$data"
+	else
+		data="$DATA_DIR"
+	fi
 	mkdir -p "$data"
 	: >"$artifacts/kubelab.log"
 	log "starting kubelab in $data (log: $artifacts/kubelab.log)"
 	bin/kubelab up --offline --data-dir "$data" --secure-port 0 --etcd-client-port "${ETCD_PORT:-42379}" >"$artifacts/kubelab.log" 2>&1 &
 	pid=$!
-	trap '[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid"' EXIT
+	stop_cluster() {
+		[ -n "$pid" ] || return 0
+		{ kill -TERM "$pid" 2>/dev/null && wait "$pid"; } || true
+		if [ -n "$fresh" ] && ! findmnt -rn -o TARGET | grep -qF "$fresh/"; then
+			rm -rf "$fresh"
+		fi
+	}
+	trap stop_cluster EXIT
 	until grep -q '^kubelab is up' "$artifacts/kubelab.log"; do
 		kill -0 "$pid" 2>/dev/null || { tail -20 "$artifacts/kubelab.log" >&2; exit 1; }
 		sleep 2

@@ -170,7 +170,9 @@ func (b *builder) volume(c *corev1.PersistentVolumeClaim) {
 	if a := cloudAttachment(cloud, b.instanceOf()); a != nil {
 		b.add(Step{From: CSIController, To: Cloud, What: "AttachVolume", Detail: a.InstanceID + " " + a.Device, At: a.AttachTime, Source: "EC2 AttachTime"})
 	}
-	if va.Status.Attached {
+	// Attached now, or seen attached by a Watcher (the attachment of a deleted pod's volume
+	// is detached by the time the trace is built).
+	if va.Status.Attached || b.observed("va", va.Name, "attached=true") != nil {
 		at, source := statusTime(&va.ObjectMeta, b.s.Observed, "va", va.Name, "attached=true")
 		b.add(Step{From: Attacher, To: APIServer, What: "PATCH VolumeAttachment status.attached=true", At: at, Source: source})
 	}
@@ -196,10 +198,15 @@ func (b *builder) containers() {
 			b.add(Step{From: Kubelet, To: Runtime, What: ev.Reason, Detail: ev.Message, At: eventFirst(&ev), Source: "Event " + ev.Reason})
 		}
 	}
-	if at := condTime(p.Status.Conditions, corev1.PodReady); !at.IsZero() && podReady(p) {
+	// Running and Ready now, or seen so by a Watcher (a deleted pod's last state is not).
+	seen := b.observed("pod", p.Name, string(corev1.PodRunning)+"+ready")
+	if seen != nil && seen.At.Before(p.CreationTimestamp.Time) {
+		seen = nil // an earlier pod of the same name
+	}
+	if at := condTime(p.Status.Conditions, corev1.PodReady); seen != nil || !at.IsZero() && podReady(p) {
 		source := "condition Ready"
-		if o := b.observed("pod", p.Name, string(corev1.PodRunning)+"+ready"); o != nil && !o.At.Before(p.CreationTimestamp.Time) {
-			at, source = o.At, "watched"
+		if seen != nil {
+			at, source = seen.At, "watched"
 		}
 		b.add(Step{From: Kubelet, To: APIServer, What: "PATCH pod status: Running, Ready", Detail: "podIP " + p.Status.PodIP, At: at, Source: source})
 	}

@@ -624,6 +624,33 @@ func TestBuildWatchedFlow(t *testing.T) {
 	}
 }
 
+// TestBuildWatchedFlowAfterTheEnd: once the pod is deleted its last state is no longer
+// Ready and its volume is detached; what the Watcher saw still gives the attach and the
+// Running steps.
+func TestBuildWatchedFlowAfterTheEnd(t *testing.T) {
+	s := bldSnapshot(bldInOrder())
+	s.Observed = bldObserved("Released")
+	for i, c := range s.Pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			s.Pod.Status.Conditions[i].Status = corev1.ConditionFalse
+		}
+	}
+	s.Pod.Status.Phase = corev1.PodSucceeded
+	s.Attachments[0].Status.Attached = false
+	tr := Build(s)
+	for _, c := range []struct {
+		from, what string
+		at         int
+	}{
+		{Attacher, "PATCH VolumeAttachment status.attached=true", 5900},
+		{Kubelet, "PATCH pod status: Running, Ready", 10_050},
+	} {
+		if st := bldFind(t, tr.Steps, c.from, APIServer, c.what); !st.At.Equal(bldAt(c.at)) || st.Source != "watched" {
+			t.Errorf("%s: At, Source = %s, %q; want %s, watched", c.what, st.At, st.Source, bldAt(c.at))
+		}
+	}
+}
+
 // TestBuildTransitionsOfObjectsMadeBeforeTheWatch: a Watcher records no state of the
 // objects that exist when it starts (the first list), so an object's first observation
 // may be a later state, not its creation. The time from creation to Bound must still be

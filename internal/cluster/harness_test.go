@@ -22,7 +22,11 @@ func startCluster(t testing.TB, tweak func(*cluster.Config)) *testCluster {
 
 // startRealCluster runs a cluster of nodes real nodes (containerd, real mounts) spread
 // over zones, and checks at the end that stopping it left nothing on the machine
-// (clustertest.AssertNothingLeft). It skips without root or the nodes' tools.
+// (clustertest.AssertNothingLeft). It skips without root or the nodes' tools. The tests
+// that start one (and the other long ones with a cluster of their own) call t.Parallel:
+// each cluster has its own data dir, ports, namespaces and run directory, and much of
+// such a test waits on its cluster, so two run at once (go test's -parallel) in about
+// the time of one.
 func startRealCluster(t *testing.T, nodes int, zones ...string) *testCluster {
 	t.Helper()
 	return startRealClusterWith(t, nil, nodes, zones...)

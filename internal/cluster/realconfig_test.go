@@ -34,6 +34,7 @@ import (
 // stand-ins: pods run an image only "docker.io" has and a private registry's image with
 // imagePullSecrets (checkUpstreamImages).
 func TestRealConfigVolumes(t *testing.T) {
+	t.Parallel()
 	images := startUpstreamStandIns(t)
 	tc := startRealClusterWith(t, images.tweak, 1, "us-east-1a")
 	ctx := context.Background()

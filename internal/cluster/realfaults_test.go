@@ -21,6 +21,7 @@ import (
 // pods ContainerCreating with upstream's reasons (FailedAttachVolume, FailedMount), and
 // deleting the pods leaves nothing mounted.
 func TestRealVolumeFaults(t *testing.T) {
+	t.Parallel()
 	tc := startRealCluster(t, 1, "us-east-1a")
 	ctx := context.Background()
 	ns := tc.Namespace("real-faults")

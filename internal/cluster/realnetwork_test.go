@@ -62,6 +62,7 @@ func httpVia(netns, url string) (string, error) {
 // the VPC's NAT gateway and the cluster DNS's upstream) while the machine's namespace
 // gets no route, rule or sysctl for it, and a NetworkPolicy denies, then allows.
 func TestRealNetwork(t *testing.T) {
+	t.Parallel()
 	internet := newInternet(t)
 	forwarding := hostForwarding(t)
 	tc := startRealClusterWith(t, func(c *cluster.Config) {
@@ -344,6 +345,7 @@ func (tc *testCluster) logNetwork(ns, node string) {
 // cluster is offline: a pod's fetch from the outside fails at the name, and the VPC has
 // no NAT gateway.
 func TestRealNetworkDirectRoutes(t *testing.T) {
+	t.Parallel()
 	// Offline, as clustertest's clusters are, with the way out's stand-ins plugged: they
 	// must stay unused.
 	internet := newInternet(t)

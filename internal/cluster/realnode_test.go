@@ -88,6 +88,7 @@ func hostMount(t *testing.T, path string) *mountinfo.Info {
 // claim removes the mounts, the loop device and the cloud volume. The controller's pods
 // deleted while two claims are provisioning leave one volume per claim.
 func TestRealSeedFlow(t *testing.T) {
+	t.Parallel()
 	tc := startRealCluster(t, 2, "us-east-1a")
 	ctx := context.Background()
 	ns := tc.Namespace("real-seed")
@@ -204,6 +205,7 @@ func (tc *testCluster) nodeReady(name string) corev1.NodeCondition {
 // runtime's error as the reason, and when containerd is started again the node is Ready
 // and its pod runs again.
 func TestRealRuntimeDown(t *testing.T) {
+	t.Parallel()
 	tc := startRealCluster(t, 1, "us-east-1a")
 	ctx := context.Background()
 	ns := tc.Namespace("runtime-down")
@@ -243,6 +245,7 @@ func TestRealRuntimeDown(t *testing.T) {
 // TestRealKubectlStreams drives a real node's kubelet server through the API server with
 // the real kubectl: logs, exec (output, exit code, stdin), cp and port-forward.
 func TestRealKubectlStreams(t *testing.T) {
+	t.Parallel()
 	tc := startRealCluster(t, 1, "us-east-1a")
 	ctx := context.Background()
 	ns := tc.Namespace("streams")
@@ -349,6 +352,7 @@ func TestRealKubectlStreams(t *testing.T) {
 // reason and keeps running, and the filesystem grows at the next NodeStageVolume, when the
 // pod is started again. Either way the container then sees 3 GiB at its mountPath.
 func TestRealResizeInUse(t *testing.T) {
+	t.Parallel()
 	tc := startRealCluster(t, 1, "us-east-1a")
 	ctx := context.Background()
 	pod, pvc := tc.growInUse("real-resize")
@@ -405,6 +409,7 @@ func hasCapSysResource(t *testing.T) bool {
 // (vol_data.json), unpublishes and unstages it, and the pod goes; nothing of the volume
 // stays mounted.
 func TestRealPodDeletedWhileKubeletDown(t *testing.T) {
+	t.Parallel()
 	tc := startRealCluster(t, 1, "us-east-1a")
 	ctx := context.Background()
 	ns := tc.Namespace("kubelet-down")

@@ -53,6 +53,7 @@ func (tc *testCluster) waitContainer(ns, pod, what string, cond func(corev1.Cont
 // TestRealPods runs pods whose containers fail, finish, wait for images or run init
 // containers on a real node, and checks what the kubelet reports as upstream's does.
 func TestRealPods(t *testing.T) {
+	t.Parallel()
 	tc := startRealCluster(t, 1, "us-east-1a")
 	ctx := context.Background()
 	ns := tc.Namespace("real-pods")

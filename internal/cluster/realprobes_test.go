@@ -62,6 +62,7 @@ func (tc *testCluster) endpointReady(ns, service, pod string) *bool {
 // the container gets SIGTERM, and a postStart hook ran before the pod was reported
 // running.
 func TestRealProbes(t *testing.T) {
+	t.Parallel()
 	tc := startRealCluster(t, 1, "us-east-1a")
 	ctx := context.Background()
 	ns := tc.Namespace("real-probes")

@@ -26,6 +26,7 @@ import (
 // cloud volume, every pod runs, and after the pods and claims are deleted no volume,
 // attachment or VolumeAttachment is left.
 func TestRestartsMidFlow(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: the cloud's AWS-like latencies make this take a minute")
 	}

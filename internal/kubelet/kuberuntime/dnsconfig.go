@@ -2,7 +2,6 @@ package kuberuntime
 
 import (
 	"fmt"
-	"io"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -152,24 +151,11 @@ func mergeDNSOptions(options []string, podOptions []corev1.PodDNSConfigOption) [
 // setDNSOption replaces the option of the same name as opt in options, or appends opt.
 func setDNSOption(options []string, opt string) []string { return resolvconf.SetOption(options, opt) }
 
-// readResolvConf reads a resolver configuration file.
+// readResolvConf reads a resolver configuration file (resolvconf.Read) as CRI's DNSConfig.
 func readResolvConf(path string) (*runtimeapi.DNSConfig, error) {
 	cfg, err := resolvconf.Read(path)
 	if err != nil {
 		return nil, err
 	}
-	return dnsConfigOf(cfg), nil
-}
-
-// parseResolvConf parses resolv.conf as resolvconf.Parse does.
-func parseResolvConf(r io.Reader) (*runtimeapi.DNSConfig, error) {
-	cfg, err := resolvconf.Parse(r)
-	if err != nil {
-		return nil, err
-	}
-	return dnsConfigOf(cfg), nil
-}
-
-func dnsConfigOf(cfg *resolvconf.Config) *runtimeapi.DNSConfig {
-	return &runtimeapi.DNSConfig{Servers: cfg.Nameservers, Searches: cfg.Searches, Options: cfg.Options}
+	return &runtimeapi.DNSConfig{Servers: cfg.Nameservers, Searches: cfg.Searches, Options: cfg.Options}, nil
 }

@@ -127,35 +127,6 @@ func TestPodDNSConfigMessages(t *testing.T) {
 	}
 }
 
-func TestParseResolvConf(t *testing.T) {
-	const conf = `# generated
-nameserver 192.168.1.1
-nameserver 192.168.1.2 # second
-; another comment
-nameserver
-search old.example
-search corp.example. . lab.example corp.example
-options ndots:2 edns0
-options ndots:3 timeout:1
-sortlist 130.155.160.0/255.255.240.0
-`
-	cfg, err := parseResolvConf(strings.NewReader(conf))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(cfg.Servers, []string{"192.168.1.1", "192.168.1.2"}) || !slices.Equal(cfg.Searches, []string{"corp.example", "lab.example"}) ||
-		!slices.Equal(cfg.Options, []string{"ndots:3", "edns0", "timeout:1"}) {
-		t.Errorf("parsed %v", cfg)
-	}
-	cfg, err = parseResolvConf(strings.NewReader("domain home.example\n"))
-	if err != nil || !slices.Equal(cfg.Searches, []string{"home.example"}) || len(cfg.Servers) != 0 {
-		t.Errorf("domain line: %v, %v", cfg, err)
-	}
-	if _, err := readResolvConf(filepath.Join(t.TempDir(), "missing")); err == nil {
-		t.Error("reading a missing file succeeded")
-	}
-}
-
 // The sandbox gets the pod's DNS configuration; a ClusterFirst pod on a kubelet without
 // cluster DNS gets the node's, with a warning event.
 func TestSandboxDNSConfig(t *testing.T) {

@@ -84,23 +84,6 @@ func newRevision(ds *appsv1.DaemonSet, hash string, data []byte, n int64) *appsv
 	}
 }
 
-// historyToDelete are the old revisions beyond limit, oldest first, sparing those a
-// pod of the DaemonSet still runs (inUse holds their hashes).
-func historyToDelete(old []*appsv1.ControllerRevision, inUse map[string]bool, limit int) []*appsv1.ControllerRevision {
-	var candidates []*appsv1.ControllerRevision
-	for _, r := range old {
-		if !inUse[r.Labels[RevisionHashLabel]] {
-			candidates = append(candidates, r)
-		}
-	}
-	extra := len(candidates) - limit
-	if extra <= 0 {
-		return nil
-	}
-	history.SortByRevision(candidates)
-	return candidates[:extra]
-}
-
 // revisions are ds's ControllerRevisions: the ones it controls, and orphans matching
 // its selector, which it adopts.
 func (c *Controller) revisions(ctx context.Context, ds *appsv1.DaemonSet) ([]*appsv1.ControllerRevision, error) {
@@ -182,33 +165,20 @@ func (c *Controller) snapshot(ctx context.Context, ds *appsv1.DaemonSet, n int64
 		return nil, err
 	}
 	cr := newRevision(ds, history.Hash(&ds.Spec.Template, ds.Status.CollisionCount), data, n)
-	revs := c.client.AppsV1().ControllerRevisions(ds.Namespace)
-	created, err := revs.Create(ctx, cr, metav1.CreateOptions{})
-	if err == nil {
-		return created, nil
-	}
-	if !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("create controllerrevision %s: %w", cr.Name, err)
-	}
-	existing, gerr := revs.Get(ctx, cr.Name, metav1.GetOptions{})
-	if gerr != nil {
-		return nil, fmt.Errorf("get controllerrevision %s: %w", cr.Name, gerr)
-	}
-	if ref := metav1.GetControllerOf(existing); ref != nil && ref.UID == ds.UID && bytes.Equal(existing.Data.Raw, data) {
-		return existing, nil // the cache had not seen it yet
-	}
-	fresh, gerr := c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
-	if gerr != nil {
-		return nil, fmt.Errorf("get daemonset %s/%s: %w", ds.Namespace, ds.Name, gerr)
-	}
-	if ptr.Deref(fresh.Status.CollisionCount, 0) != ptr.Deref(ds.Status.CollisionCount, 0) {
-		return nil, fmt.Errorf("controllerrevision %s: the collision count of daemonset %s/%s changed meanwhile", cr.Name, ds.Namespace, ds.Name)
-	}
-	fresh.Status.CollisionCount = ptr.To(ptr.Deref(fresh.Status.CollisionCount, 0) + 1)
-	if _, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, fresh, metav1.UpdateOptions{}); err != nil {
-		return nil, fmt.Errorf("count hash collision of daemonset %s/%s: %w", ds.Namespace, ds.Name, err)
-	}
-	return nil, fmt.Errorf("controllerrevision %s exists with another template (hash collision)", cr.Name)
+	return history.Create(ctx, c.client.AppsV1().ControllerRevisions(ds.Namespace), cr, ds.UID, func(ctx context.Context) error {
+		fresh, err := c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("get daemonset %s/%s: %w", ds.Namespace, ds.Name, err)
+		}
+		if ptr.Deref(fresh.Status.CollisionCount, 0) != ptr.Deref(ds.Status.CollisionCount, 0) {
+			return fmt.Errorf("the collision count of daemonset %s/%s changed meanwhile", ds.Namespace, ds.Name)
+		}
+		fresh.Status.CollisionCount = ptr.To(ptr.Deref(fresh.Status.CollisionCount, 0) + 1)
+		if _, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, fresh, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("count hash collision of daemonset %s/%s: %w", ds.Namespace, ds.Name, err)
+		}
+		return nil
+	})
 }
 
 // dedup keeps the highest-numbered of several revisions holding ds's template: the pods
@@ -256,7 +226,7 @@ func (c *Controller) cleanupHistory(ctx context.Context, ds *appsv1.DaemonSet, o
 			inUse[h] = true
 		}
 	}
-	for _, cr := range historyToDelete(old, inUse, limit) {
+	for _, cr := range history.ToDelete(old, func(r *appsv1.ControllerRevision) bool { return inUse[r.Labels[RevisionHashLabel]] }, limit) {
 		err := c.client.AppsV1().ControllerRevisions(ds.Namespace).Delete(ctx, cr.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cr.UID}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("delete old controllerrevision %s: %w", cr.Name, err)

@@ -3,7 +3,6 @@ package daemonset
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -205,27 +204,4 @@ func TestRevisionsAndRollback(t *testing.T) {
 		st := got.Status
 		return err == nil && st.UpdatedNumberScheduled == 3 && st.NumberAvailable == 3 && st.ObservedGeneration == got.Generation, fmt.Errorf("%+v", st)
 	})
-}
-
-func TestHistoryToDelete(t *testing.T) {
-	rev := func(hash string, n int64) *appsv1.ControllerRevision {
-		return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "agent-" + hash, Labels: map[string]string{RevisionHashLabel: hash}}, Revision: n}
-	}
-	old := []*appsv1.ControllerRevision{rev("d", 4), rev("a", 1), rev("c", 3), rev("b", 2)}
-	names := func(rs []*appsv1.ControllerRevision) []string {
-		var out []string
-		for _, r := range rs {
-			out = append(out, r.Name)
-		}
-		return out
-	}
-	if got := names(historyToDelete(old, map[string]bool{"a": true}, 2)); !reflect.DeepEqual(got, []string{"agent-b"}) {
-		t.Errorf("limit 2 with a in use: delete %v, want [agent-b]", got)
-	}
-	if got := historyToDelete(old, nil, 10); got != nil {
-		t.Errorf("under the limit: delete %v", names(got))
-	}
-	if got := names(historyToDelete(old, nil, 0)); !reflect.DeepEqual(got, []string{"agent-a", "agent-b", "agent-c", "agent-d"}) {
-		t.Errorf("limit 0: delete %v", got)
-	}
 }

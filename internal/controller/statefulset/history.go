@@ -140,51 +140,21 @@ func (c *Controller) history(ctx context.Context, set *appsv1.StatefulSet, revs 
 // template is a hash collision: status.collisionCount goes up, so that the retry hashes
 // differently.
 func (c *Controller) snapshot(ctx context.Context, set *appsv1.StatefulSet, data []byte, n int64) (*appsv1.ControllerRevision, error) {
-	cr := newRevision(set, data, n)
-	revs := c.client.AppsV1().ControllerRevisions(set.Namespace)
-	created, err := revs.Create(ctx, cr, metav1.CreateOptions{})
-	if err == nil {
-		return created, nil
-	}
-	if !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("create controllerrevision %s: %w", cr.Name, err)
-	}
-	existing, gerr := revs.Get(ctx, cr.Name, metav1.GetOptions{})
-	if gerr != nil {
-		return nil, fmt.Errorf("get controllerrevision %s: %w", cr.Name, gerr)
-	}
-	if ref := metav1.GetControllerOf(existing); ref != nil && ref.UID == set.UID && bytes.Equal(existing.Data.Raw, data) {
-		return existing, nil // the cache had not seen it yet
-	}
-	fresh, gerr := c.client.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
-	if gerr != nil {
-		return nil, fmt.Errorf("get statefulset %s/%s: %w", set.Namespace, set.Name, gerr)
-	}
-	if ptr.Deref(fresh.Status.CollisionCount, 0) != ptr.Deref(set.Status.CollisionCount, 0) {
-		return nil, fmt.Errorf("controllerrevision %s: the collision count of statefulset %s/%s changed meanwhile", cr.Name, set.Namespace, set.Name)
-	}
-	fresh.Status.CollisionCount = ptr.To(ptr.Deref(fresh.Status.CollisionCount, 0) + 1)
-	if _, err := c.client.AppsV1().StatefulSets(set.Namespace).UpdateStatus(ctx, fresh, metav1.UpdateOptions{}); err != nil {
-		return nil, fmt.Errorf("count hash collision of statefulset %s/%s: %w", set.Namespace, set.Name, err)
-	}
-	return nil, fmt.Errorf("controllerrevision %s exists with another template (hash collision)", cr.Name)
-}
-
-// historyToDelete are the revisions beyond limit, oldest first, sparing the live ones
-// (live holds their names: the current and update revisions and those pods run).
-func historyToDelete(revs []*appsv1.ControllerRevision, live map[string]bool, limit int) []*appsv1.ControllerRevision {
-	var candidates []*appsv1.ControllerRevision
-	for _, r := range revs {
-		if !live[r.Name] {
-			candidates = append(candidates, r)
-		}
-	}
-	extra := len(candidates) - limit
-	if extra <= 0 {
-		return nil
-	}
-	history.SortByRevision(candidates)
-	return candidates[:extra]
+	return history.Create(ctx, c.client.AppsV1().ControllerRevisions(set.Namespace), newRevision(set, data, n), set.UID,
+		func(ctx context.Context) error {
+			fresh, err := c.client.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("get statefulset %s/%s: %w", set.Namespace, set.Name, err)
+			}
+			if ptr.Deref(fresh.Status.CollisionCount, 0) != ptr.Deref(set.Status.CollisionCount, 0) {
+				return fmt.Errorf("the collision count of statefulset %s/%s changed meanwhile", set.Namespace, set.Name)
+			}
+			fresh.Status.CollisionCount = ptr.To(ptr.Deref(fresh.Status.CollisionCount, 0) + 1)
+			if _, err := c.client.AppsV1().StatefulSets(set.Namespace).UpdateStatus(ctx, fresh, metav1.UpdateOptions{}); err != nil {
+				return fmt.Errorf("count hash collision of statefulset %s/%s: %w", set.Namespace, set.Name, err)
+			}
+			return nil
+		})
 }
 
 // cleanupHistory deletes the old revisions of set beyond its revisionHistoryLimit that
@@ -194,7 +164,7 @@ func (c *Controller) cleanupHistory(ctx context.Context, set *appsv1.StatefulSet
 	if set.Spec.RevisionHistoryLimit != nil {
 		limit = int(*set.Spec.RevisionHistoryLimit)
 	}
-	for _, cr := range historyToDelete(revs, live, limit) {
+	for _, cr := range history.ToDelete(revs, func(r *appsv1.ControllerRevision) bool { return live[r.Name] }, limit) {
 		err := c.client.AppsV1().ControllerRevisions(set.Namespace).Delete(ctx, cr.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cr.UID}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("delete old controllerrevision %s: %w", cr.Name, err)

@@ -2,6 +2,7 @@ package history
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -77,5 +78,31 @@ func TestRevisionOrder(t *testing.T) {
 	SortByRevision(revs)
 	if revs[0].Name != "a" || revs[2].Name != "c" {
 		t.Errorf("order %s %s %s", revs[0].Name, revs[1].Name, revs[2].Name)
+	}
+}
+
+func TestToDelete(t *testing.T) {
+	rev := func(name string, n int64) *appsv1.ControllerRevision {
+		return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name}, Revision: n}
+	}
+	old := []*appsv1.ControllerRevision{rev("d", 4), rev("a", 1), rev("c", 3), rev("b", 2)}
+	names := func(rs []*appsv1.ControllerRevision) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.Name)
+		}
+		return out
+	}
+	live := func(in ...string) func(*appsv1.ControllerRevision) bool {
+		return func(r *appsv1.ControllerRevision) bool { return slices.Contains(in, r.Name) }
+	}
+	if got := names(ToDelete(old, live("a"), 2)); !slices.Equal(got, []string{"b"}) {
+		t.Errorf("limit 2 with a live: delete %v, want [b]", got)
+	}
+	if got := ToDelete(old, live(), 10); got != nil {
+		t.Errorf("under the limit: delete %v", names(got))
+	}
+	if got := names(ToDelete(old, live(), 0)); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
+		t.Errorf("limit 0: delete %v", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
@@ -99,4 +100,34 @@ func TestHollowPodStatusObservesGeneration(t *testing.T) {
 		}
 	}
 	waitObserved(4)
+}
+
+func conditionMessage(st corev1.PodStatus, typ corev1.PodConditionType) string {
+	for _, c := range st.Conditions {
+		if c.Type == typ {
+			return string(c.Status) + "/" + c.Reason + "/" + c.Message
+		}
+	}
+	return "missing"
+}
+
+// The kubelet's status writes carry the message and the pod's generation.
+func TestWriteStatusMessageAndGeneration(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "held", UID: "uid-held", Generation: 2},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app-0"}}}}
+	client := fake.NewClientset(pod)
+	k := &Kubelet{client: client, pods: map[string]*podState{}}
+	if err := k.writeStatus(context.Background(), pod, pendingStatus(pod, "10.0.0.1", metav1.Now())); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.CoreV1().Pods("ns1").Get(context.Background(), "held", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := conditionMessage(got.Status, corev1.PodReady); m != "False/ContainersNotReady/containers with unready status: [app-0]" {
+		t.Errorf("Ready: %s", m)
+	}
+	if got.Status.ObservedGeneration != 2 {
+		t.Errorf("observedGeneration %d, want 2", got.Status.ObservedGeneration)
+	}
 }

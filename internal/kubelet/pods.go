@@ -295,8 +295,7 @@ func (k *Kubelet) cleanup(ctx context.Context, key string, _ *corev1.Pod) error 
 // one this kubelet last wrote (the cached pod's before its first write, as the cache may
 // lag its own writes), so that writes of others to the pod (labels, the scheduler's
 // conditions) do not make it fail, with the pod's UID in the patch so that it cannot land
-// on a new pod of the same name. The status is marked as observing the pod's generation,
-// and conditions False for unready containers name them.
+// on a new pod of the same name. The status is marked as observing the pod's generation.
 func (k *Kubelet) writeStatus(ctx context.Context, pod *corev1.Pod, status corev1.PodStatus) error {
 	key := pod.Namespace + "/" + pod.Name
 	k.mu.Lock()
@@ -309,7 +308,6 @@ func (k *Kubelet) writeStatus(ctx context.Context, pod *corev1.Pod, status corev
 		base = *st.written
 	}
 	k.mu.Unlock()
-	unreadyMessage(pod, &status)
 	observeGeneration(pod, &base, &status, metav1.Now())
 	if statusEqual(&base, &status) {
 		return nil

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
@@ -93,10 +94,20 @@ func TestKubeletReportsEphemeralContainers(t *testing.T) {
 	if _, err := c.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	running := waitRunning(t, c, "debugged")
-	running.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-		Name: "debugger", Image: "busybox:1.37", TerminationMessagePolicy: corev1.TerminationMessageReadFile}}}
-	if _, err := c.CoreV1().Pods("default").UpdateEphemeralContainers(ctx, "debugged", running, metav1.UpdateOptions{}); err != nil {
+	waitRunning(t, c, "debugged")
+	// The kubelet may still be writing the pod's status (its Ready condition), so the
+	// update goes on the latest version, as kubectl debug's would.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := c.CoreV1().Pods("default").Get(ctx, "debugged", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: "debugger", Image: "busybox:1.37", TerminationMessagePolicy: corev1.TerminationMessageReadFile}}}
+		_, err = c.CoreV1().Pods("default").UpdateEphemeralContainers(ctx, "debugged", p, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, "the ephemeral container reported running", func() (bool, error) {

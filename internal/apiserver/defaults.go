@@ -408,6 +408,12 @@ func defaultVolumeSource(v *corev1.VolumeSource) {
 		v.Secret.DefaultMode = ptr.To[int32](corev1.SecretVolumeSourceDefaultMode)
 	case v.HostPath != nil && v.HostPath.Type == nil:
 		v.HostPath.Type = ptr.To(corev1.HostPathUnset)
+	case v.Image != nil && v.Image.PullPolicy == "":
+		// As a container's imagePullPolicy: Always for :latest or no tag.
+		v.Image.PullPolicy = corev1.PullIfNotPresent
+		if tag := imageTag(v.Image.Reference); tag == "latest" || tag == "" {
+			v.Image.PullPolicy = corev1.PullAlways
+		}
 	case v.DownwardAPI != nil:
 		if v.DownwardAPI.DefaultMode == nil {
 			v.DownwardAPI.DefaultMode = ptr.To[int32](corev1.DownwardAPIVolumeSourceDefaultMode)

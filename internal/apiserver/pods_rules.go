@@ -265,6 +265,16 @@ func validateVolumeSource(v *corev1.VolumeSource, vp *field.Path) field.ErrorLis
 		mode(v.Secret.DefaultMode, vp.Child("secret", "defaultMode"))
 	case v.Projected != nil:
 		errs = append(errs, validateProjectedSources(v.Projected, vp.Child("projected"))...)
+	case v.Image != nil:
+		if v.Image.Reference == "" {
+			errs = append(errs, field.Required(vp.Child("image", "reference"), ""))
+		}
+		if pol := v.Image.PullPolicy; pol != "" {
+			valid := []corev1.PullPolicy{corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever}
+			if !slices.Contains(valid, pol) {
+				errs = append(errs, field.NotSupported(vp.Child("image", "pullPolicy"), pol, valid))
+			}
+		}
 	}
 	return errs
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	snapshotsapi "github.com/containerd/containerd/api/services/snapshots/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
@@ -15,11 +16,13 @@ import (
 // lists), as the kubelet allows.
 const maxCRIMessage = 16 << 20
 
-// Client is a CRI v1 client of one runtime endpoint.
+// Client is a CRI v1 client of one runtime endpoint, with containerd's own snapshots
+// service on the same connection (image volumes, imagevolumes.go).
 type Client struct {
-	Runtime runtimeapi.RuntimeServiceClient
-	Image   runtimeapi.ImageServiceClient
-	conn    *grpc.ClientConn
+	Runtime   runtimeapi.RuntimeServiceClient
+	Image     runtimeapi.ImageServiceClient
+	Snapshots snapshotsapi.SnapshotsClient
+	conn      *grpc.ClientConn
 }
 
 // Dial returns a CRI client for endpoint, "unix:///path/to.sock" or a plain socket path.
@@ -43,9 +46,10 @@ func Dial(endpoint string) (*Client, error) {
 		return nil, fmt.Errorf("dial CRI at %s: %w", endpoint, err)
 	}
 	return &Client{
-		Runtime: runtimeapi.NewRuntimeServiceClient(conn),
-		Image:   runtimeapi.NewImageServiceClient(conn),
-		conn:    conn,
+		Runtime:   runtimeapi.NewRuntimeServiceClient(conn),
+		Image:     runtimeapi.NewImageServiceClient(conn),
+		Snapshots: snapshotsapi.NewSnapshotsClient(conn),
+		conn:      conn,
 	}, nil
 }
 

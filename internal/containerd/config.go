@@ -230,7 +230,7 @@ func renderConfig(cfg Config, p paths, restrictOOM bool) []byte {
 	// rather than the shared /var/run/netns, so each instance finds and removes its own.
 	w("  netns_mounts_under_state_dir = true")
 	w("  [%s.containerd]", cri)
-	w(`    snapshotter = "overlayfs"`)
+	w("    snapshotter = %s", q(snapshotter))
 	w(`    default_runtime_name = "runc"`)
 	w("    [%s.containerd.runtimes.runc]", cri)
 	w(`      runtime_type = "io.containerd.runc.v2"`)

@@ -54,5 +54,11 @@
 //     file if it still runs with this instance's config; the containers and shims it left
 //     are adopted by the new containerd, so the kubelet finds its pods again.
 //
-// Dial returns a CRI client (runtime and image services) for an endpoint.
+// Dial returns a CRI client (runtime and image services) for an endpoint, with containerd's
+// own snapshots service on the same connection. Its ImageVolumes mounts pulled images for
+// the kubelet's image volumes, as containerd 2.1's CRI does for a mount naming an image:
+// a read-only View snapshot (overlayfs, namespace k8s.io) of the image's chain ID, keyed
+// by the target directory, labelled containerd.io/gc.root and with the pod's UID, mounted
+// there (a bind of the layer's directory for one layer, an overlay for more); the pod's
+// views are found by that label, unmounted and removed when the pod goes.
 package containerd

@@ -262,7 +262,7 @@ func (c *Cluster) runRealKubelet(n Node, criEndpoint, netns string) func(ctx con
 		rt, err := kuberuntime.New(kuberuntime.Config{
 			NodeName: n.Name, RootDir: root, PodLogsDir: logsDir, CgroupParent: c.cgroupParent(n), NodeIP: n.IP,
 			ClusterDNS: []string{ClusterDNSIP}, ClusterDomain: ClusterDomain, OfflineImages: c.cfg.Offline,
-			Allocatable: c.cfg.NodeCapacity, Logger: log, Objects: objects,
+			Allocatable: c.cfg.NodeCapacity, Logger: log, Objects: objects, ImageVolumes: cri.ImageVolumes(),
 			RuntimeClasses: kubelet.NewRuntimeClasses(factory, client),
 			Recorder:       broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: n.Name}),
 		}, cri.Runtime, cri.Image)

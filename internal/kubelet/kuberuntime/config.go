@@ -73,6 +73,9 @@ type Config struct {
 	// OfflineImages says the node's images come only from kubelab's registry (kubelab up
 	// --offline): the message of a failed pull says so.
 	OfflineImages bool
+	// ImageVolumes mounts the images of pods' image volumes (the runtime pulls them);
+	// nil fails the containers that mount one (CreateContainerError).
+	ImageVolumes ImageMounter
 	// ClusterDomain is the cluster's DNS domain ("cluster.local" when empty): the search
 	// list of ClusterFirst pods is <namespace>.svc.<domain> svc.<domain> <domain>.
 	ClusterDomain string

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	crierrors "k8s.io/cri-api/pkg/errors"
 
 	"github.com/kubelab/kubelab/internal/kubelet"
 	"github.com/kubelab/kubelab/internal/util/podutil"
@@ -24,6 +25,9 @@ type containerInput struct {
 	env          envInput
 	hosts        hostsInput
 	volumes      kubelet.PodVolumes
+	// imageVolumes are the pod's image volumes set up for this sync (their host paths are
+	// in volumes).
+	imageVolumes map[string]imageVolume
 	// podDir is the pod's dir under the kubelet root (termination-message files).
 	podDir     string
 	nodeMemory int64
@@ -95,15 +99,21 @@ func containerConfig(pod *corev1.Pod, c *corev1.Container, in containerInput) (*
 
 // readOnlyVolume says whether the volume's mounts are read-only whatever the
 // volumeMount says: the kubelet owns the files of configMap, secret, downwardAPI and
-// projected volumes.
+// projected volumes, and an image volume is an image's filesystem.
 func readOnlyVolume(pod *corev1.Pod, name string) bool {
 	for i := range pod.Spec.Volumes {
 		if v := &pod.Spec.Volumes[i]; v.Name == name {
-			return v.ConfigMap != nil || v.Secret != nil || v.Projected != nil || v.DownwardAPI != nil
+			return v.ConfigMap != nil || v.Secret != nil || v.Projected != nil || v.DownwardAPI != nil || v.Image != nil
 		}
 	}
 	return false
 }
+
+// imageMountError is a mount of an image volume the container cannot have (a subPath
+// the image lacks): the runtime's CreateContainer error upstream, CreateContainerError.
+type imageMountError struct{ msg string }
+
+func (e *imageMountError) Error() string { return e.msg }
 
 // containerMounts binds the container's volumeMounts to the volumes' host paths.
 func containerMounts(pod *corev1.Pod, c *corev1.Container, volumes kubelet.PodVolumes, env map[string]string) ([]*runtimeapi.Mount, error) {
@@ -117,7 +127,14 @@ func containerMounts(pod *corev1.Pod, c *corev1.Container, volumes kubelet.PodVo
 		if m.SubPathExpr != "" {
 			sub = expand(m.SubPathExpr, mappingOf(env))
 		}
-		if sub != "" {
+		if sub != "" && isImageVolume(pod, m.Name) {
+			// The image's directory must be there: nothing is made in an image.
+			p, err := imageSubPath(host, sub)
+			if err != nil {
+				return nil, &imageMountError{msg: fmt.Sprintf("%s: volume %q subPath %q: %v", crierrors.ErrImageVolumeMountFailed, m.Name, sub, err)}
+			}
+			host = p
+		} else if sub != "" {
 			p, err := subPath(host, sub)
 			if err != nil {
 				return nil, fmt.Errorf("volume %q subPath %q: %w", m.Name, sub, err)
@@ -133,13 +150,8 @@ func containerMounts(pod *corev1.Pod, c *corev1.Container, volumes kubelet.PodVo
 // subPath is the host path of sub inside the volume at root, created as a directory when
 // missing; it must stay inside the volume (after symlinks).
 func subPath(root, sub string) (string, error) {
-	if filepath.IsAbs(sub) {
-		return "", errors.New("must be a relative path")
-	}
-	for _, part := range strings.Split(filepath.ToSlash(sub), "/") {
-		if part == ".." {
-			return "", errors.New("must not contain '..'")
-		}
+	if err := checkSubPath(sub); err != nil {
+		return "", err
 	}
 	p := filepath.Join(root, sub)
 	realRoot, err := filepath.EvalSymlinks(root)
@@ -175,6 +187,43 @@ func subPath(root, sub string) (string, error) {
 		return "", fmt.Errorf("resolves to %s, outside the volume", real)
 	}
 	return real, nil
+}
+
+// imageSubPath is the host path of sub inside the image volume at root; it must exist
+// and stay inside the volume after symlinks (resolved on the node: an absolute link, or
+// one that leads out of the volume, is refused).
+func imageSubPath(root, sub string) (string, error) {
+	if err := checkSubPath(sub); err != nil {
+		return "", err
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(root, sub))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", errors.New("does not exist in the image")
+	}
+	if err != nil {
+		return "", err
+	}
+	if real != realRoot && !strings.HasPrefix(real, realRoot+string(filepath.Separator)) {
+		return "", errors.New("resolves outside the volume")
+	}
+	return real, nil
+}
+
+// checkSubPath refuses an absolute subPath and one with "..".
+func checkSubPath(sub string) error {
+	if filepath.IsAbs(sub) {
+		return errors.New("must be a relative path")
+	}
+	for _, part := range strings.Split(filepath.ToSlash(sub), "/") {
+		if part == ".." {
+			return errors.New("must not contain '..'")
+		}
+	}
+	return nil
 }
 
 func propagation(p *corev1.MountPropagationMode) runtimeapi.MountPropagation {

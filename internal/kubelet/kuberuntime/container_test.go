@@ -242,7 +242,7 @@ func TestImageNames(t *testing.T) {
 		if err != nil || got != tt.want {
 			t.Errorf("applyDefaultImageTag(%q) = %q, %v; want %q", tt.image, got, err, tt.want)
 		}
-		if p := pullPolicy(&corev1.Container{Image: tt.image}); p != tt.policy {
+		if p := pullPolicy(tt.image, ""); p != tt.policy {
 			t.Errorf("default pull policy of %q = %s, want %s", tt.image, p, tt.policy)
 		}
 	}

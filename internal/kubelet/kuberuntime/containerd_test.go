@@ -26,9 +26,12 @@ import (
 	"testing"
 	"time"
 
+	snapshotsapi "github.com/containerd/containerd/api/services/snapshots/v1"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/moby/sys/mountinfo"
+	"google.golang.org/grpc/metadata"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
@@ -97,6 +100,70 @@ func busyboxLayer(t *testing.T) ([]byte, v1.Hash) {
 // returns its reference.
 func pushImage(t *testing.T, host, repo, tag string, layer []byte, diffID v1.Hash, entrypoint, cmd []string) string {
 	t.Helper()
+	return pushLayers(t, host, repo, tag, []testLayer{{layer, diffID}}, entrypoint, cmd)
+}
+
+// testLayer is a gzipped layer and its diff id.
+type testLayer struct {
+	blob   []byte
+	diffID v1.Hash
+}
+
+// fileLayer is a gzipped layer of regular files (path → content, directories made as
+// needed).
+func fileLayer(t *testing.T, files map[string]string) testLayer {
+	t.Helper()
+	var raw bytes.Buffer
+	tw := tar.NewWriter(&raw)
+	mtime := time.Unix(0, 0)
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	dirs := map[string]bool{}
+	for _, name := range names {
+		for d := filepath.Dir(name); d != "."; d = filepath.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	dirList := make([]string, 0, len(dirs))
+	for d := range dirs {
+		dirList = append(dirList, d)
+	}
+	sort.Strings(dirList) // parents first
+	for _, d := range dirList {
+		if err := tw.WriteHeader(&tar.Header{Name: d + "/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: mtime}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range names {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(files[name])), ModTime: mtime}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(files[name])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	diffID := sha256.Sum256(raw.Bytes())
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	if _, err := zw.Write(raw.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return testLayer{gz.Bytes(), v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(diffID[:])}}
+}
+
+// pushLayers uploads a linux image of the layers (the first one lowest) to the registry
+// at host and returns its reference.
+func pushLayers(t *testing.T, host, repo, tag string, layers []testLayer, entrypoint, cmd []string) string {
+	t.Helper()
 	upload := func(b []byte) v1.Descriptor {
 		sum := sha256.Sum256(b)
 		d := v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(sum[:])}
@@ -110,15 +177,22 @@ func pushImage(t *testing.T, host, repo, tag string, layer []byte, diffID v1.Has
 		}
 		return v1.Descriptor{Digest: d, Size: int64(len(b))}
 	}
+	var diffIDs []v1.Hash
+	var descs []v1.Descriptor
+	for _, l := range layers {
+		d := upload(l.blob)
+		d.MediaType = types.OCILayer
+		descs, diffIDs = append(descs, d), append(diffIDs, l.diffID)
+	}
 	cfg, err := json.Marshal(v1.ConfigFile{Architecture: goruntime.GOARCH, OS: "linux",
 		Config: v1.Config{Entrypoint: entrypoint, Cmd: cmd, Env: []string{"PATH=/bin"}},
-		RootFS: v1.RootFS{Type: "layers", DiffIDs: []v1.Hash{diffID}}})
+		RootFS: v1.RootFS{Type: "layers", DiffIDs: diffIDs}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cd, ld := upload(cfg), upload(layer)
-	cd.MediaType, ld.MediaType = types.OCIConfigJSON, types.OCILayer
-	man, err := json.Marshal(v1.Manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1, Config: cd, Layers: []v1.Descriptor{ld}})
+	cd := upload(cfg)
+	cd.MediaType = types.OCIConfigJSON
+	man, err := json.Marshal(v1.Manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1, Config: cd, Layers: descs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,6 +217,7 @@ type testContainerd struct {
 	dir string
 	rs  runtimeapi.RuntimeServiceClient
 	is  runtimeapi.ImageServiceClient
+	cl  *containerd.Client
 }
 
 // startContainerd runs a node's containerd as kubelab runs it (internal/containerd's
@@ -167,7 +242,7 @@ func startContainerd(t *testing.T, sandboxImage string) *testContainerd {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cl.Close() })
-	return &testContainerd{dir: dir, rs: cl.Runtime, is: cl.Image}
+	return &testContainerd{dir: dir, rs: cl.Runtime, is: cl.Image, cl: cl}
 }
 
 // removeDir unmounts whatever is still mounted under dir (deepest first) and removes it.
@@ -269,6 +344,7 @@ func TestContainerdPods(t *testing.T) {
 			cms:     map[string]*corev1.ConfigMap{"default/cfg": {Data: map[string]string{"data-1": "value-1", "DUP": "from-configmap"}}},
 			secrets: map[string]*corev1.Secret{"default/creds": {Data: map[string][]byte{"data-2": []byte("value-2")}}}},
 		RuntimeClasses: fakeRuntimeClasses{"runc": "runc", "unconfigured": "kr-" + id + "-handler"},
+		ImageVolumes:   cd.cl.ImageVolumes(),
 		Logger:         slog.New(slog.NewTextHandler(tWriter{t}, nil))}, cd.rs, cd.is)
 	if err != nil {
 		t.Fatal(err)
@@ -386,6 +462,50 @@ func TestContainerdPods(t *testing.T) {
 		return c.RestartCount == 2
 	})
 
+	// Image volumes: an image of two layers (the upper replacing a file of the lower)
+	// mounted whole, and the busybox image's bin directory through a subPath; both
+	// read-only. A subPath the image lacks keeps only its container from starting.
+	dataImage := pushLayers(t, host, "test/data", "v1", []testLayer{
+		fileLayer(t, map[string]string{"data.json": `{"picture": "kitten.jpg"}` + "\n", "etc/os-release": "NAME=lower\n"}),
+		fileLayer(t, map[string]string{"etc/os-release": "NAME=\"Upper Linux\"\n"}),
+	}, nil, nil)
+	imagevol := newPod("imagevol", corev1.RestartPolicyAlways)
+	imagevol.Spec.Volumes = []corev1.Volume{
+		{Name: "data", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: dataImage, PullPolicy: corev1.PullAlways}}},
+		{Name: "tools", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: busybox}}},
+	}
+	reader := ctr("reader", "cat /data/data.json /data/etc/os-release; ls /tools; echo x > /data/x; exec sleep 3600")
+	reader.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}, {Name: "tools", MountPath: "/tools", SubPath: "bin"}}
+	nosub := ctr("nosub", "exec sleep 3600")
+	nosub.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data", SubPath: "missing"}}
+	imagevol.Spec.Containers = []corev1.Container{reader, nosub}
+	st = syncUntil(t, r, imagevol, nil, "the image volumes' reader running", func(st kubelet.PodStatus) bool {
+		c, ok := find(st, "reader")
+		return ok && !c.Waiting && !c.Terminated
+	})
+	if c, _ := find(st, "nosub"); !c.Waiting || c.Reason != "CreateContainerError" || !strings.HasPrefix(c.Message, "ImageVolumeMountFailed: ") ||
+		!strings.Contains(c.Message, "does not exist in the image") {
+		t.Errorf("container with a subPath the image lacks = %+v", c)
+	}
+	readerLog := filepath.Join(r.cfg.PodLogsDir, "default_imagevol_"+string(imagevol.UID), "reader", "0.log")
+	testutil.EventuallyWithin(t, 10*time.Second, "the image volumes' files in "+readerLog, func() error {
+		b, _ := os.ReadFile(readerLog)
+		for _, want := range []string{`stdout F {"picture": "kitten.jpg"}`, `stdout F NAME="Upper Linux"`, "stdout F busybox\n",
+			"Read-only file system"} {
+			if !strings.Contains(string(b), want) {
+				return fmt.Errorf("no %q in %q", want, b)
+			}
+		}
+		return nil
+	})
+	imageVolDir := filepath.Join(root, "pods", string(imagevol.UID), "volumes", "kubernetes.io~image")
+	if mounts := mountsUnder(t, imageVolDir); len(mounts) != 2 {
+		t.Errorf("mounts under %s = %v, want the two volumes'", imageVolDir, mounts)
+	}
+	if views := imageViews(t, cd, imagevol.UID); len(views) != 2 {
+		t.Errorf("image volume snapshots = %v, want two", views)
+	}
+
 	// An image that does not exist.
 	missing := newPod("missing", corev1.RestartPolicyAlways)
 	missing.Spec.Containers = []corev1.Container{ctr("app", "true")}
@@ -426,10 +546,20 @@ func TestContainerdPods(t *testing.T) {
 	if rd, _ := find(killed, "read"); !rd.Terminated || rd.ExitCode != 137 {
 		t.Errorf("killed app container = %+v", rd)
 	}
-	for _, p := range []*corev1.Pod{crash, {ObjectMeta: metav1.ObjectMeta{UID: missing.UID}}} {
+	for _, p := range []*corev1.Pod{crash, {ObjectMeta: metav1.ObjectMeta{UID: missing.UID}}, {ObjectMeta: metav1.ObjectMeta{UID: imagevol.UID}}} {
 		if _, err := r.KillPod(ctx, p, 0); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The image volumes are unmounted, their directory and snapshots gone.
+	if mounts := mountsUnder(t, filepath.Join(root, "pods", string(imagevol.UID))); len(mounts) != 0 {
+		t.Errorf("mounts left after KillPod: %v", mounts)
+	}
+	if _, err := os.Stat(imageVolDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("image volume dir left: %v", err)
+	}
+	if views := imageViews(t, cd, imagevol.UID); len(views) != 0 {
+		t.Errorf("image volume snapshots left: %v", views)
 	}
 	sbs, err := cd.rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil || len(sbs.GetItems()) != 0 {
@@ -444,11 +574,53 @@ func TestContainerdPods(t *testing.T) {
 	}
 	events := strings.Join(drain(recorder), "\n")
 	for _, want := range []string{"Normal Pulling Pulling image", "Normal Created Created container: write",
+		fmt.Sprintf("Normal Pulling Pulling image %q", dataImage), fmt.Sprintf("Normal Pulled Container image %q already present on machine", busybox),
+		"Warning Failed Error: ImageVolumeMountFailed: ",
 		"Normal Started Started container read", "Warning BackOff Back-off restarting failed container crash in pod crash_default",
 		"Warning Failed Failed to pull image", "Normal Killing Stopping container read",
 		"Warning FailedCreatePodSandBox Failed to create pod sandbox: "} {
 		if !strings.Contains(events, want) {
 			t.Errorf("no event %q in:\n%s", want, events)
+		}
+	}
+}
+
+// mountsUnder lists the mount points at or under dir.
+func mountsUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	ms, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Mountpoint)
+	}
+	return out
+}
+
+// imageViews lists the names of the snapshots (of every kind, in the CRI's namespace)
+// labelled as image volumes of pod uid.
+func imageViews(t *testing.T, cd *testContainerd, uid k8stypes.UID) []string {
+	t.Helper()
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "containerd-namespace", "k8s.io")
+	stream, err := cd.cl.Snapshots.List(ctx, &snapshotsapi.ListSnapshotsRequest{Snapshotter: "overlayfs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, info := range resp.GetInfo() {
+			if info.GetLabels()[containerd.LabelImageVolumePod] == string(uid) {
+				out = append(out, info.GetName())
+			}
 		}
 	}
 }

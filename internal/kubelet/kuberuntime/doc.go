@@ -33,6 +33,14 @@
 //     hostAliases; a host-network pod's is the node's with its hostAliases; none for a
 //     container that mounts /etc/hosts itself), cgroup resources, security context, log path
 //     <container>/<restartCount>.log under the pod's log directory) and creates and starts it;
+//   - sets up the pod's image volumes (imagevolumes.go) before it starts containers: each
+//     volume's image pulled as its pullPolicy says (the pod's pull secrets, back-off and
+//     events as for a container's image, on the pod), then mounted read-only at
+//     <root>/pods/<uid>/volumes/kubernetes.io~image/<volume> by Config.ImageVolumes (the
+//     node's containerd 1.6 CRI cannot mount images itself); a container mounting a volume
+//     that failed waits with the pull's reason (ErrImagePull, ImagePullBackOff) or
+//     CreateContainerError ("ImageVolumeMountFailed: …", also for a subPath the image
+//     lacks), the others start; KillPod unmounts them once the containers are gone;
 //   - records the events the kubelet records (Pulling, Pulled, Created, Started, Killing,
 //     BackOff, Failed, SandboxChanged, FailedCreatePodSandBox) and returns the containers'
 //     states for the pod's status.

@@ -28,13 +28,14 @@ func applyDefaultImageTag(image string) (string, error) {
 	return image, nil
 }
 
-// pullPolicy is the container's imagePullPolicy, defaulted like the API server's defaulting (Always
+// pullPolicy is the pull policy of an image (a container's imagePullPolicy, an image
+// volume's pullPolicy), defaulted like the API server's defaulting when empty (Always
 // for :latest or untagged images, else IfNotPresent).
-func pullPolicy(c *corev1.Container) corev1.PullPolicy {
-	if c.ImagePullPolicy != "" {
-		return c.ImagePullPolicy
+func pullPolicy(image string, policy corev1.PullPolicy) corev1.PullPolicy {
+	if policy != "" {
+		return policy
 	}
-	named, err := reference.ParseNormalizedNamed(c.Image)
+	named, err := reference.ParseNormalizedNamed(image)
 	if err != nil {
 		return corev1.PullIfNotPresent
 	}
@@ -64,37 +65,49 @@ type imageResult struct {
 	err             error
 }
 
-// ensureImage makes the container's image present (pulling it as the pull policy says,
+// imageRequest is an image the pod needs: a container's image, or an image volume's
+// (container "": its events are the pod's).
+type imageRequest struct {
+	container, image string
+	policy           corev1.PullPolicy
+}
+
+// containerImage is the image request of container c.
+func containerImage(c *corev1.Container) imageRequest {
+	return imageRequest{container: c.Name, image: c.Image, policy: c.ImagePullPolicy}
+}
+
+// ensureImage makes the requested image present (pulling it as the pull policy says,
 // with a back-off per pod and image after failures) and returns the image reference to
-// create the container from.
-func (r *Runtime) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container, sbConfig *runtimeapi.PodSandboxConfig) (string, *imageResult) {
-	image, err := applyDefaultImageTag(c.Image)
+// create the container from (the image id).
+func (r *Runtime) ensureImage(ctx context.Context, pod *corev1.Pod, req imageRequest, sbConfig *runtimeapi.PodSandboxConfig) (string, *imageResult) {
+	image, err := applyDefaultImageTag(req.image)
 	if err != nil {
-		msg := fmt.Sprintf("Failed to apply default image tag %q: %v", c.Image, err)
-		r.event(pod, c.Name, corev1.EventTypeWarning, eventInspectFailed, "%s", msg)
+		msg := fmt.Sprintf("Failed to apply default image tag %q: %v", req.image, err)
+		r.event(pod, req.container, corev1.EventTypeWarning, eventInspectFailed, "%s", msg)
 		return "", &imageResult{reason: ErrInvalidImageName.Error(), message: msg, err: ErrInvalidImageName}
 	}
-	spec := &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image, Annotations: pod.Annotations}
+	spec := &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: req.image, Annotations: pod.Annotations}
 	st, err := r.is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: spec})
 	if err != nil {
-		msg := fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err)
-		r.event(pod, c.Name, corev1.EventTypeWarning, eventInspectFailed, "%s", msg)
+		msg := fmt.Sprintf("Failed to inspect image %q: %v", req.image, err)
+		r.event(pod, req.container, corev1.EventTypeWarning, eventInspectFailed, "%s", msg)
 		return "", &imageResult{reason: ErrImageInspect.Error(), message: msg, err: ErrImageInspect}
 	}
 	ref := st.GetImage().GetId()
-	if !shouldPull(pullPolicy(c), ref != "") {
+	if !shouldPull(pullPolicy(req.image, req.policy), ref != "") {
 		if ref != "" {
-			r.event(pod, c.Name, corev1.EventTypeNormal, eventPulled, "Container image %q already present on machine", c.Image)
+			r.event(pod, req.container, corev1.EventTypeNormal, eventPulled, "Container image %q already present on machine", req.image)
 			return ref, nil
 		}
-		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
-		r.event(pod, c.Name, corev1.EventTypeWarning, eventErrImageNeverPull, "%s", msg)
+		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", req.image)
+		r.event(pod, req.container, corev1.EventTypeWarning, eventErrImageNeverPull, "%s", msg)
 		return "", &imageResult{reason: ErrImageNeverPull.Error(), message: msg, err: ErrImageNeverPull}
 	}
-	key := string(pod.UID) + "/image/" + c.Image
+	key := string(pod.UID) + "/image/" + req.image
 	if waiting, lastErr := r.pullBackOff.inBackOffSinceUpdate(key); waiting {
-		r.event(pod, c.Name, corev1.EventTypeNormal, eventBackOff, "Back-off pulling image %q", c.Image)
-		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
+		r.event(pod, req.container, corev1.EventTypeNormal, eventBackOff, "Back-off pulling image %q", req.image)
+		msg := fmt.Sprintf("Back-off pulling image %q", req.image)
 		if lastErr != "" {
 			msg += ": " + lastErr
 		}
@@ -103,11 +116,11 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 	creds, err := r.pullCredentials(pod, image)
 	if err != nil {
 		msg := err.Error()
-		r.event(pod, c.Name, corev1.EventTypeWarning, eventFailed, "Failed to pull image %q: %s", c.Image, msg)
+		r.event(pod, req.container, corev1.EventTypeWarning, eventFailed, "Failed to pull image %q: %s", req.image, msg)
 		r.pullBackOff.next(key, r.cfg.Clock.Now(), ErrImagePull.Error()+": "+msg)
 		return "", &imageResult{reason: ErrImagePull.Error(), message: msg, err: ErrImagePull}
 	}
-	r.event(pod, c.Name, corev1.EventTypeNormal, eventPulling, "Pulling image %q", c.Image)
+	r.event(pod, req.container, corev1.EventTypeNormal, eventPulling, "Pulling image %q", req.image)
 	start := r.cfg.Clock.Now()
 	ref, err = r.pull(ctx, spec, sbConfig, creds)
 	if err != nil {
@@ -115,7 +128,7 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 		if r.cfg.OfflineImages {
 			msg += "; " + offlinePullHint(err)
 		}
-		r.event(pod, c.Name, corev1.EventTypeWarning, eventFailed, "Failed to pull image %q: %s", c.Image, msg)
+		r.event(pod, req.container, corev1.EventTypeWarning, eventFailed, "Failed to pull image %q: %s", req.image, msg)
 		r.pullBackOff.next(key, r.cfg.Clock.Now(), ErrImagePull.Error()+": "+msg)
 		return "", &imageResult{reason: ErrImagePull.Error(), message: msg, err: ErrImagePull}
 	}
@@ -125,7 +138,7 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 	if st, err := r.is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: spec}); err == nil && st.GetImage() != nil {
 		size = fmt.Sprintf(" Image size: %d bytes.", st.GetImage().GetSize())
 	}
-	r.event(pod, c.Name, corev1.EventTypeNormal, eventPulled, "Successfully pulled image %q in %v (%v including waiting).%s", c.Image, took, took, size)
+	r.event(pod, req.container, corev1.EventTypeNormal, eventPulled, "Successfully pulled image %q in %v (%v including waiting).%s", req.image, took, took, size)
 	return ref, nil
 }
 

@@ -42,6 +42,9 @@ func (r *Runtime) KillPod(ctx context.Context, pod *corev1.Pod, grace time.Durat
 	if err := errors.Join(errs...); err != nil {
 		return st, err
 	}
+	if err := r.tearDownImageVolumes(ctx, pod.UID); err != nil {
+		return st, err
+	}
 	if err := r.removePodCgroup(pod.UID); err != nil {
 		log.Warn("remove pod cgroup", "err", err)
 	}

@@ -76,6 +76,10 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *corev1.Pod, volumes kubelet.
 			podDir:     r.podDir(pod.UID),
 			nodeMemory: r.cfg.Allocatable.Memory().Value(),
 		}
+		if len(a.startInit)+len(a.start)+len(a.startEphemeral) > 0 {
+			in.imageVolumes = r.setUpImageVolumes(ctx, pod, sbConfig)
+			in.volumes = withImageVolumes(volumes, in.imageVolumes)
+		}
 		for _, s := range a.startInit {
 			if err := r.startContainer(ctx, pod, sandboxID, sbConfig, s, in, log); err != nil {
 				errs = append(errs, err)
@@ -136,7 +140,11 @@ func (r *Runtime) startContainer(ctx context.Context, pod *corev1.Pod, sandboxID
 		}
 		r.crashBackOff.next(key, s.last.finishedAt, "")
 	}
-	imageRef, ir := r.ensureImage(ctx, pod, c, sbConfig)
+	if ir := imageVolumeFailure(c, in.imageVolumes); ir != nil {
+		r.event(pod, c.Name, corev1.EventTypeWarning, eventFailed, "%s", imageVolumeEvent(ir))
+		return fail(ir.reason, ir.message, ir.err)
+	}
+	imageRef, ir := r.ensureImage(ctx, pod, containerImage(c), sbConfig)
 	if ir != nil {
 		r.event(pod, c.Name, corev1.EventTypeWarning, eventFailed, "Error: %s", ir.reason)
 		return fail(ir.reason, ir.message, ir.err)
@@ -145,6 +153,11 @@ func (r *Runtime) startContainer(ctx context.Context, pod *corev1.Pod, sandboxID
 	cfg, err := containerConfig(pod, c, in)
 	if err == nil && s.target != "" && s.targetID == "" {
 		err = errTargetNotRunning(s.target)
+	}
+	var ime *imageMountError
+	if errors.As(err, &ime) {
+		r.event(pod, c.Name, corev1.EventTypeWarning, eventFailed, "Error: %v", err)
+		return fail(ErrCreateContainer.Error(), err.Error(), ErrCreateContainer)
 	}
 	if err != nil {
 		r.event(pod, c.Name, corev1.EventTypeWarning, eventFailed, "Error: %v", err)

@@ -103,6 +103,10 @@ images() {
 	cp "$src/test/images/agnhost/porter/localhost.crt" "$src/test/images/agnhost/porter/localhost.key" "$stage/agnhost/"
 	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\nuser-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\n' >"$stage/agnhost/etc/passwd"
 	printf 'root:x:0:\nnobody:x:65534:\nuser-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n' >"$stage/agnhost/etc/group"
+	# Upstream's agnhost (and the kitten and nautilus images on it) is Alpine Linux, whose
+	# /etc/os-release the ImageVolume spec reads through an image volume; the stand-in's
+	# says what it is.
+	printf 'NAME="kubelab stand-in of an Alpine Linux test image"\nID=kubelab-stand-in\nPRETTY_NAME="kubelab stand-in of an Alpine Linux test image (registry.k8s.io/e2e-test-images)"\n' >"$stage/agnhost/etc/os-release"
 	# The shell is Debian's bash as /bin/sh: the specs' environment holds names such as
 	# data-1, which upstream's busybox and Alpine's ash pass on and Debian's busybox drops.
 	local shell=(--file /bin/bash:/bin/sh)

@@ -93,6 +93,14 @@
 //     its server serves as /stats/summary) has its running containers use what their
 //     pods' hollow usage annotations say (internal/hollow).
 //
+// Metrics and ProbeMetrics (metrics.go) are what its server serves at /metrics and
+// /metrics/probes, under upstream's names: kubelet_node_name, kubelet_running_pods (pods
+// whose sandbox runs), kubelet_running_containers by container_state (the runtime's
+// instances of those pods' containers as the kubelet last saw them: each current one, and
+// the previous one kept as the last termination), kubelet_desired_pods; prober_probe_total
+// by probe_type and result (successful, failed, unknown for a probe that could not be
+// run) and prober_probe_duration_seconds, dropped when the pod's probes stop.
+//
 // The Runtime (CRI) and Mounter (CSI node calls) are injected interfaces; hollow mode uses
 // fakes that touch nothing on the machine. It talks to the API server only through
 // client-go.

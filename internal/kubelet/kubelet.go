@@ -63,6 +63,7 @@ type Kubelet struct {
 	// prober and probes run the containers' probes (real mode, when the runtime can).
 	prober  ContainerProber
 	probes  *probeManager
+	metrics *kubeletMetrics
 	ipam    *podIPs
 	nodeUID atomic.Pointer[types.UID]
 
@@ -167,9 +168,12 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	}
 	k.broadcaster = record.NewBroadcaster()
 	k.recorder = k.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: cfg.NodeName})
+	k.metrics = newKubeletMetrics()
+	k.metrics.registry.MustRegister(podCollector{k})
 	if p, ok := deps.Runtime.(ContainerProber); ok && !cfg.Hollow {
 		k.prober = p
 		k.probes = newProbeManager(p, clock.RealClock{}, k.recorder, k.log, func(key string) { k.queue.Add(key) })
+		k.probes.metrics = k.metrics
 	}
 	if !cfg.Hollow {
 		k.volumes.local, k.volumes.nodeMemory = true, cfg.Capacity.Memory().Value()

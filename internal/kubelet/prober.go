@@ -95,6 +95,8 @@ type probeManager struct {
 	log      *slog.Logger
 	// requeue syncs the pod with this key again.
 	requeue func(key string)
+	// metrics counts the probes' results (nil: not counted).
+	metrics *kubeletMetrics
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -294,6 +296,7 @@ func (m *probeManager) removePod(uid types.UID) {
 			delete(m.workers, k)
 		}
 	}
+	m.metrics.forgetProbes(uid)
 }
 
 // probeGrace is how long a container killed for a failed probe gets to stop: the probe's

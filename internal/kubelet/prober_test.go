@@ -535,6 +535,21 @@ func TestKubeletProbesDriveStatus(t *testing.T) {
 	testutil.Eventually(t, "Unhealthy event of the liveness probe", func() (bool, error) {
 		return hasEvent(ctx, t, c, "Unhealthy", "Liveness probe failed: not yet"), nil
 	})
+	// What the kubelet serves at /metrics and /metrics/probes.
+	m := gathered(t, k.Metrics())
+	if m["kubelet_running_pods"] != 1 || m[`kubelet_running_containers{container_state="running"}`] != 1 ||
+		m[`kubelet_running_containers{container_state="exited"}`] != 1 || m[`kubelet_node_name{node="probed-a"}`] != 1 {
+		t.Errorf("kubelet metrics: %v", m)
+	}
+	probes := gathered(t, k.ProbeMetrics())
+	labels := func(probe, result string) string {
+		return fmt.Sprintf(`prober_probe_total{container="app",namespace="default",pod="probed",pod_uid=%q,probe_type=%q,result=%q}`, get(ctx).UID, probe, result)
+	}
+	for _, key := range []string{labels("Readiness", "failed"), labels("Readiness", "successful"), labels("Liveness", "successful"), labels("Liveness", "failed")} {
+		if probes[key] < 1 {
+			t.Errorf("%s = %v; all: %v", key, probes[key], probes)
+		}
+	}
 }
 
 func hasEvent(ctx context.Context, t *testing.T, c kubernetes.Interface, reason, message string) bool {

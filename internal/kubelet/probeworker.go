@@ -82,6 +82,18 @@ type probeWorker struct {
 	killed bool
 }
 
+// observe counts one run of the probe in the kubelet's metrics unless the worker was
+// replaced or stopped meanwhile (its pod's series may be gone), which it says.
+func (w *probeWorker) observe(res ProbeResult, err error, took time.Duration) bool {
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	if w.m.workers[w.key] != w {
+		return false
+	}
+	w.m.metrics.observeProbe(w.pod, w.container.Name, w.key.probe, res, err, took)
+	return true
+}
+
 // startLocked starts the worker k for the running instance st of container c.
 func (m *probeManager) startLocked(k probeKey, podKey string, pod *corev1.Pod, c *corev1.Container, spec *corev1.Probe, st ContainerState) {
 	if m.ctx.Err() != nil {
@@ -151,6 +163,7 @@ func (w *probeWorker) probeOnce(ctx context.Context) bool {
 		out string
 		err error
 	)
+	start := w.m.clock.Now()
 	for i := 0; i < maxProbeAttempts; i++ {
 		res, out, err = w.m.prober.Probe(ctx, w.pod, w.container, w.containerID, &w.spec)
 		if err == nil || ctx.Err() != nil {
@@ -160,7 +173,11 @@ func (w *probeWorker) probeOnce(ctx context.Context) bool {
 	if ctx.Err() != nil {
 		return false // stopped meanwhile: the result is of no use
 	}
+	took := w.m.clock.Since(start)
 	ref := containerRef(w.pod, w.container.Name)
+	if !w.observe(res, err, took) {
+		return false // replaced or stopped meanwhile
+	}
 	switch {
 	case err != nil:
 		w.m.log.Debug("probe errored", "pod", w.podKey, "container", w.container.Name, "probe", w.key.probe, "err", err)

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/moby/sys/mountinfo"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
@@ -442,6 +443,18 @@ func (c *Cluster) startKubeletServer(ctx context.Context, g *errgroup.Group, n N
 				return k.Pods()
 			}
 			return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("kubelet %s is not running yet", n.Name))
+		},
+		Metrics: func() prometheus.Gatherer {
+			if k := running.Load(); k != nil {
+				return k.Metrics()
+			}
+			return nil
+		},
+		ProbeMetrics: func() prometheus.Gatherer {
+			if k := running.Load(); k != nil {
+				return k.ProbeMetrics()
+			}
+			return nil
 		}})
 	if err != nil {
 		return 0, err

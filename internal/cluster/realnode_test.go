@@ -344,6 +344,18 @@ func TestRealKubectlStreams(t *testing.T) {
 	if err != nil || !strings.Contains(string(pods), `"name":"talker"`) {
 		t.Errorf("nodes/%s:10250/proxy/pods: %v %.300s", node.Name, err, pods)
 	}
+	// Its metrics, as Prometheus and the e2e framework scrape them through nodes/proxy.
+	for path, want := range map[string]string{
+		"metrics":          `kubelet_node_name{node="` + node.Name + `"} 1`,
+		"metrics/resource": `container_memory_working_set_bytes{container="main",namespace="` + ns + `",pod="talker"} `,
+		"metrics/cadvisor": `container_cpu_usage_seconds_total{container="main",cpu="total",namespace="` + ns + `",pod="talker"} `,
+		"metrics/probes":   "",
+	} {
+		out, err := tc.Client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node.Name+":10250", "proxy", path).DoRaw(ctx)
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("nodes/%s:10250/proxy/%s: %v %.500s; want %q", node.Name, path, err, out, want)
+		}
+	}
 }
 
 // TestRealResizeInUse grows a claim while its pod runs on a real node. With

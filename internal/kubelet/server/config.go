@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -44,6 +45,10 @@ type Config struct {
 	PodLookup func(namespace, name string) (*corev1.Pod, error)
 	// PodList lists the pods bound to the node, for GET /pods; nil: /pods is not served.
 	PodList func() ([]*corev1.Pod, error)
+	// Metrics and ProbeMetrics give the kubelet's metrics, served at /metrics and
+	// /metrics/probes (none while they give nil: the kubelet is not running yet); nil:
+	// the path is not served.
+	Metrics, ProbeMetrics func() prometheus.Gatherer
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 

@@ -11,6 +11,7 @@
 //	GET+POST /attach/{namespace}/{pod}[/{uid}]/{container}?input&output&error&tty
 //	GET+POST /portForward/{namespace}/{pod}[/{uid}]
 //	GET      /stats/summary
+//	GET      /metrics, /metrics/probes, /metrics/resource, /metrics/cadvisor
 //	GET      /pods
 //	GET      /logs/[path]
 //	GET      /healthz
@@ -27,6 +28,19 @@
 // the sum of its pods' (the kubelet reads no machine-wide counters). A hollow node's
 // server answers it from Config.Summary instead: the hollow kubelet's fake runtime's
 // usage (internal/hollow), so the API server reads every node's usage the same way.
+//
+// The metrics paths answer the Prometheus text format (metrics.go): /metrics and
+// /metrics/probes what the kubelet's registries gather (Config.Metrics, ProbeMetrics);
+// /metrics/resource upstream's resource metrics of the same summary /stats/summary
+// answers (node_cpu_usage_seconds_total, node_memory_working_set_bytes, pod_… and
+// container_cpu_usage_seconds_total, container_memory_working_set_bytes,
+// container_start_time_seconds, resource_scrape_error), each sample stamped with its
+// time; /metrics/cadvisor cAdvisor's names for the same stats, a series per container and
+// per pod (container=""): container_cpu_usage_seconds_total{cpu="total"},
+// container_memory_working_set_bytes, _usage_bytes, container_memory_rss,
+// container_start_time_seconds. kubelab runs no cAdvisor: what neither the runtime's
+// stats nor the kubelet has (machine_*, file systems, network, the id and image labels)
+// is not there.
 //
 // /pods is the node's pods as the kubelet knows them (Config.PodList), a v1 PodList.
 // /logs/ is the node's log directory as a file server (a kubelet serves its node's

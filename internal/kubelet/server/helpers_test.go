@@ -99,8 +99,8 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-// newFixtureWith runs a kubelet server on the runtime.
-func newFixtureWith(t *testing.T, runtime runtimeapi.RuntimeServiceClient, logsDir string) *fixture {
+// newFixtureWith runs a kubelet server on the runtime; opts change its Config.
+func newFixtureWith(t *testing.T, runtime runtimeapi.RuntimeServiceClient, logsDir string, opts ...func(*Config)) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	ca := newTestCA(t, "test-ca")
@@ -113,7 +113,7 @@ func newFixtureWith(t *testing.T, runtime runtimeapi.RuntimeServiceClient, logsD
 		return p
 	}
 	f := &fixture{t: t, logsDir: logsDir, pods: map[string]*corev1.Pod{}, ca: ca}
-	srv, err := New(Config{
+	cfg := Config{
 		Addr: "127.0.0.1:0", CertFile: write("kubelet.crt", certPEM), KeyFile: write("kubelet.key", keyPEM),
 		ClientCAFile: write("ca.crt", ca.certPEM), PodLogsDir: f.logsDir, Runtime: runtime,
 		PodLookup: func(ns, name string) (*corev1.Pod, error) {
@@ -130,7 +130,11 @@ func newFixtureWith(t *testing.T, runtime runtimeapi.RuntimeServiceClient, logsD
 			return out, nil
 		},
 		followRecheck: 50 * time.Millisecond,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,11 +53,21 @@ func (s *Server) handler() http.Handler {
 		mux.HandleFunc("GET /pods", s.podList)
 		mux.HandleFunc("GET /pods/{$}", s.podList)
 	}
+	summary := summarySource(s.stats.summary)
 	if s.cfg.Summary != nil {
 		mux.Handle("GET /stats/summary", summaryFunc(s.cfg.Summary))
+		summary = s.cfg.Summary
 	} else {
 		mux.Handle("GET /stats/summary", s.stats)
 	}
+	if s.cfg.Metrics != nil {
+		mux.Handle("GET /metrics", gathererHandler(s.cfg.Metrics))
+	}
+	if s.cfg.ProbeMetrics != nil {
+		mux.Handle("GET /metrics/probes", gathererHandler(s.cfg.ProbeMetrics))
+	}
+	mux.Handle("GET /metrics/resource", summaryMetricsHandler(summary, resourceDescs, collectResource))
+	mux.Handle("GET /metrics/cadvisor", summaryMetricsHandler(summary, cadvisorDescs, collectCAdvisor))
 	for _, m := range []string{http.MethodGet, http.MethodPost} {
 		mux.HandleFunc(m+" /exec/{namespace}/{pod}/{container}", s.exec)
 		mux.HandleFunc(m+" /exec/{namespace}/{pod}/{uid}/{container}", s.exec)

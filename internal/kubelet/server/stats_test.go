@@ -278,6 +278,14 @@ func checkContainerdStats(t *testing.T, f *fixture, uid string) {
 		t.Errorf("containerd stats: pod %+v cpu %d/%d memory %d", pod.PodRef, u64(c.CPU.UsageNanoCores), u64(c.CPU.UsageCoreNanoSeconds),
 			u64(c.Memory.WorkingSetBytes))
 	}
+	// The resource metrics are containerd's cgroup counters too.
+	res := scrape(t, f, "/metrics/resource")
+	labels := `{container="app",namespace="default",pod="web"}`
+	if res["resource_scrape_error"] != 0 || res["container_cpu_usage_seconds_total"+labels] <= 0 ||
+		res["container_memory_working_set_bytes"+labels] <= 0 || res[`pod_memory_working_set_bytes{namespace="default",pod="web"}`] <= 0 ||
+		res["node_cpu_usage_seconds_total"] <= 0 {
+		t.Errorf("GET /metrics/resource on containerd: %v", res)
+	}
 }
 
 // Once asked for, the stats are sampled in the background until the server stops.

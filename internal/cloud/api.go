@@ -35,6 +35,8 @@ var actions = map[string]action{
 	"TerminateInstances":           (*Cloud).terminateInstances,
 	"DescribeInstances":            (*Cloud).describeInstances,
 	"DescribeAvailabilityZones":    (*Cloud).describeAvailabilityZones,
+	"DescribeSubnets":              (*Cloud).describeSubnets,
+	"DescribeVpcs":                 (*Cloud).describeVpcs,
 	"CreateTags":                   (*Cloud).createTags,
 	"DeleteTags":                   (*Cloud).deleteTags,
 }
@@ -66,18 +68,34 @@ func (c *Cloud) serveAPI(w http.ResponseWriter, r *http.Request) {
 		writeError(w, reqID, errf("InvalidRequest", "The request body is larger than 1 MiB."))
 		return
 	}
-	if aerr := verifySigV4(r, body, c.accessKey, c.secretKey, c.cfg.Region, c.now()); aerr != nil {
+	form, ferr := url.ParseQuery(string(body))
+	for k, v := range r.URL.Query() {
+		form[k] = append(form[k], v...)
+	}
+	// The Elastic Load Balancing API shares the endpoint: its requests are signed for
+	// the service elasticloadbalancing and name its API version.
+	svc := signedService(r)
+	if svc == elbSigningName || svc == "" && form.Get("Version") == elbAPIVersion {
+		if aerr := verifySigV4(r, body, c.accessKey, c.secretKey, c.cfg.Region, elbSigningName, c.now()); aerr != nil {
+			c.log.Info("rejected request", "code", aerr.Code, "remote", r.RemoteAddr)
+			writeELBError(w, reqID, aerr)
+			return
+		}
+		if ferr != nil {
+			writeELBError(w, reqID, errValidation("The request body is not form-encoded: %v", ferr))
+			return
+		}
+		c.serveELB(w, form, reqID, start)
+		return
+	}
+	if aerr := verifySigV4(r, body, c.accessKey, c.secretKey, c.cfg.Region, "ec2", c.now()); aerr != nil {
 		c.log.Info("rejected request", "code", aerr.Code, "remote", r.RemoteAddr)
 		writeError(w, reqID, aerr)
 		return
 	}
-	form, err := url.ParseQuery(string(body))
-	if err != nil {
-		writeError(w, reqID, errf("InvalidParameterValue", "The request body is not form-encoded: %v", err))
+	if ferr != nil {
+		writeError(w, reqID, errf("InvalidParameterValue", "The request body is not form-encoded: %v", ferr))
 		return
-	}
-	for k, v := range r.URL.Query() {
-		form[k] = append(form[k], v...)
 	}
 	name := form.Get("Action")
 	if name == "" {

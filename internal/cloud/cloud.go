@@ -9,12 +9,14 @@ import (
 	"log/slog"
 	"math/big"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/kubelab/kubelab/internal/cloud/blockdev"
+	"github.com/kubelab/kubelab/internal/cloud/loadbalancer"
 	"github.com/kubelab/kubelab/internal/util/atomicfile"
 )
 
@@ -65,6 +67,20 @@ type Cloud struct {
 	closed     bool
 	imds       map[string]*imdsServer
 	imdsTokens map[string]imdsToken
+	vpc        *VPC
+	subnets    map[string]*Subnet
+	lbs        map[string]*LoadBalancer // by ARN
+	tgs        map[string]*TargetGroup
+	listeners  map[string]*Listener
+	rules      map[string]*Rule
+	// lbBlock is the block of loopback addresses load balancers get theirs from.
+	lbBlock netip.Prefix
+	// plane runs the load balancers; nil until Run starts it.
+	plane *loadbalancer.Plane
+	// usedTGs are the target groups the plane ran at the last sync.
+	usedTGs map[string]bool
+	// planeErr is the last sync's failure to bind listeners (retried).
+	planeErr error
 
 	wg       sync.WaitGroup // transitions and background copies
 	bgCtx    context.Context
@@ -86,7 +102,9 @@ func New(cfg Config, opts ...Option) (*Cloud, error) {
 		cfg: cfg, log: cfg.Logger, lat: profiles[cfg.Profile], now: time.Now,
 		volumes: map[string]*Volume{}, instances: map[string]*Instance{}, snapshots: map[string]*Snapshot{},
 		mods: map[string]*Modification{}, tokens: map[string]tokenRecord{}, timers: map[*time.Timer]struct{}{},
-		imds: map[string]*imdsServer{}, ready: make(chan struct{}), done: make(chan struct{}),
+		imds: map[string]*imdsServer{}, subnets: map[string]*Subnet{},
+		lbs: map[string]*LoadBalancer{}, tgs: map[string]*TargetGroup{}, listeners: map[string]*Listener{}, rules: map[string]*Rule{},
+		ready: make(chan struct{}), done: make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(c)
@@ -137,6 +155,27 @@ func (c *Cloud) load() error {
 	if err := loadAll(c.store, bucketSnapshots, func(s *Snapshot) { c.snapshots[s.ID] = s }); err != nil {
 		return err
 	}
+	if err := loadAll(c.store, bucketVPCs, func(v *VPC) { c.vpc = v }); err != nil {
+		return err
+	}
+	if err := loadAll(c.store, bucketSubnets, func(s *Subnet) { c.subnets[s.ID] = s }); err != nil {
+		return err
+	}
+	if err := c.ensureNetworkLocked(); err != nil {
+		return fmt.Errorf("make the default vpc: %w", err)
+	}
+	if err := loadAll(c.store, bucketLoadBalancers, func(lb *LoadBalancer) { c.lbs[lb.ARN] = lb }); err != nil {
+		return err
+	}
+	if err := loadAll(c.store, bucketTargetGroups, func(tg *TargetGroup) { c.tgs[tg.ARN] = tg }); err != nil {
+		return err
+	}
+	if err := loadAll(c.store, bucketListeners, func(l *Listener) { c.listeners[l.ARN] = l }); err != nil {
+		return err
+	}
+	if err := loadAll(c.store, bucketRules, func(r *Rule) { c.rules[r.ARN] = r }); err != nil {
+		return err
+	}
 	if err := loadAll(c.store, bucketModifications, func(m *Modification) { c.mods[m.VolumeID] = m }); err != nil {
 		return err
 	}
@@ -163,7 +202,7 @@ func (c *Cloud) load() error {
 			return fmt.Errorf("save credentials: %w", err)
 		}
 	}
-	return nil
+	return c.loadLBBlock()
 }
 
 func randomString(alphabet string, n int) string {
@@ -237,7 +276,13 @@ func (c *Cloud) Run(ctx context.Context) error {
 			c.startIMDSLocked(inst)
 		}
 	}
+	c.startPlaneLocked()
 	c.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.retryPlane(c.bgCtx)
+	}()
 
 	mux := http.NewServeMux()
 	mux.Handle("/_kubelab/faults", c.adminOnly(c.serveFaults))
@@ -279,9 +324,15 @@ func (c *Cloud) stop() {
 		s.close()
 		delete(c.imds, id)
 	}
+	plane := c.plane
 	c.mu.Unlock()
 	c.bgCancel()
 	c.wg.Wait()
+	if plane != nil {
+		// Without c.mu: the health checks it waits for report to the cloud under it.
+		plane.Close()
+		c.removeHostsEntries()
+	}
 	if c.cfg.ReleaseOnExit && c.dev != nil {
 		c.mu.Lock()
 		c.releaseAllLocked()

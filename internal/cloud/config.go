@@ -1,6 +1,7 @@
 package cloud
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,6 +35,16 @@ type Config struct {
 	// NoIMDSListeners disables the per-instance IMDS listeners on loopback ports
 	// (IMDSHandler still serves; the cluster mounts it where it wants).
 	NoIMDSListeners bool
+	// Dial reaches the load balancers' targets (instances' private addresses, pod
+	// addresses): the VPC's network in a cluster. Default: a plain dialer.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// HostsFile is the hosts file where the cloud keeps its active load balancers' DNS
+	// names (a block of its own); "" keeps none.
+	HostsFile string
+	// LoadBalancerCIDR is the block of 127.0.0.0/8 load balancers take their addresses
+	// from. Default: the block of the previous start on DataDir, or at the first start a
+	// /24 in 127.128.0.0/9 on which nothing listens.
+	LoadBalancerCIDR string
 	// Logger receives structured logs. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -43,16 +54,22 @@ type Latencies struct {
 	Create, Attach, Detach, Delete time.Duration
 	ModifyToOptimizing, Optimize   time.Duration
 	Snapshot, Terminate            time.Duration
+	// LoadBalancer is how long a new load balancer stays provisioning.
+	LoadBalancer time.Duration
+	// HealthCheckDivisor divides target groups' health check intervals and timeouts and
+	// their deregistration delay: the time the checks really take (1 means as configured).
+	HealthCheckDivisor int
 }
 
 // profiles are the named latency sets. "aws" follows what EC2 users observe: seconds for
 // create, attach and detach; tens of seconds for modifications and snapshots.
 var profiles = map[string]Latencies{
-	"fast": {},
+	"fast": {HealthCheckDivisor: 10},
 	"aws": {
 		Create: 2 * time.Second, Attach: 3 * time.Second, Detach: 4 * time.Second,
 		Delete: 1 * time.Second, ModifyToOptimizing: 5 * time.Second, Optimize: 20 * time.Second,
 		Snapshot: 15 * time.Second, Terminate: 5 * time.Second,
+		LoadBalancer: 30 * time.Second, HealthCheckDivisor: 1,
 	},
 }
 
@@ -108,6 +125,14 @@ func (c *Config) validate() error {
 	}
 	if _, ok := profiles[c.Profile]; !ok {
 		return fmt.Errorf("config: unknown profile %q (want fast or aws)", c.Profile)
+	}
+	if c.HostsFile != "" && !filepath.IsAbs(c.HostsFile) {
+		return fmt.Errorf("config: hosts file %q must be an absolute path", c.HostsFile)
+	}
+	if c.LoadBalancerCIDR != "" {
+		if _, err := parseLBBlock(c.LoadBalancerCIDR); err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
 	}
 	if c.MaxVolumes < 0 {
 		return fmt.Errorf("config: max volumes %d must not be negative", c.MaxVolumes)

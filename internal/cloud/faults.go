@@ -18,14 +18,18 @@ import (
 type Fault struct {
 	ID string `json:"id"`
 	// Action is CreateVolume, DeleteVolume, AttachVolume, DetachVolume, ModifyVolume,
-	// CreateSnapshot or RunInstances.
+	// CreateSnapshot or RunInstances, or one of the load balancers' CreateLoadBalancer
+	// (fail; hang or slow hold it in provisioning), DeleteLoadBalancer, CreateTargetGroup,
+	// CreateListener, RegisterTargets (fail).
 	Action string `json:"action"`
 	// VolumeID, InstanceID and Tag ("key" or "key=value", matched against the volume's
 	// tags, or the requested tags for CreateVolume) narrow the fault; empty matches all.
-	VolumeID   string `json:"volumeId,omitempty"`
-	InstanceID string `json:"instanceId,omitempty"`
-	Tag        string `json:"tag,omitempty"`
-	Mode       string `json:"mode"`
+	VolumeID string `json:"volumeId,omitempty"`
+	// LoadBalancer (a name or an ARN) narrows the faults of load balancer actions.
+	LoadBalancer string `json:"loadBalancer,omitempty"`
+	InstanceID   string `json:"instanceId,omitempty"`
+	Tag          string `json:"tag,omitempty"`
+	Mode         string `json:"mode"`
 	// Delay is a Go duration ("5s") for mode slow.
 	Delay   string `json:"delay,omitempty"`
 	Code    string `json:"code,omitempty"`
@@ -39,11 +43,17 @@ type Fault struct {
 }
 
 var faultActions = map[string]bool{"CreateVolume": true, "DeleteVolume": true, "AttachVolume": true, "DetachVolume": true,
-	"ModifyVolume": true, "CreateSnapshot": true, "RunInstances": true}
+	"ModifyVolume": true, "CreateSnapshot": true, "RunInstances": true,
+	"CreateLoadBalancer": true, "DeleteLoadBalancer": true, "CreateTargetGroup": true, "CreateListener": true, "RegisterTargets": true}
+
+// elbFaultActions are the actions whose faults a LoadBalancer narrows; their resource is
+// a load balancer's ARN.
+var elbFaultActions = map[string]bool{"CreateLoadBalancer": true, "DeleteLoadBalancer": true, "CreateTargetGroup": true,
+	"CreateListener": true, "RegisterTargets": true}
 
 func (f *Fault) validate() error {
 	if !faultActions[f.Action] {
-		return fmt.Errorf("fault: unknown action %q (want CreateVolume, DeleteVolume, AttachVolume, DetachVolume, ModifyVolume, CreateSnapshot or RunInstances)", f.Action)
+		return fmt.Errorf("fault: unknown action %q (want CreateVolume, DeleteVolume, AttachVolume, DetachVolume, ModifyVolume, CreateSnapshot, RunInstances, CreateLoadBalancer, DeleteLoadBalancer, CreateTargetGroup, CreateListener or RegisterTargets)", f.Action)
 	}
 	switch f.Mode {
 	case "fail", "hang":
@@ -61,6 +71,9 @@ func (f *Fault) validate() error {
 	}
 	if f.Mode == "fail" && f.Action == "RunInstances" {
 		return fmt.Errorf("fault: RunInstances takes hang or slow")
+	}
+	if f.Mode != "fail" && elbFaultActions[f.Action] && f.Action != "CreateLoadBalancer" {
+		return fmt.Errorf("fault: %s takes fail", f.Action)
 	}
 	return nil
 }
@@ -83,8 +96,17 @@ func (f *Fault) apiError() *apiError {
 	return &apiError{Code: code, Message: msg, Status: status}
 }
 
+// matches says whether f applies to an operation: action on volumeID (for the load
+// balancers' actions, the load balancer's ARN) and instanceID, with tags.
 func (f *Fault) matches(action, volumeID, instanceID string, tags []Tag) bool {
-	if f.Action != action || f.VolumeID != "" && f.VolumeID != volumeID || f.InstanceID != "" && f.InstanceID != instanceID {
+	if f.Action != action || f.InstanceID != "" && f.InstanceID != instanceID {
+		return false
+	}
+	if elbFaultActions[action] {
+		if f.LoadBalancer != "" && f.LoadBalancer != volumeID && !strings.Contains(volumeID, "/"+f.LoadBalancer+"/") {
+			return false
+		}
+	} else if f.VolumeID != "" && f.VolumeID != volumeID {
 		return false
 	}
 	if f.Tag != "" {

@@ -46,6 +46,8 @@ type xmlInstance struct {
 	LaunchTime       string           `xml:"launchTime"`
 	Placement        xmlPlacement     `xml:"placement"`
 	PrivateIP        string           `xml:"privateIpAddress"`
+	SubnetID         string           `xml:"subnetId,omitempty"`
+	VpcID            string           `xml:"vpcId,omitempty"`
 	Architecture     string           `xml:"architecture"`
 	RootDeviceType   string           `xml:"rootDeviceType"`
 	RootDeviceName   string           `xml:"rootDeviceName"`
@@ -64,6 +66,8 @@ type xmlInterface struct {
 	InterfaceID string `xml:"networkInterfaceId"`
 	MacAddress  string `xml:"macAddress"`
 	PrivateIP   string `xml:"privateIpAddress"`
+	SubnetID    string `xml:"subnetId,omitempty"`
+	VpcID       string `xml:"vpcId,omitempty"`
 	Status      string `xml:"status"`
 	Attachment  struct {
 		DeviceIndex int    `xml:"deviceIndex"`
@@ -108,6 +112,10 @@ func (c *Cloud) toXMLInstanceLocked(i *Instance, state string) xmlInstance {
 		Tags: xmlTags(i.Tags), MetadataOptions: xmlMetadataOpts{"applied", i.HTTPTokens, "enabled"}, VirtualizationTy: "hvm",
 	}
 	eni := xmlInterface{InterfaceID: "eni-" + strings.TrimPrefix(i.ID, "i-"), MacAddress: i.MAC, PrivateIP: i.PrivateIP, Status: "in-use"}
+	if s := c.subnetOfZone(i.Zone); s != nil {
+		out.SubnetID, out.VpcID = s.ID, s.VPCID
+		eni.SubnetID, eni.VpcID = s.ID, s.VPCID
+	}
 	eni.Attachment.Status = "attached"
 	out.Interfaces = []xmlInterface{eni}
 	for _, v := range sortedVolumes(c.volumes) {
@@ -506,6 +514,14 @@ func instanceFields(c *Cloud, i *Instance) fieldsFunc {
 			return []string{privateDNS(i.PrivateIP, c.cfg.Region)}, true
 		case "reservation-id":
 			return []string{i.ReservationID}, true
+		case "subnet-id", "vpc-id":
+			if s := c.subnetOfZone(i.Zone); s != nil {
+				if name == "vpc-id" {
+					return []string{s.VPCID}, true
+				}
+				return []string{s.ID}, true
+			}
+			return nil, true
 		}
 		return tagFields(i.Tags, name)
 	}

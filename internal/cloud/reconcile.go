@@ -64,6 +64,7 @@ func (c *Cloud) reconcile() error {
 	if c.dev != nil {
 		c.removeStaleLinksLocked()
 	}
+	c.reconcileLoadBalancersLocked()
 	for _, id := range sortedKeys(c.snapshots) {
 		if s := c.snapshots[id]; s.State == "pending" {
 			c.startSnapshotLocked(s)

@@ -14,8 +14,9 @@ import (
 
 // verifySigV4 checks r's AWS Signature Version 4 (Authorization header) against the
 // cloud's key pair. body is the request's payload. It returns nil when the signature is
-// valid, else the EC2 error to send.
-func verifySigV4(r *http.Request, body []byte, accessKey, secretKey, region string, now time.Time) *apiError {
+// valid, else the error to send. service is the signing name the credential scope must
+// name ("ec2", "elasticloadbalancing").
+func verifySigV4(r *http.Request, body []byte, accessKey, secretKey, region, service string, now time.Time) *apiError {
 	auth := r.Header.Get("Authorization")
 	if auth == "" {
 		return &apiError{Code: "MissingAuthenticationToken", Message: "Request is missing Authentication Token", Status: http.StatusUnauthorized}
@@ -45,8 +46,8 @@ func verifySigV4(r *http.Request, body []byte, accessKey, secretKey, region stri
 	if credParts[2] != region {
 		return &apiError{Code: "AuthFailure", Message: "Credential should be scoped to a valid region: this cloud serves " + region + ", not '" + credParts[2] + "'.", Status: http.StatusUnauthorized}
 	}
-	if credParts[3] != "ec2" {
-		return &apiError{Code: "AuthFailure", Message: "Credential should be scoped to the service 'ec2', not '" + credParts[3] + "'.", Status: http.StatusUnauthorized}
+	if credParts[3] != service {
+		return &apiError{Code: "AuthFailure", Message: "Credential should be scoped to the service '" + service + "', not '" + credParts[3] + "'.", Status: http.StatusUnauthorized}
 	}
 	amzDate := r.Header.Get("X-Amz-Date")
 	t, err := time.Parse("20060102T150405Z", amzDate)
@@ -77,6 +78,18 @@ func verifySigV4(r *http.Request, body []byte, accessKey, secretKey, region stri
 		return &apiError{Code: "SignatureDoesNotMatch", Message: "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method.", Status: http.StatusForbidden}
 	}
 	return nil
+}
+
+// signedService is the service a request's SigV4 credential scope names ("" when the
+// request carries no well-formed Authorization header).
+func signedService(r *http.Request) string {
+	_, rest, _ := strings.Cut(r.Header.Get("Authorization"), "Credential=")
+	cred, _, _ := strings.Cut(rest, ",")
+	parts := strings.Split(strings.TrimSpace(cred), "/")
+	if len(parts) != 5 {
+		return ""
+	}
+	return parts[3]
 }
 
 func hmacSHA256(key []byte, data string) []byte {

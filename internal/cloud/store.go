@@ -16,6 +16,12 @@ var (
 	bucketModifications = []byte("modifications")
 	bucketTokens        = []byte("tokens")
 	bucketMeta          = []byte("meta")
+	bucketVPCs          = []byte("vpcs")
+	bucketSubnets       = []byte("subnets")
+	bucketLoadBalancers = []byte("loadbalancers")
+	bucketTargetGroups  = []byte("targetgroups")
+	bucketListeners     = []byte("listeners")
+	bucketRules         = []byte("rules")
 )
 
 // store persists the cloud's objects in a bbolt file.
@@ -27,7 +33,8 @@ func openStore(path string) (*store, error) {
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketVolumes, bucketInstances, bucketSnapshots, bucketModifications, bucketTokens, bucketMeta} {
+		for _, b := range [][]byte{bucketVolumes, bucketInstances, bucketSnapshots, bucketModifications, bucketTokens, bucketMeta,
+			bucketVPCs, bucketSubnets, bucketLoadBalancers, bucketTargetGroups, bucketListeners, bucketRules} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

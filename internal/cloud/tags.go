@@ -51,6 +51,8 @@ func (c *Cloud) retag(ids []string, dry bool, edit func([]Tag) []Tag) (response,
 	defer c.mu.Unlock()
 	var changes []change
 	vols, insts, snaps := map[string]*Volume{}, map[string]*Instance{}, map[string]*Snapshot{}
+	subnets := map[string]*Subnet{}
+	var vpc *VPC
 	for _, id := range dedupe(ids) {
 		switch {
 		case strings.HasPrefix(id, "vol-"):
@@ -80,6 +82,23 @@ func (c *Cloud) retag(ids []string, dry bool, edit func([]Tag) []Tag) (response,
 			ns.Tags = edit(ns.Tags)
 			snaps[id] = ns
 			changes = append(changes, put(bucketSnapshots, id, ns))
+		case strings.HasPrefix(id, "subnet-"):
+			s := c.subnets[id]
+			if s == nil {
+				return nil, errSubnetNotFound(id)
+			}
+			ns := s.clone()
+			ns.Tags = edit(ns.Tags)
+			subnets[id] = ns
+			changes = append(changes, put(bucketSubnets, id, ns))
+		case strings.HasPrefix(id, "vpc-"):
+			if c.vpc.ID != id {
+				return nil, errVPCNotFound(id)
+			}
+			nv := c.vpc.clone()
+			nv.Tags = edit(nv.Tags)
+			vpc = nv
+			changes = append(changes, put(bucketVPCs, id, nv))
 		default:
 			return nil, errf("InvalidID", "The ID '%s' is not valid", id)
 		}
@@ -98,6 +117,12 @@ func (c *Cloud) retag(ids []string, dry bool, edit func([]Tag) []Tag) (response,
 	}
 	for id, s := range snaps {
 		c.snapshots[id] = s
+	}
+	for id, s := range subnets {
+		c.subnets[id] = s
+	}
+	if vpc != nil {
+		c.vpc = vpc
 	}
 	return &returnResponse{Return: true}, nil
 }

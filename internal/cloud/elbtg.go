@@ -123,7 +123,16 @@ func readHealthCheck(p *eparams, protocol string, hc HealthCheck) (HealthCheck, 
 			return hc, errValidation("%s", why)
 		}
 	}
-	if hc.Timeout >= hc.Interval {
+	// An ALB's check must time out before the next starts; an NLB's may take the whole
+	// interval. A default timeout longer than that is shortened to fit.
+	limit := hc.Interval
+	if httpProtocol(protocol) {
+		limit--
+	}
+	if !timeoutGiven && hc.Timeout > limit {
+		hc.Timeout = max(limit, 2)
+	}
+	if hc.Timeout > limit {
 		return hc, errValidation("Health check timeout '%d' must be smaller than the interval '%d'", hc.Timeout, hc.Interval)
 	}
 	return hc, nil

@@ -91,6 +91,8 @@ requests signed like EC2 calls (Signature Version 4, service ec2) with the same 
 	f.StringVar(&cfg.Profile, "profile", "fast", "latencies of the asynchronous transitions: fast or aws")
 	f.BoolVar(&cfg.ReleaseOnExit, "release-on-exit", false, "release loop devices and links at exit (they come back at the next start)")
 	f.BoolVar(&cfg.NoIMDSListeners, "no-imds-listeners", false, "do not serve each instance's IMDS on a loopback port")
+	f.StringVar(&cfg.HostsFile, "hosts-file", "", "hosts file in which to keep the active load balancers' DNS names (e.g. /etc/hosts; default none)")
+	f.StringVar(&cfg.LoadBalancerCIDR, "load-balancer-cidr", "", "block of 127.0.0.0/8 the load balancers' addresses come from (default: a /24 picked at the first start and kept)")
 	f.IntVar(&cfg.MaxVolumes, "max-volumes", 5000, "the number of volumes beyond which CreateVolume fails with VolumeLimitExceeded")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	addLogFormatFlag(cmd)

@@ -78,6 +78,7 @@ The components log to stderr in klog's text format, as the Kubernetes components
 				fmt.Fprintln(cmd.OutOrStdout(), offlineNotice)
 			}
 			cfg.Progress = func(step string) { fmt.Fprintln(cmd.OutOrStdout(), "up: "+step) }
+			cfg.HostsFile = hostsFileFor(cfg.Hollow, os.Geteuid())
 			release, err := lockDataDir(cfg.DataDir)
 			if err != nil {
 				return err
@@ -128,6 +129,15 @@ func needsRoot(hollow bool, euid int) error {
 	return errors.New("up: real nodes need root (loop devices, mounts, containerd, network namespaces): run it as root (sudo kubelab up), or with --hollow for hollow nodes, which need no root")
 }
 
+// hostsFileFor is where `kubelab up` has the cloud keep its load balancers' DNS names:
+// the machine's /etc/hosts for real nodes run as root, none for hollow ones.
+func hostsFileFor(hollow bool, euid int) string {
+	if hollow || euid != 0 {
+		return ""
+	}
+	return "/etc/hosts"
+}
+
 // printUp tells the user that the cluster is usable (cluster.Cluster.Ready), how long it
 // took to get there, where it is and how to reach it.
 func printUp(cmd *cobra.Command, c *cluster.Cluster, took time.Duration) {
@@ -146,7 +156,7 @@ func printUp(cmd *cobra.Command, c *cluster.Cluster, took time.Duration) {
 		embedded = "kubelab kubectl --kubeconfig " + c.Kubeconfig() + " get nodes"
 	}
 	fmt.Fprintf(out, "\nUse it with the real kubectl:\n  export KUBECONFIG=%s\n  kubectl get nodes\nor with the embedded one:\n  %s\n", c.Kubeconfig(), embedded)
-	fmt.Fprintf(out, "and the cloud with the AWS CLI:\n  AWS_CONFIG_FILE=%s AWS_SHARED_CREDENTIALS_FILE=%s aws ec2 describe-volumes --endpoint-url %s\n",
+	fmt.Fprintf(out, "and the cloud with the AWS CLI (aws ec2 …, aws elbv2 … on the same endpoint):\n  AWS_CONFIG_FILE=%s AWS_SHARED_CREDENTIALS_FILE=%s aws ec2 describe-volumes --endpoint-url %s\n",
 		c.CloudConfigFile(), c.CloudCredentialsFile(), c.CloudEndpoint())
 }
 

@@ -198,3 +198,15 @@ func assertUpAgain(t *testing.T, kc, nodes string, restarted time.Time) {
 		t.Errorf("claim after restart: %q", got)
 	}
 }
+
+func TestHostsFileFor(t *testing.T) {
+	for _, tc := range []struct {
+		hollow bool
+		euid   int
+		want   string
+	}{{false, 0, "/etc/hosts"}, {true, 0, ""}, {false, 1000, ""}, {true, 1000, ""}} {
+		if got := hostsFileFor(tc.hollow, tc.euid); got != tc.want {
+			t.Errorf("hostsFileFor(%v, %d) = %q, want %q", tc.hollow, tc.euid, got, tc.want)
+		}
+	}
+}

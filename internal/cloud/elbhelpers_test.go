@@ -7,31 +7,21 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
+
+	"github.com/kubelab/kubelab/internal/cloud/cloudtest"
 )
 
 // newELBClient builds an ELBv2 SDK client from the files the cloud wrote, as a user would.
 func newELBClient(t testing.TB, c *Cloud) *elb.Client {
 	t.Helper()
-	cfg, err := config.LoadDefaultConfig(context.Background(),
-		config.WithSharedConfigFiles([]string{c.ConfigFile()}),
-		config.WithSharedCredentialsFiles([]string{c.CredentialsFile()}),
-		config.WithSharedConfigProfile("default"),
-	)
-	if err != nil {
-		t.Fatalf("load aws config: %v", err)
-	}
 	ep, err := os.ReadFile(c.EndpointFile())
 	if err != nil {
 		t.Fatalf("read endpoint file: %v", err)
 	}
-	return elb.NewFromConfig(cfg, func(o *elb.Options) {
-		o.BaseEndpoint = aws.String(string(ep[:len(ep)-1]))
-		o.RetryMaxAttempts = 1
-	})
+	return cloudtest.ELBClient(t, string(ep[:len(ep)-1]), c.ConfigFile(), c.CredentialsFile())
 }
 
 // subnetIDs lists the cloud's subnets in zone order.

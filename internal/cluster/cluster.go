@@ -91,14 +91,19 @@ func New(cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := cloud.New(cloud.Config{
+	cloudCfg := cloud.Config{
 		DataDir: filepath.Join(cfg.DataDir, "cloud"), Region: cfg.Region, Zones: cfg.Zones,
 		Hollow: cfg.Hollow, Profile: cfg.CloudProfile, NoIMDSListeners: cfg.Hollow,
 		// Real volumes' loop devices and links go when the cluster stops and come back
 		// at its next start.
 		ReleaseOnExit: !cfg.Hollow,
+		HostsFile:     cfg.HostsFile,
 		Logger:        cfg.Logger.With("component", "cloud"),
-	})
+	}
+	if v != nil {
+		cloudCfg.Dial = loadBalancerDial(v, network)
+	}
+	c, err := cloud.New(cloudCfg)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync/atomic"
 
 	"github.com/kubelab/kubelab/internal/vpc"
@@ -49,6 +50,22 @@ func (n *clusterNetwork) DialContext(ctx context.Context, network, addr string) 
 		return nil, fmt.Errorf("dial %s: no node's network namespace to reach the cluster network from (nodes %v)", addr, names)
 	}
 	return vpc.DialContext(path)(ctx, network, addr)
+}
+
+// loadBalancerDial is how the cloud's load balancers reach their targets: an address of
+// the VPC (an instance's, for instance targets at a node port) from the VPC's namespace,
+// as an ELB's nodes sit in the VPC's subnets and the packets arrive at the node from
+// outside; any other (a pod's, for ip targets) from a node's namespace, where the overlay
+// reaches every pod.
+func loadBalancerDial(v *vpc.VPC, n *clusterNetwork) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	inVPC := netip.MustParsePrefix(vpc.CIDR)
+	fromVPC := vpc.DialContext(v.Path())
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if ap, err := netip.ParseAddrPort(addr); err == nil && inVPC.Contains(ap.Addr()) {
+			return fromVPC(ctx, network, addr)
+		}
+		return n.DialContext(ctx, network, addr)
+	}
 }
 
 // firstExisting is the first of paths that exists.

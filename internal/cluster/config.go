@@ -78,6 +78,10 @@ type Config struct {
 	// to, in order (real nodes, not Offline): when nil, the nameservers of
 	// /etc/resolv.conf as kubelab reads it when the cluster DNS starts.
 	UpstreamDNS []netip.AddrPort
+	// HostsFile is the machine's hosts file, where the cloud keeps its load balancers'
+	// DNS names so that `curl http://<dns-name>/` works on the machine ("": none).
+	// `kubelab up` passes /etc/hosts for a real cluster run as root.
+	HostsFile string
 	// Logger receives the components' logs (slog.Default()).
 	Logger *slog.Logger
 	// Progress hears, in a few lines for the user, what the start has got to: the

@@ -56,7 +56,7 @@ func httpVia(netns, url string) (string, error) {
 // its bridge, pods on two nodes over the VXLAN overlay (the encapsulated packets seen on
 // the VPC bridge), a ClusterIP Service spreads requests over pods on both nodes and stops
 // sending to a pod whose readiness fails, a NodePort answers from another node's
-// namespace, Services resolve through the cluster DNS, the instance metadata service
+// namespace and through a load balancer of the cloud, Services resolve through the cluster DNS, the instance metadata service
 // answers in each node's namespace and in its pods, the API server and the EC2 endpoint
 // are reachable from a pod, a pod and a node reach the outside (the test's own, through
 // the VPC's NAT gateway and the cluster DNS's upstream) while the machine's namespace
@@ -169,6 +169,9 @@ func TestRealNetwork(t *testing.T) {
 	if out, err := httpVia(tc.VPC().NodePath(n0.Name), url); err != nil || out != "web-0" {
 		t.Errorf("NodePort %s from node %s: %v %q", url, n0.Name, err, out)
 	}
+	// A load balancer of the cloud carries the machine's connections to the NodePort on
+	// both nodes and to web-0's address.
+	tc.assertLoadBalancer(int(svc.Spec.Ports[0].NodePort), web0.Status.PodIP, "web-0")
 
 	// The API server, in the machine's namespace, reaches pods and Services through a
 	// node's namespace: pods/proxy to either node's pod, services/proxy to the ready one;

@@ -1,7 +1,9 @@
-// Package cloud is kubelab's EC2/EBS-compatible block-storage cloud: one region, its
-// availability zones, instances, volumes, attachments, snapshots and volume
-// modifications, served over the EC2 Query API (Version 2016-11-15) on 127.0.0.1, with
-// an instance metadata service (IMDSv1 and v2) per instance.
+// Package cloud is kubelab's EC2/EBS-compatible cloud: one region, its availability
+// zones, a default VPC with a subnet per zone, instances, volumes, attachments, snapshots
+// and volume modifications, served over the EC2 Query API (Version 2016-11-15) on
+// 127.0.0.1, with an instance metadata service (IMDSv1 and v2) per instance; and
+// Elastic Load Balancing (v2) load balancers that carry traffic, served over the ELB
+// Query API (Version 2015-12-01) on the same endpoint.
 //
 // It is the cloud side of the storage flow: the CSI controller plugin creates an EBS
 // volume (CreateVolume) and attaches it to the node's EC2 instance (AttachVolume) through
@@ -54,6 +56,22 @@
 // the stored state with the machine: it resumes transitions that were under way, brings
 // back the loop devices and links of attached volumes, and removes volume files, loop
 // devices and links that no volume accounts for.
+//
+// # Load balancers
+//
+// A request signed for the service elasticloadbalancing (or, unsigned, naming Version
+// 2015-12-01) is an ELB request: load balancers (network, application), target groups,
+// targets and their health, listeners, rules, tags and attributes, with ELB's error
+// codes in ELB's error form. Each active load balancer listens on an address of its own
+// in 127.0.0.0/8 (Linux routes the whole block to the loopback device), taken from a
+// block the cloud keeps in state.db (Config.LoadBalancerCIDR, or a /24 of 127.128.0.0/9
+// on which nothing listened at the first start); the data plane (package loadbalancer)
+// proxies to healthy targets, reached through Config.Dial, and health-checks them; with
+// Config.HostsFile the active load balancers' DNS names are kept in a block of that
+// hosts file, removed when the cloud stops. Run brings back every load balancer, its
+// address, listeners and targets (with their last health) at start.
+//
+//	c.LoadBalancerBlock()                                   // the addresses' block
 //
 // # State
 //

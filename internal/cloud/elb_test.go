@@ -113,3 +113,40 @@ func attrValue(attrs []elbtypes.LoadBalancerAttribute, key string) string {
 	}
 	return ""
 }
+
+// TestELBTerminatedInstanceTarget: a terminated instance's registration stays, reported
+// unused with Target.InvalidState, and the data plane no longer routes to it.
+func TestELBTerminatedInstanceTarget(t *testing.T) {
+	r := startCloud(t, Config{Hollow: true})
+	c := newELBClient(t, r.Cloud)
+	ctx := context.Background()
+	inst := r.runInstance(t, "us-east-1a")
+	lb := createLB(t, c, &elb.CreateLoadBalancerInput{Name: aws.String("term"), Type: elbtypes.LoadBalancerTypeEnumNetwork, Subnets: r.subnetIDs(t)})
+	tg, err := c.CreateTargetGroup(ctx, &elb.CreateTargetGroupInput{Name: aws.String("term"), Protocol: elbtypes.ProtocolEnumTcp,
+		Port: aws.Int32(30000), VpcId: aws.String(r.vpcID(t))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arn := *tg.TargetGroups[0].TargetGroupArn
+	if _, err := c.RegisterTargets(ctx, &elb.RegisterTargetsInput{TargetGroupArn: aws.String(arn), Targets: []elbtypes.TargetDescription{{Id: aws.String(inst)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateListener(ctx, &elb.CreateListenerInput{LoadBalancerArn: lb.LoadBalancerArn, Protocol: elbtypes.ProtocolEnumTcp, Port: aws.Int32(80),
+		DefaultActions: []elbtypes.Action{{Type: elbtypes.ActionTypeEnumForward, TargetGroupArn: aws.String(arn)}}}); err != nil {
+		t.Fatal(err)
+	}
+	key := targetKey(inst, 30000)
+	if _, ok := r.plane.TargetHealth(arn, key); !ok {
+		t.Fatalf("the data plane does not check %s", key)
+	}
+	if _, err := r.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{inst}}); err != nil {
+		t.Fatal(err)
+	}
+	th := waitHealth(t, c, arn, map[string]elbtypes.TargetHealthStateEnum{key: "unused"})
+	if th[0].TargetHealth.Reason != elbtypes.TargetHealthReasonEnumInvalidState {
+		t.Errorf("terminated instance's target: %+v", th[0].TargetHealth)
+	}
+	if _, ok := r.plane.TargetHealth(arn, key); ok {
+		t.Errorf("the data plane still routes to the terminated instance")
+	}
+}

@@ -357,6 +357,8 @@ func (c *Cloud) terminateInstances(p *params) (response, *apiError) {
 			}
 			c.instances[id] = ni
 			c.stopIMDSLocked(id)
+			// Its load balancer targets stop receiving traffic.
+			c.syncLoadBalancersLocked()
 			// Its volumes are detached, as EC2 does on termination.
 			for _, v := range sortedVolumes(c.volumes) {
 				if a := v.attachment(id); a != nil && a.State != "detaching" {

@@ -1,6 +1,7 @@
 package loadbalancer
 
 import (
+	"context"
 	"net"
 	"strconv"
 	"sync"
@@ -26,6 +27,10 @@ func (c listenerConfig) kind() string {
 type listener struct {
 	kind string
 	cfg  atomic.Pointer[listenerConfig]
+
+	// ctx ends when the listener closes: connection attempts to targets give up.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -54,6 +59,7 @@ func (l *listener) untrack(c net.Conn) {
 // close closes the socket and every connection the listener carries, and waits for its
 // serving goroutine.
 func (l *listener) close() {
+	l.cancel()
 	l.mu.Lock()
 	l.closed = true
 	conns := l.conns
@@ -69,11 +75,13 @@ func (l *listener) close() {
 func (p *Plane) startListener(cfg listenerConfig) (*listener, error) {
 	addr := net.JoinHostPort(cfg.lb.Addr, strconv.Itoa(cfg.listener.Port))
 	l := &listener{kind: cfg.kind(), conns: map[net.Conn]struct{}{}, done: make(chan struct{})}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.cfg.Store(&cfg)
 	switch l.kind {
 	case "udp":
 		pc, err := net.ListenPacket("udp", addr)
 		if err != nil {
+			l.cancel()
 			return nil, err
 		}
 		l.stop = func() { pc.Close() }
@@ -86,6 +94,7 @@ func (p *Plane) startListener(cfg listenerConfig) (*listener, error) {
 	case "tcp":
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
+			l.cancel()
 			return nil, err
 		}
 		l.stop = func() { ln.Close() }
@@ -98,6 +107,7 @@ func (p *Plane) startListener(cfg listenerConfig) (*listener, error) {
 	default:
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
+			l.cancel()
 			return nil, err
 		}
 		srv := p.httpServer(l)

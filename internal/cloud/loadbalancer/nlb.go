@@ -78,7 +78,7 @@ func (p *Plane) proxyTCP(l *listener, client net.Conn) {
 	if g == nil {
 		return
 	}
-	up, err := p.dialTarget(context.Background(), g, "tcp")
+	up, err := p.dialTarget(l.ctx, g, "tcp")
 	if err != nil {
 		p.log.Debug("no target took the connection", "loadBalancer", cfg.lb.ARN, "client", client.RemoteAddr(), "err", err)
 		return
@@ -159,7 +159,7 @@ func (p *Plane) serveUDP(l *listener, pc net.PacketConn) {
 			if g == nil {
 				continue
 			}
-			up, err := p.dialTarget(context.Background(), g, "udp")
+			up, err := p.dialTarget(l.ctx, g, "udp")
 			if err != nil {
 				continue
 			}

@@ -11,8 +11,17 @@ import (
 	"net/http/httputil"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
+
+// copyBuffers are the buffers the ALBs copy bodies with, shared.
+var copyBuffers = &bufferPool{sync.Pool{New: func() any { return make([]byte, 32<<10) }}}
+
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte  { return b.p.Get().([]byte) }
+func (b *bufferPool) Put(x []byte) { b.p.Put(x) } //nolint:staticcheck // a slice header is fine here
 
 // targetKey carries the chosen target's address through a proxied request.
 type targetKey struct{}
@@ -26,7 +35,8 @@ func (p *Plane) httpServer(l *listener) *http.Server {
 		idle = 60 * time.Second
 	}
 	proxy := &httputil.ReverseProxy{
-		Transport: p.transport,
+		Transport:  p.transport,
+		BufferPool: copyBuffers,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			addr := pr.In.Context().Value(targetKey{}).(string)
 			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", addr

@@ -20,7 +20,7 @@ func newCloudCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "cloud",
-		Short: "Serve the EC2/EBS-compatible cloud (EC2 Query API, loop-device volumes, per-instance IMDS)",
+		Short: "Serve the EC2/EBS-compatible cloud (EC2 and ELBv2 Query APIs, loop-device volumes, per-instance IMDS, load balancers)",
 		Long: `Serve the EC2/EBS-compatible cloud on 127.0.0.1.
 
 Volumes are sparse files under DATA-DIR/volumes; attaching one sets up a loop device and
@@ -74,6 +74,7 @@ requests signed like EC2 calls (Signature Version 4, service ec2) with the same 
 			fmt.Fprintf(out, "config:      %s\n", c.ConfigFile())
 			fmt.Fprintf(out, "credentials: %s\n", c.CredentialsFile())
 			fmt.Fprintf(out, "faults:      %s/_kubelab/faults (signed with the credentials above, service ec2)\n", c.Endpoint())
+			fmt.Fprintf(out, "elbv2:       the same endpoint (aws elbv2 …); load balancers listen in %s\n", c.LoadBalancerBlock())
 			fmt.Fprintf(out, "try:         AWS_CONFIG_FILE=%s AWS_SHARED_CREDENTIALS_FILE=%s aws ec2 describe-volumes --endpoint-url %s\n",
 				c.ConfigFile(), c.CredentialsFile(), c.Endpoint())
 			if err := <-errc; err != nil {

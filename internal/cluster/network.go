@@ -37,10 +37,10 @@ import (
 // network: the overlay, the service proxy and the NetworkPolicy rules.
 
 // runEC2Endpoint serves the cloud's EC2 API on the VPC, as a VPC endpoint does: at
-// ControlPlaneIP:80, and with TLS at EC2EndpointIP:443 under the region's EC2 name
-// (ec2.<region>.amazonaws.com, with a certificate of the cluster CA), where the nodes'
-// hosts file (writeNodeHosts) points that name, so that an AWS client on a node reaches it
-// without an endpoint of its own.
+// ControlPlaneIP:80, and with TLS at EC2EndpointIP:443 under the region's EC2 and ELB names
+// (ec2.<region>.amazonaws.com, elasticloadbalancing.<region>.amazonaws.com, with a
+// certificate of the cluster CA), where the nodes' hosts file (writeNodeHosts) points
+// those names, so that an AWS client on a node reaches it without an endpoint of its own.
 func (c *Cluster) runEC2Endpoint(ctx context.Context) error {
 	cert, key, err := c.cp.APIServer.PKI().IssueServingCert(filepath.Join(c.cfg.DataDir, "pki", "ec2-endpoint"), "ec2", c.ec2Names())
 	if err != nil {
@@ -67,9 +67,10 @@ func (c *Cluster) runEC2Endpoint(ctx context.Context) error {
 	return g.Wait()
 }
 
-// ec2Names are the EC2 API's names in the cluster's region.
+// ec2Names are the names of the cloud's APIs in the cluster's region, which its endpoint
+// serves together: EC2's and Elastic Load Balancing's.
 func (c *Cluster) ec2Names() []string {
-	return []string{"ec2." + c.cfg.Region + ".amazonaws.com"}
+	return []string{"ec2." + c.cfg.Region + ".amazonaws.com", "elasticloadbalancing." + c.cfg.Region + ".amazonaws.com"}
 }
 
 // writeNodeHosts writes node n's hosts file, <node dir>/hosts, which `kubelab node shell`

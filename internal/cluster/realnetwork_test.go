@@ -264,9 +264,12 @@ func TestRealNetwork(t *testing.T) {
 	if out, err := httpVia(tc.VPC().NodePath(n1.Name), "http://"+internetWeb+"/"); err != nil || out != internetPage {
 		t.Errorf("node %s → http://%s/: %v %q", n1.Name, internetWeb, err, out)
 	}
-	// The EC2 endpoint's name is the VPC's own: answered by the cluster DNS, not upstream.
-	if out, err := kexec("client", "nslookup", "ec2.us-east-1.amazonaws.com"); err != nil || !strings.Contains(out, vpc.EC2EndpointIP) {
-		t.Errorf("nslookup ec2.us-east-1.amazonaws.com in a pod: %v\n%s\nwant %s", err, out, vpc.EC2EndpointIP)
+	// The cloud endpoint's names (EC2, ELB) are the VPC's own: answered by the cluster
+	// DNS, not upstream.
+	for _, name := range []string{"ec2.us-east-1.amazonaws.com", "elasticloadbalancing.us-east-1.amazonaws.com"} {
+		if out, err := kexec("client", "nslookup", name); err != nil || !strings.Contains(out, vpc.EC2EndpointIP) {
+			t.Errorf("nslookup %s in a pod: %v\n%s\nwant %s", name, err, out, vpc.EC2EndpointIP)
+		}
 	}
 	internet.assertDialed("udp "+internetDNS, "tcp "+internetWeb+":80")
 	if tables := vpcTables(t, tc); !strings.Contains(tables, natgateway.TableName) {

@@ -61,9 +61,13 @@ func TestELBKill9(t *testing.T) {
 		}
 		cmd.Wait()
 	})
-	testutil.Eventually(t, "the child cloud's endpoint file", func() bool {
-		_, err := os.Stat(filepath.Join(dir, "endpoint"))
-		return err == nil
+	testutil.Eventually(t, "the child cloud's client files", func() bool {
+		for _, f := range []string{"endpoint", "aws-config", "aws-credentials"} {
+			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+				return false
+			}
+		}
+		return true
 	})
 	// The child's cloud as a client sees it: its data dir's files and endpoint.
 	cfg := Config{DataDir: dir}

@@ -33,6 +33,8 @@ var actions = map[string]action{
 	"DescribeSnapshots":            (*Cloud).describeSnapshots,
 	"RunInstances":                 (*Cloud).runInstances,
 	"TerminateInstances":           (*Cloud).terminateInstances,
+	"StopInstances":                (*Cloud).stopInstances,
+	"StartInstances":               (*Cloud).startInstances,
 	"DescribeInstances":            (*Cloud).describeInstances,
 	"DescribeAvailabilityZones":    (*Cloud).describeAvailabilityZones,
 	"DescribeSubnets":              (*Cloud).describeSubnets,

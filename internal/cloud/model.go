@@ -19,7 +19,7 @@ type Instance struct {
 	Type          string    `json:"type"`
 	Zone          string    `json:"zone"`
 	ImageID       string    `json:"imageId"`
-	State         string    `json:"state"` // pending, running, shutting-down, terminated
+	State         string    `json:"state"` // pending, running, stopping, stopped, shutting-down, terminated
 	LaunchTime    time.Time `json:"launchTime"`
 	Tags          []Tag     `json:"tags,omitempty"`
 	DeviceDir     string    `json:"deviceDir"`

@@ -14,7 +14,7 @@ func (c *Cloud) reconcile() error {
 	defer c.mu.Unlock()
 	for _, id := range sortedKeys(c.instances) {
 		i := c.instances[id]
-		next := map[string]string{"pending": "running", "shutting-down": "terminated"}[i.State]
+		next := map[string]string{"pending": "running", "shutting-down": "terminated", "stopping": "stopped"}[i.State]
 		if next != "" {
 			ni := i.clone()
 			ni.State = next

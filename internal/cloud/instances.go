@@ -349,7 +349,7 @@ func (c *Cloud) terminateInstances(p *params) (response, *apiError) {
 	for _, id := range dedupe(ids) {
 		i := c.instances[id]
 		prev := i.State
-		if prev == "pending" || prev == "running" {
+		if prev == "pending" || prev == "running" || prev == "stopping" || prev == "stopped" {
 			ni := i.clone()
 			ni.State = "shutting-down"
 			if aerr := c.persist(put(bucketInstances, id, ni)); aerr != nil {

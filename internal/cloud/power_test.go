@@ -58,6 +58,11 @@ func TestStopStartInstances(t *testing.T) {
 	if r.IMDSEndpoint(inst) == "" {
 		t.Error("a started instance has no IMDS endpoint")
 	}
+	// A stopped instance can be terminated.
+	if _, err := r.ec2.StopInstances(ctx, &ec2.StopInstancesInput{InstanceIds: []string{inst}}); err != nil {
+		t.Fatal(err)
+	}
+	waitInstance(t, r, inst, types.InstanceStateNameStopped)
 	if _, err := r.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{inst}}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,4 @@
+// Package aws answers the cloud-controller-manager's questions about instances over the
+// EC2 API (DescribeInstances), as the AWS cloud provider does: a node's instance by its
+// provider id, or by its private DNS name before it has one.
+package aws

@@ -32,6 +32,7 @@ import (
 	"github.com/kubelab/kubelab/internal/controller/nodeipam"
 	"github.com/kubelab/kubelab/internal/controller/nodelifecycle"
 	"github.com/kubelab/kubelab/internal/controller/podautoscaler"
+	"github.com/kubelab/kubelab/internal/controller/podgc"
 	"github.com/kubelab/kubelab/internal/controller/protection"
 	"github.com/kubelab/kubelab/internal/controller/pvbinder"
 	"github.com/kubelab/kubelab/internal/controller/replicaset"
@@ -230,6 +231,14 @@ func New(cfg Config, restConfig *rest.Config) (*ControllerManager, error) {
 			}
 			c, err := ttlafterfinished.New(ttlafterfinished.Config{Logger: log}, cl, factory)
 			return add("ttlafterfinished", c, err)
+		},
+		func() error {
+			cl, err := own("pod-garbage-collector")
+			if err != nil {
+				return add("pod-garbage-collector", nil, err)
+			}
+			c, err := podgc.New(podgc.Config{Logger: log}, cl, factory)
+			return add("podgc", c, err)
 		},
 		func() error {
 			// Its metrics.k8s.io and /scale clients share its identity.

@@ -2,7 +2,8 @@
 // cluster in one component on one shared informer factory, as kube-controller-manager
 // runs them — the workload and cluster controllers (deployment, replicaset,
 // statefulset, daemonset, garbage collector, namespace, nodeipam, nodelifecycle,
-// endpoint, endpointslice, endpointslicemirroring, serviceaccount, root-ca-cert-publisher, resourcequota) and the
+// endpoint, endpointslice, endpointslicemirroring, serviceaccount, root-ca-cert-publisher, resourcequota,
+// pod garbage collector) and the
 // storage controllers (persistentvolume-binder, pvc/pv-protection, attach/detach) plus
 // the snapshot controller.
 //

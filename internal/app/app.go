@@ -40,6 +40,7 @@ func newRootCommand() *cobra.Command {
 		newLivenessProbeCommand(),
 		newKubectlCommand(),
 		newControllerManagerCommand(),
+		newCloudControllerManagerCommand(),
 		newSchedulerCommand(),
 		newKubeletCommand(),
 		newImageCommand(),

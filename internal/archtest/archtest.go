@@ -50,7 +50,7 @@ var sharedHelpers = map[string]bool{
 }
 
 // composers are the packages that put components together.
-var composers = []string{"internal/cluster", "internal/app", "internal/controllermanager", "cmd"}
+var composers = []string{"internal/cluster", "internal/app", "internal/controllermanager", "internal/cloudcontrollermanager", "cmd"}
 
 // allowed are the imports between components the rule accepts, each with its reason.
 var allowed = map[[2]string]string{

@@ -14,8 +14,8 @@
 //     it (internal/kubelet/pluginmanager is the kubelet). A component imports no other
 //     component.
 //   - Composers start components and wire them together: internal/cluster,
-//     internal/app, internal/controllermanager and the commands under cmd. They may
-//     import anything.
+//     internal/app, internal/controllermanager, internal/cloudcontrollermanager and the
+//     commands under cmd. They may import anything.
 //   - Everything else is a leaf: a fact or a helper several components share, defined
 //     once (internal/util/*, internal/csi/client, internal/hollow, version,
 //     resourceversion, storageclass, leaderelection, etcd, the shared controller helpers

@@ -55,6 +55,13 @@ type Config struct {
 	Workers int
 	// PodEvents enables the kubelet's Pulled/Created/Started/Killing events.
 	PodEvents bool
+	// ExternalCloudProvider is upstream's --cloud-provider=external: the cloud's facts
+	// (providerID, instance type, zone and region labels, addresses) come from the
+	// cloud-controller-manager, so the kubelet registers its Node with the taint
+	// node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule and without them,
+	// names NodeIP in the annotation alpha.kubernetes.io/provided-node-ip, and reports
+	// addresses only while the node has none.
+	ExternalCloudProvider bool
 }
 
 // DefaultCSIDriver is the driver hollow nodes register.

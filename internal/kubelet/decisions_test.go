@@ -115,6 +115,36 @@ func TestMergeNodeMetaKeepsOthers(t *testing.T) {
 	}
 }
 
+// TestExternalCloudProvider: a kubelet of an external cloud registers its node tainted
+// uninitialized, with its address in the provided-node-ip annotation and without the
+// cloud's facts; it reports its own addresses only until the node has some.
+func TestExternalCloudProvider(t *testing.T) {
+	cfg := &Config{NodeName: "ip-10-0-1-5.ec2.internal", Zone: "us-east-1a", InstanceID: "i-1", NodeIP: "10.0.1.5", ExternalCloudProvider: true}
+	cfg.defaults()
+	n := desiredNode(cfg)
+	if n.Spec.ProviderID != "" || len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != taintUninitialized || n.Spec.Taints[0].Effect != corev1.TaintEffectNoSchedule {
+		t.Errorf("spec %+v, want no providerID and the uninitialized taint", n.Spec)
+	}
+	if n.Annotations[annProvidedNodeIP] != "10.0.1.5" {
+		t.Errorf("annotations %v", n.Annotations)
+	}
+	for _, l := range []string{corev1.LabelTopologyZone, corev1.LabelTopologyRegion, corev1.LabelInstanceTypeStable} {
+		if _, ok := n.Labels[l]; ok {
+			t.Errorf("label %s set by the kubelet of an external cloud", l)
+		}
+	}
+	if n.Labels[labelEBSZone] != "us-east-1a" {
+		t.Errorf("the CSI topology label: %v", n.Labels)
+	}
+	if got := nodeAddresses(cfg, nil); len(got) != 2 || got[0].Address != "10.0.1.5" {
+		t.Errorf("first addresses %+v", got)
+	}
+	cloud := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.1.5"}, {Type: corev1.NodeInternalDNS, Address: cfg.NodeName}}
+	if got := nodeAddresses(cfg, cloud); len(got) != 2 || got[1].Type != corev1.NodeInternalDNS {
+		t.Errorf("addresses after the cloud's %+v, want them kept", got)
+	}
+}
+
 func TestMergeCSIDriver(t *testing.T) {
 	cfg := &Config{NodeName: "n1", Zone: "us-east-1a", InstanceID: "i-1"}
 	cfg.defaults()

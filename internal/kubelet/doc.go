@@ -8,7 +8,11 @@
 //     kubernetes.io/arch, topology.kubernetes.io/zone and /region,
 //     topology.ebs.csi.aws.com/zone, node.kubernetes.io/instance-type; the annotations
 //     csi.volume.kubernetes.io/nodeid and volumes.kubernetes.io/controller-managed-attach-detach;
-//     providerID aws:///<zone>/<instance-id>; capacity = allocatable (cpu, memory, pods,
+//     providerID aws:///<zone>/<instance-id> (with Config.ExternalCloudProvider, as upstream's
+//     --cloud-provider=external: the taint node.cloudprovider.kubernetes.io/uninitialized
+//     and the annotation alpha.kubernetes.io/provided-node-ip instead of the zone, region,
+//     instance-type labels and the providerID, which the cloud-controller-manager sets, as it
+//     sets the addresses once the kubelet's first ones are there); capacity = allocatable (cpu, memory, pods,
 //     ephemeral-storage), the Ready/MemoryPressure/DiskPressure/PIDPressure conditions,
 //     addresses, nodeInfo.kubeletVersion and containerRuntimeVersion (the Runtime's
 //     Version: CRI Version's "<runtimeName>://<runtimeVersion>", hollow://<kubelab

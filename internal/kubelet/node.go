@@ -36,17 +36,25 @@ const (
 // nodeLabels are the labels the kubelet owns on its Node.
 func nodeLabels(cfg *Config) map[string]string {
 	l := map[string]string{
-		corev1.LabelHostname:           cfg.NodeName,
-		corev1.LabelOSStable:           "linux",
-		corev1.LabelArchStable:         runtime.GOARCH,
-		corev1.LabelTopologyZone:       cfg.Zone,
-		corev1.LabelTopologyRegion:     cfg.Region,
-		corev1.LabelInstanceTypeStable: cfg.InstanceType,
-		labelEBSZone:                   cfg.Zone,
+		corev1.LabelHostname:   cfg.NodeName,
+		corev1.LabelOSStable:   "linux",
+		corev1.LabelArchStable: runtime.GOARCH,
+		labelEBSZone:           cfg.Zone,
+	}
+	if !cfg.ExternalCloudProvider {
+		l[corev1.LabelTopologyZone] = cfg.Zone
+		l[corev1.LabelTopologyRegion] = cfg.Region
+		l[corev1.LabelInstanceTypeStable] = cfg.InstanceType
 	}
 	maps.Copy(l, cfg.Labels)
 	return l
 }
+
+// The taint and annotation of a kubelet of an external cloud.
+const (
+	taintUninitialized = "node.cloudprovider.kubernetes.io/uninitialized"
+	annProvidedNodeIP  = "alpha.kubernetes.io/provided-node-ip"
+)
 
 // desiredNode is the Node the kubelet registers (metadata and spec). A hollow node
 // declares its CSI driver's node id itself; a real node's plugin manager writes it when
@@ -59,6 +67,13 @@ func desiredNode(cfg *Config) *corev1.Node {
 			Annotations: map[string]string{annControllerManagedAttach: "true"},
 		},
 		Spec: corev1.NodeSpec{ProviderID: fmt.Sprintf("aws:///%s/%s", cfg.Zone, cfg.InstanceID)},
+	}
+	if cfg.ExternalCloudProvider {
+		n.Spec.ProviderID = ""
+		n.Spec.Taints = []corev1.Taint{{Key: taintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+		if cfg.NodeIP != "" {
+			n.Annotations[annProvidedNodeIP] = cfg.NodeIP
+		}
 	}
 	if cfg.Hollow {
 		ids, _ := json.Marshal(map[string]string{cfg.CSIDriverName: cfg.InstanceID})
@@ -142,11 +157,7 @@ func applyNodeStatus(node *corev1.Node, cfg *Config, inUse []corev1.UniqueVolume
 	s := &node.Status
 	s.Capacity, s.Allocatable = nodeCapacity(old.Capacity, cfg.Capacity)
 	s.Conditions = nodeConditions(old.Conditions, runtimeErr, now)
-	s.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: cfg.NodeName}}
-	if cfg.NodeIP != "" {
-		s.Addresses = append([]corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: cfg.NodeIP}}, s.Addresses...)
-	}
-	s.Addresses = append(s.Addresses, cfg.Addresses...)
+	s.Addresses = nodeAddresses(cfg, old.Addresses)
 	s.DaemonEndpoints = corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: cfg.ServerPort}}
 	if runtimeVersion == "" {
 		runtimeVersion = old.NodeInfo.ContainerRuntimeVersion
@@ -173,6 +184,20 @@ func applyNodeStatus(node *corev1.Node, cfg *Config, inUse []corev1.UniqueVolume
 		}
 	}
 	return !apiequality.Semantic.DeepEqual(cmpOld, cmpNew)
+}
+
+// nodeAddresses are the addresses the kubelet reports: its NodeIP, its name and
+// cfg.Addresses; with an external cloud provider, the node's current ones (prev) once it
+// has some, which are the cloud-controller-manager's to keep.
+func nodeAddresses(cfg *Config, prev []corev1.NodeAddress) []corev1.NodeAddress {
+	if cfg.ExternalCloudProvider && len(prev) > 0 {
+		return prev
+	}
+	out := []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: cfg.NodeName}}
+	if cfg.NodeIP != "" {
+		out = append([]corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: cfg.NodeIP}}, out...)
+	}
+	return append(out, cfg.Addresses...)
 }
 
 // conditionEvents are the reasons of the events the kubelet records when it reports a

@@ -1,0 +1,13 @@
+// Package cloudcontrollermanager is `kubelab cloud-controller-manager`: the controllers
+// that talk to the cloud, as the AWS cloud-controller-manager runs them — the node
+// controller (cloud-node-controller: a node registered by a kubelet of an external cloud
+// gets its provider id, instance type, zone, region and addresses, then loses the
+// node.cloudprovider.kubernetes.io/uninitialized taint) and the node lifecycle controller
+// (cloud-node-lifecycle-controller: the Node of a terminated instance is deleted, that of
+// a stopped one tainted node.cloudprovider.kubernetes.io/shutdown).
+//
+// They reach the cloud only through internal/cloudprovider and the API server only
+// through client-go, as the service account kube-system/cloud-controller-manager (the
+// ClusterRole system:cloud-controller-manager); writes carry the field manager
+// cloud-controller-manager.
+package cloudcontrollermanager

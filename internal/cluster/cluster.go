@@ -33,9 +33,11 @@ type Cluster struct {
 	vpc      *vpc.VPC        // real nodes' network; nil in hollow mode
 	network  *clusterNetwork // the API server's way into the pods' network; nil in hollow mode
 	units    units
-	ids      identities // the components' credentials
-	ready    chan struct{}
-	nodes    []Node // set once, before ready is closed
+	// nodeUnits are each real node's components, in start order (power.go).
+	nodeUnits sync.Map   // node name → []*unit
+	ids       identities // the components' credentials
+	ready     chan struct{}
+	nodes     []Node // set once, before ready is closed
 
 	// addonPods are the EBS CSI add-on's pods (set once with nodes); addonLogs their
 	// containers' logs, which the components write from their start on.
@@ -311,6 +313,7 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 		start("liveness-probe", c.runLivenessProbe)
 	}
 	start("controller-manager", c.runControllerManager)
+	start("cloud-controller-manager", c.runCloudControllerManager)
 	start("scheduler", c.runScheduler)
 	if c.vpc != nil {
 		if err := ensureClusterDNSService(ctx, admin); err != nil {
@@ -353,6 +356,9 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 		if err := c.startRealNode(ctx, g, start, n); err != nil {
 			return err
 		}
+	}
+	if !c.cfg.Hollow && len(nodes) > 0 {
+		start("instance-power", c.runInstancePower)
 	}
 	if err := waitNodesReady(ctx, admin, nodes, bootTime, c.cfg.Progress); err != nil {
 		return err

@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubelab/kubelab/internal/cloudcontrollermanager"
+	awsprovider "github.com/kubelab/kubelab/internal/cloudprovider/aws"
 	"github.com/kubelab/kubelab/internal/controllermanager"
 	csiclient "github.com/kubelab/kubelab/internal/csi/client"
 	"github.com/kubelab/kubelab/internal/csi/driver"
@@ -66,7 +68,7 @@ func (c *Cluster) runControllerManager(ctx context.Context) error {
 		Logger: c.cfg.Logger.With("component", "controller-manager")}, leClient, func(ctx context.Context) error {
 		cm, err := controllermanager.New(controllermanager.Config{Logger: c.cfg.Logger.With("component", "controller-manager"), RootCA: rootCA,
 			ClusterSigningCertFile: c.cp.APIServer.PKI().CACert(), ClusterSigningKeyFile: c.cp.APIServer.PKI().CAKey(),
-			NodeCIDRMaskSize: c.cfg.NodeCIDRMaskSize,
+			NodeCIDRMaskSize: c.cfg.NodeCIDRMaskSize, NodeMonitorGracePeriod: c.cfg.NodeMonitorGracePeriod,
 			// Each controller is its service account in kube-system.
 			ControllerConfig: func(sa string) (*rest.Config, error) {
 				return c.restConfig("kube-controller-manager/"+sa, serviceAccountIdentity(metav1.NamespaceSystem, sa))
@@ -75,6 +77,33 @@ func (c *Cluster) runControllerManager(ctx context.Context) error {
 			return err
 		}
 		return cm.Run(ctx)
+	})
+}
+
+// runCloudControllerManager is the cloud-controller-manager; it reaches the cloud only
+// through the EC2 API with the cloud's client files. Only the holder of the
+// cloud-controller-manager Lease runs the controllers.
+func (c *Cluster) runCloudControllerManager(ctx context.Context) error {
+	cfg, err := c.restConfig("cloud-controller-manager", ccmIdentity)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	log := c.cfg.Logger.With("component", "cloud-controller-manager")
+	return leaderelection.Run(ctx, leaderelection.Config{Name: "cloud-controller-manager", Logger: log}, client, func(ctx context.Context) error {
+		cloud, err := awsprovider.New(ctx, awsprovider.Config{Endpoint: c.cloud.Endpoint(), ConfigFile: c.cloud.ConfigFile(),
+			CredentialsFile: c.cloud.CredentialsFile()})
+		if err != nil {
+			return err
+		}
+		m, err := cloudcontrollermanager.New(cloudcontrollermanager.Config{Instances: cloud.Instances(), Logger: log}, cfg)
+		if err != nil {
+			return err
+		}
+		return m.Run(ctx)
 	})
 }
 

@@ -70,6 +70,9 @@ type Config struct {
 	// NodeCIDRMaskSize is the size of each node's podCIDR out of 10.244.0.0/16 (24 when
 	// zero): a larger one gives each node fewer pod addresses.
 	NodeCIDRMaskSize int
+	// NodeMonitorGracePeriod is how long a node's kubelet may stay silent before the
+	// controller-manager marks it NotReady (40 s when zero, as upstream).
+	NodeMonitorGracePeriod time.Duration
 	// EgressDial is the VPC's way out (real nodes, not Offline): how its NAT gateway
 	// connects pods and nodes to addresses outside the cluster's ranges, and how the
 	// cluster DNS reaches UpstreamDNS. A net.Dialer in kubelab's own namespace when nil.

@@ -24,6 +24,8 @@ import (
 // is the admin, in system:masters.
 //
 //   - the scheduler: system:kube-scheduler (system:kube-scheduler, system:volume-scheduler);
+//   - the cloud-controller-manager: the service account kube-system/cloud-controller-manager
+//     (system:cloud-controller-manager);
 //   - the controller-manager: system:kube-controller-manager for its informers, and each
 //     controller the service account kube-system/<controller> (system:controller:<controller>);
 //   - the kubelet of node n: system:node:<n> in system:nodes (the Node authorizer);
@@ -58,6 +60,7 @@ var (
 	clusterDNSIdentity        = serviceAccountIdentity(metav1.NamespaceSystem, clusterDNSSA)
 	overlayIdentity           = serviceAccountIdentity(metav1.NamespaceSystem, overlaySA)
 	netpolIdentity            = serviceAccountIdentity(metav1.NamespaceSystem, netpolSA)
+	ccmIdentity               = serviceAccountIdentity(metav1.NamespaceSystem, ccmSA)
 )
 
 // nodeIdentity is the identity of node's kubelet.

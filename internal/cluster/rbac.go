@@ -18,6 +18,8 @@ import (
 //   - the cluster DNS's, as CoreDNS is deployed: kube-system/coredns, bound to
 //     system:coredns (it watches Namespaces besides Services and EndpointSlices, which
 //     the bootstrap policy's system:kube-dns does not allow);
+//   - the cloud-controller-manager's, as the AWS cloud provider deploys it:
+//     kube-system/cloud-controller-manager, bound to system:cloud-controller-manager;
 //   - the overlay agent's (kube-system/kubelab-overlay, kubelab:overlay: it watches Nodes
 //     and annotates its own) and the NetworkPolicy agent's (kube-system/kubelab-netpol,
 //     kubelab:netpol: it watches Pods, Namespaces and NetworkPolicies).
@@ -29,6 +31,7 @@ const (
 	clusterDNSSA    = "coredns"
 	overlaySA       = "kubelab-overlay"
 	netpolSA        = "kubelab-netpol"
+	ccmSA           = "cloud-controller-manager"
 )
 
 // API groups of the rules.
@@ -60,6 +63,7 @@ var (
 	dnsLabels     = map[string]string{"k8s-app": "kube-dns"}
 	overlayLabels = map[string]string{"app.kubernetes.io/name": "kubelab-overlay"}
 	netpolLabels  = map[string]string{"app.kubernetes.io/name": "kubelab-netpol"}
+	ccmLabels     = map[string]string{"app.kubernetes.io/name": "aws-cloud-controller-manager"}
 )
 
 // eventRule lets a sidecar record Events.
@@ -118,6 +122,19 @@ func addonRoles() []addonRole {
 			rules: []rbacv1.PolicyRule{
 				rule(coreGroup, res("endpoints", "services", "pods", "namespaces"), "list", "watch"),
 				rule(discoveryGroup, res("endpointslices"), "list", "watch"),
+			}},
+		{role: "system:cloud-controller-manager", binding: "system:cloud-controller-manager", account: ccmSA, labels: ccmLabels,
+			rules: []rbacv1.PolicyRule{
+				rule(coreGroup, res("events"), "create", "patch", "update"),
+				rule(coreGroup, res("nodes"), "*"),
+				rule(coreGroup, res("nodes/status"), "patch", "update"),
+				rule(coreGroup, res("services"), "list", "patch", "update", "watch"),
+				rule(coreGroup, res("services/status"), "list", "patch", "update", "watch"),
+				rule(coreGroup, res("serviceaccounts"), "create", "get"),
+				rule(coreGroup, res("persistentvolumes"), "get", "list", "update", "watch"),
+				rule(coreGroup, res("endpoints"), "create", "get", "list", "watch", "update"),
+				rule("coordination.k8s.io", res("leases"), "create", "get", "list", "watch", "update"),
+				rule(coreGroup, res("serviceaccounts/token"), "create"),
 			}},
 		{role: "kubelab:overlay", binding: "kubelab:overlay", account: overlaySA, labels: overlayLabels,
 			rules: []rbacv1.PolicyRule{

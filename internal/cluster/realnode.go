@@ -90,24 +90,12 @@ func (c *Cluster) nodeContainerd(n Node) (*containerd.Containerd, error) {
 // have all stopped, the node's teardown unmounts what its kubelet mounted and removes its
 // network namespace and cgroups.
 func (c *Cluster) startRealNode(ctx context.Context, g *errgroup.Group, start func(name string, run func(context.Context) error) *unit, n Node) error {
-	netns, err := c.vpc.EnsureNode(vpc.Node{Name: n.Name, IP: n.IP, MAC: n.MAC})
+	netns, err := c.prepareNode(n)
 	if err != nil {
-		return fmt.Errorf("cluster: %w", err)
-	}
-	if err := cni.InstallPlugins(c.cniBinDir(n), c.cfg.CNIBinary, containerd.DefaultCNIBinDir); err != nil {
-		return fmt.Errorf("cluster: node %s: %w", n.Name, err)
-	}
-	if err := c.writeNodeHosts(n); err != nil {
-		return fmt.Errorf("cluster: node %s: %w", n.Name, err)
+		return err
 	}
 	ctrd, err := c.nodeContainerd(n)
 	if err != nil {
-		return err
-	}
-	if err := c.linkDeviceDir(n); err != nil {
-		return err
-	}
-	if err := c.linkSocketDirs(n); err != nil {
 		return err
 	}
 	units := []*unit{
@@ -127,6 +115,7 @@ func (c *Cluster) startRealNode(ctx context.Context, g *errgroup.Group, start fu
 	if !c.cfg.csiInPods() {
 		units = append(units, start("ebs-csi-node/"+n.Name, c.runCSINode(n, netns)))
 	}
+	c.nodeUnits.Store(n.Name, units)
 	c.nodesRunning.Add(1)
 	g.Go(func() error {
 		defer c.nodesRunning.Done()
@@ -136,6 +125,29 @@ func (c *Cluster) startRealNode(ctx context.Context, g *errgroup.Group, start fu
 		return c.tearDownNode(context.WithoutCancel(ctx), n)
 	})
 	return nil
+}
+
+// prepareNode makes what node n's components need before they start, as the machine of
+// its instance would have it at boot: its network namespace on the VPC (returned), its
+// CNI plugins, /etc/hosts, device dir and socket dirs.
+func (c *Cluster) prepareNode(n Node) (string, error) {
+	netns, err := c.vpc.EnsureNode(vpc.Node{Name: n.Name, IP: n.IP, MAC: n.MAC})
+	if err != nil {
+		return "", fmt.Errorf("cluster: %w", err)
+	}
+	if err := cni.InstallPlugins(c.cniBinDir(n), c.cfg.CNIBinary, containerd.DefaultCNIBinDir); err != nil {
+		return "", fmt.Errorf("cluster: node %s: %w", n.Name, err)
+	}
+	if err := c.writeNodeHosts(n); err != nil {
+		return "", fmt.Errorf("cluster: node %s: %w", n.Name, err)
+	}
+	if err := c.linkDeviceDir(n); err != nil {
+		return "", err
+	}
+	if err := c.linkSocketDirs(n); err != nil {
+		return "", err
+	}
+	return netns, nil
 }
 
 // ensureSharedMount makes dir a mount point of its own (a bind mount onto itself) whose
@@ -284,6 +296,8 @@ func (c *Cluster) runRealKubelet(n Node, criEndpoint, netns string) func(ctx con
 				NodeName: n.Name, Zone: n.Zone, InstanceID: n.InstanceID, InstanceType: c.cfg.InstanceType,
 				Capacity: c.cfg.NodeCapacity, NodeIP: n.IP, RootDir: root, CSIDriverName: DriverName,
 				StatusUpdateInterval: c.cfg.NodeStatusInterval, PodEvents: true, ServerPort: port,
+				// The cloud-controller-manager initializes the node from its instance.
+				ExternalCloudProvider: true,
 			}, client, factory, kubelet.Deps{Runtime: rt, Mounter: pluginmanager.NewCSIMounter(pm), Objects: objects, Logger: log})
 			if err == nil {
 				factory.Start(ctx.Done())

@@ -72,6 +72,10 @@ type Config struct {
 	// NodeCIDRMaskSize is the size of each node's podCIDR (kube-controller-manager's
 	// --node-cidr-mask-size; 24 when zero).
 	NodeCIDRMaskSize int
+	// NodeMonitorGracePeriod is how long a node's kubelet may stay silent before the node
+	// is marked NotReady (kube-controller-manager's --node-monitor-grace-period; 40 s when
+	// zero).
+	NodeMonitorGracePeriod time.Duration
 }
 
 // runner is a controller: it blocks in Run until ctx ends.
@@ -358,7 +362,7 @@ func New(cfg Config, restConfig *rest.Config) (*ControllerManager, error) {
 			if err != nil {
 				return add("node-controller", nil, err)
 			}
-			c, err := nodelifecycle.New(nodelifecycle.Config{}, cl, factory)
+			c, err := nodelifecycle.New(nodelifecycle.Config{NodeMonitorGracePeriod: cfg.NodeMonitorGracePeriod}, cl, factory)
 			return add("nodelifecycle", c, err)
 		},
 		func() error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubelab/kubelab/internal/cloud"
+	"github.com/kubelab/kubelab/internal/controller/cloudnode"
 	"github.com/kubelab/kubelab/internal/image"
 	"github.com/kubelab/kubelab/internal/natgateway"
 	"github.com/kubelab/kubelab/internal/util/rundir"
@@ -380,8 +382,8 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 }
 
 // waitNodesReady waits until every node's kubelet has reported it Ready since since (a
-// Ready left over from a previous run does not count), telling progress of each node
-// once it is.
+// Ready left over from a previous run does not count) and the cloud-controller-manager
+// has initialized it, telling progress of each node once it is.
 func waitNodesReady(ctx context.Context, client kubernetes.Interface, nodes []Node, since time.Time, progress func(string)) error {
 	told := map[string]bool{}
 	return waitFor(ctx, "nodes", 200*time.Millisecond, 2*time.Minute, func(ctx context.Context) string {
@@ -397,6 +399,10 @@ func waitNodesReady(ctx context.Context, client kubernetes.Interface, nodes []No
 			}
 			if !readySince(node, since) {
 				waiting = append(waiting, "node "+n.Name+" not Ready")
+				continue
+			}
+			if slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloudnode.TaintUninitialized }) {
+				waiting = append(waiting, "node "+n.Name+" not initialized by the cloud-controller-manager")
 				continue
 			}
 			told[n.Name] = true

@@ -19,9 +19,7 @@ import (
 
 // notServed are the resources of kube-apiserver v1.37 that kubelab does not serve, each
 // with the reason; docs/apiserver.md lists the same.
-var notServed = map[string]string{
-	"v1 pods/resize": "the kubelet does not resize running containers",
-}
+var notServed = map[string]string{}
 
 // alsoServed are what kubelab serves beyond kube-apiserver: the snapshot kinds (CRDs of
 // the external-snapshotter upstream) and metrics.k8s.io (metrics-server's API upstream)

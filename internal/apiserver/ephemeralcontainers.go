@@ -15,40 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
-	"k8s.io/apiserver/pkg/registry/rest"
 )
 
-// ephemeralContainersREST serves pods/ephemeralcontainers: a pod read whole, and an
+// newEphemeralContainersREST serves pods/ephemeralcontainers: a pod read whole, and an
 // update (PUT or PATCH) that changes only spec.ephemeralContainers, adding containers to
 // a running pod for the kubelet to start; existing ones are never removed or changed.
-type ephemeralContainersREST struct {
-	store *genericregistry.Store
-}
-
-var (
-	_ rest.Patcher = &ephemeralContainersREST{}
-	_ rest.Storage = &ephemeralContainersREST{}
-)
-
-func newEphemeralContainersREST(scheme *runtime.Scheme, r *resource, store *genericregistry.Store) *ephemeralContainersREST {
-	s := *store
-	s.UpdateStrategy = ephemeralContainersStrategy{newStrategy(scheme, r)}
-	s.CreateStrategy = nil
-	s.DeleteStrategy = nil
-	return &ephemeralContainersREST{store: &s}
-}
-
-func (e *ephemeralContainersREST) New() runtime.Object { return &corev1.Pod{} }
-func (e *ephemeralContainersREST) Destroy()            {}
-
-func (e *ephemeralContainersREST) Get(ctx context.Context, name string, options *metav1.GetOptions) (runtime.Object, error) {
-	return e.store.Get(ctx, name, options)
-}
-
-func (e *ephemeralContainersREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
-	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	// The subresource never creates the pod.
-	return e.store.Update(ctx, name, objInfo, createValidation, updateValidation, false, options)
+func newEphemeralContainersREST(scheme *runtime.Scheme, r *resource, store *genericregistry.Store) *podSpecREST {
+	return newPodSpecREST(store, ephemeralContainersStrategy{newStrategy(scheme, r)})
 }
 
 // ephemeralContainersStrategy keeps everything of the stored pod but

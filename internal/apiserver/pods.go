@@ -91,6 +91,39 @@ func (r *bindingREST) Create(ctx context.Context, name string, obj runtime.Objec
 	return &metav1.Status{Status: metav1.StatusSuccess, Code: 201}, nil
 }
 
+// podSpecREST serves a subresource of pods that reads the pod whole and updates (PUT or
+// PATCH) the part of its spec its strategy takes from the request: pods/ephemeralcontainers
+// and pods/resize. It never creates a pod.
+type podSpecREST struct {
+	store *genericregistry.Store
+}
+
+var (
+	_ rest.Patcher = &podSpecREST{}
+	_ rest.Storage = &podSpecREST{}
+)
+
+// newPodSpecREST serves store's pods with update as the update strategy.
+func newPodSpecREST(store *genericregistry.Store, update rest.RESTUpdateStrategy) *podSpecREST {
+	s := *store
+	s.UpdateStrategy = update
+	s.CreateStrategy = nil
+	s.DeleteStrategy = nil
+	return &podSpecREST{store: &s}
+}
+
+func (e *podSpecREST) New() runtime.Object { return &corev1.Pod{} }
+func (e *podSpecREST) Destroy()            {}
+
+func (e *podSpecREST) Get(ctx context.Context, name string, options *metav1.GetOptions) (runtime.Object, error) {
+	return e.store.Get(ctx, name, options)
+}
+
+func (e *podSpecREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
+	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	return e.store.Update(ctx, name, objInfo, createValidation, updateValidation, false, options)
+}
+
 // setPodCondition adds c or replaces the condition of its type.
 func setPodCondition(status *corev1.PodStatus, c corev1.PodCondition) {
 	for i := range status.Conditions {

@@ -124,17 +124,59 @@ func validatePodSpec(podSpec *corev1.PodSpec, spec *field.Path, claimVolumes []s
 			}
 			errs = append(errs, nonNegative(cp.Child("resources", "requests"), c.Resources.Requests)...)
 			errs = append(errs, nonNegative(cp.Child("resources", "limits"), c.Resources.Limits)...)
+			errs = append(errs, validateResizePolicy(c.ResizePolicy, cp.Child("resizePolicy"), podSpec.RestartPolicy)...)
 		}
 	}
 	// Regular containers first: a clashing name is reported on the init container.
 	check(p.Spec.Containers, spec.Child("containers"))
 	check(p.Spec.InitContainers, spec.Child("initContainers"))
+	for i := range p.Spec.InitContainers {
+		if c := &p.Spec.InitContainers[i]; !isRestartableInit(c) {
+			for j, rp := range c.ResizePolicy {
+				if rp.RestartPolicy == corev1.RestartContainer {
+					errs = append(errs, field.Invalid(spec.Child("initContainers").Index(i).Child("resizePolicy").Index(j).Child("restartPolicy"),
+						rp.RestartPolicy, "must not be set to 'RestartContainer' for non-sidecar initContainers"))
+				}
+			}
+		}
+	}
 	errs = append(errs, validatePodSpecExtra(podSpec, spec)...)
 	switch p.Spec.RestartPolicy {
 	case corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
 	default:
 		errs = append(errs, field.NotSupported(spec.Child("restartPolicy"), p.Spec.RestartPolicy,
 			[]string{string(corev1.RestartPolicyAlways), string(corev1.RestartPolicyOnFailure), string(corev1.RestartPolicyNever)}))
+	}
+	return errs
+}
+
+// validateResizePolicy: a container's resize policies name cpu or memory once each, with
+// NotRequired or RestartContainer (only NotRequired in a pod whose restartPolicy is Never).
+func validateResizePolicy(policies []corev1.ContainerResizePolicy, p *field.Path, podRestart corev1.RestartPolicy) field.ErrorList {
+	var errs field.ErrorList
+	seen := sets.New[corev1.ResourceName]()
+	for i, rp := range policies {
+		if seen.Has(rp.ResourceName) {
+			errs = append(errs, field.Duplicate(p.Index(i), rp.ResourceName))
+		}
+		seen.Insert(rp.ResourceName)
+		switch rp.ResourceName {
+		case corev1.ResourceCPU, corev1.ResourceMemory:
+		case "":
+			errs = append(errs, field.Required(p, ""))
+		default:
+			errs = append(errs, field.NotSupported(p, rp.ResourceName, []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}))
+		}
+		switch rp.RestartPolicy {
+		case corev1.NotRequired, corev1.RestartContainer:
+		case "":
+			errs = append(errs, field.Required(p, ""))
+		default:
+			errs = append(errs, field.NotSupported(p, rp.RestartPolicy, []corev1.ResourceResizeRestartPolicy{corev1.NotRequired, corev1.RestartContainer}))
+		}
+		if podRestart == corev1.RestartPolicyNever && rp.RestartPolicy != corev1.NotRequired {
+			errs = append(errs, field.Invalid(p, rp.RestartPolicy, "must be 'NotRequired' when pod `restartPolicy` is 'Never'"))
+		}
 	}
 	return errs
 }

@@ -700,6 +700,7 @@ func restStorages(scheme *runtime.Scheme, r *resource, optsGetter generic.RESTOp
 		out["bindings"] = &bindingREST{pods: store}
 		out["pods/eviction"] = &evictionREST{pods: store, pdbs: deps.pdbs}
 		out["pods/ephemeralcontainers"] = newEphemeralContainersREST(scheme, r, store)
+		out["pods/resize"] = newPodResizeREST(scheme, r, store)
 		streams := podStreams{pods: store, kubelet: kubelet}
 		out["pods/log"] = &logREST{streams}
 		out["pods/exec"] = &execREST{streams}

@@ -85,6 +85,7 @@ func New(d Deps) (admission.Interface, error) {
 		newStorageObjectInUseProtection(),
 		newPersistentVolumeClaimResize(d.Factory),
 		newRuntimeClass(d.Factory, d.Client),
+		newPodResizeValidator(d.Factory),
 		mutatingPolicies,
 		mutatingWebhook,
 		policies,

@@ -665,3 +665,41 @@ func TestCheckBoundWaitsForItsOwnWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestResizedPodHoldsTheLarger: a pod resized in place holds, per resource, the larger of
+// its spec's requests and those its kubelet allocated (status); an infeasible resize
+// holds only what was allocated. A resize down counts as one once both agree.
+func TestResizedPodHoldsTheLarger(t *testing.T) {
+	resized := func(specCPU, specMem, allocCPU, allocMem string) *corev1.Pod {
+		p := podReq("p", specCPU, specMem)
+		alloc := podReq("p", allocCPU, allocMem).Spec.Containers[0].Resources.Requests
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: p.Spec.Containers[0].Name, AllocatedResources: alloc,
+			Resources: &corev1.ResourceRequirements{Requests: alloc}}}
+		return p
+	}
+	infeasible := resized("4", "1Gi", "1", "1Gi")
+	infeasible.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonInfeasible}}
+	for _, tc := range []struct {
+		name      string
+		pod       *corev1.Pod
+		cpu, mem  int64
+		scaleDown bool
+	}{
+		{"growing: the spec", resized("2", "1Gi", "1", "1Gi"), 2000, 1 << 30, false},
+		{"shrinking: the allocation", resized("500m", "512Mi", "1", "1Gi"), 1000, 1 << 30, false},
+		{"mixed", resized("2", "512Mi", "1", "1Gi"), 2000, 1 << 30, false},
+		{"infeasible: the allocation", infeasible, 1000, 1 << 30, false},
+		{"shrunk", resized("500m", "1Gi", "500m", "1Gi"), 500, 1 << 30, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := NewPodInfo(tc.pod).Requests
+			if got.MilliCPU != tc.cpu || got.Memory != tc.mem {
+				t.Errorf("requests %dm %d, want %dm %d", got.MilliCPU, got.Memory, tc.cpu, tc.mem)
+			}
+			before := resized("1", "1Gi", "1", "1Gi")
+			if down := podScaledDown(before, tc.pod); down != tc.scaleDown {
+				t.Errorf("scaled down = %v, want %v", down, tc.scaleDown)
+			}
+		})
+	}
+}

@@ -25,7 +25,10 @@
 // either is 0.0.0.0), NodeResourcesFit (LeastAllocated) and NodeResourcesBalancedAllocation, NodeVolumeLimits
 // (CSINode allocatable count), VolumeBinding, VolumeZone, PodTopologySpread,
 // InterPodAffinity, DefaultPreemption, DefaultBinder. Their decisions are pure functions
-// of the pod, the node and the listers' objects, tested with tables.
+// of the pod, the node and the listers' objects, tested with tables. A pod being resized
+// in place holds, per resource, the larger of its spec's requests and what its kubelet
+// allocated (status.containerStatuses[].allocatedResources and resources), as upstream
+// counts it; a resize down moves the pods NodeResourcesFit rejected back to the queue.
 //
 // Contract, as upstream: Events from component "default-scheduler" — Scheduled
 // ("Successfully assigned default/x to node-a") and FailedScheduling ("0/3 nodes are

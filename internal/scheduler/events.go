@@ -16,11 +16,13 @@ var (
 	interestAssignedPodDelete = sets.New(NodePortsName, NodeResourcesFitName, InterPodAffinityName, PodTopologySpreadName,
 		NodeVolumeLimitsName, VolumeRestrictionsName)
 	interestAssignedPodChange = sets.New(InterPodAffinityName, PodTopologySpreadName)
-	interestPVC               = sets.New(VolumeBindingName, VolumeZoneName, NodeVolumeLimitsName, VolumeRestrictionsName)
-	interestPV                = sets.New(VolumeBindingName, VolumeZoneName, NodeVolumeLimitsName)
-	interestStorageClass      = sets.New(VolumeBindingName)
-	interestCSINode           = sets.New(VolumeBindingName, NodeVolumeLimitsName)
-	interestCSIDriver         = sets.New(VolumeBindingName, NodeVolumeLimitsName)
+	// An assigned pod resized in place to less cpu or memory.
+	interestAssignedPodScaleDown = sets.New(NodeResourcesFitName)
+	interestPVC                  = sets.New(VolumeBindingName, VolumeZoneName, NodeVolumeLimitsName, VolumeRestrictionsName)
+	interestPV                   = sets.New(VolumeBindingName, VolumeZoneName, NodeVolumeLimitsName)
+	interestStorageClass         = sets.New(VolumeBindingName)
+	interestCSINode              = sets.New(VolumeBindingName, NodeVolumeLimitsName)
+	interestCSIDriver            = sets.New(VolumeBindingName, NodeVolumeLimitsName)
 )
 
 // nodeUpdateInterest says which plugins a node update concerns; empty when nothing the
@@ -44,6 +46,13 @@ func nodeUpdateInterest(old, node *corev1.Node) sets.Set[string] {
 
 // podLabelsChanged: an assigned pod's labels changed (affinity and spread count them).
 func podLabelsChanged(old, pod *corev1.Pod) bool { return !maps.Equal(old.Labels, pod.Labels) }
+
+// podScaledDown: an assigned pod now holds less cpu or memory than before (an in-place
+// resize down).
+func podScaledDown(old, pod *corev1.Pod) bool {
+	was, now := requestsOf(old), requestsOf(pod)
+	return now.MilliCPU < was.MilliCPU || now.Memory < was.Memory
+}
 
 func equalStringMaps(a, b map[string]string) bool { return maps.Equal(a, b) }
 

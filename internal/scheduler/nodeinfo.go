@@ -111,11 +111,19 @@ type PodInfo struct {
 	csiVolumes atomic.Pointer[map[string]sets.Set[string]]
 }
 
+// requestsOf is what pod holds on its node: its requests, or for a pod being resized in
+// place the larger of what its spec asks and what its node's kubelet allocated and
+// reports in its status, as upstream's scheduler counts it.
+func requestsOf(pod *corev1.Pod) Resource {
+	return resourceFromList(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{UseStatusResources: true}))
+}
+
 // NewPodInfo derives a PodInfo.
 func NewPodInfo(pod *corev1.Pod) *PodInfo {
 	pi := &PodInfo{Pod: pod, Priority: corev1helpers.PodPriority(pod), HostPorts: hostport.OfPod(pod)}
-	pi.Requests = resourceFromList(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+	pi.Requests = requestsOf(pod)
 	pi.NonZero = resourceFromList(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{
+		UseStatusResources: true,
 		NonMissingContainerRequests: corev1.ResourceList{
 			corev1.ResourceCPU:    *resourceQuantityMilli(defaultMilliCPURequest),
 			corev1.ResourceMemory: *resourceQuantity(defaultMemoryRequest),

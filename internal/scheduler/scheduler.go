@@ -261,6 +261,9 @@ func (s *Scheduler) onPodUpdate(oldObj, obj any) {
 		if old.Spec.NodeName == "" || podLabelsChanged(old, pod) {
 			s.queue.MoveForEvent(interestAssignedPodChange)
 		}
+		if podScaledDown(old, pod) {
+			s.queue.MoveForEvent(interestAssignedPodScaleDown)
+		}
 		return
 	}
 	if !s.responsible(pod) {

@@ -39,6 +39,30 @@ type ContainerState struct {
 	// startup probe passed, and then its readiness probe passed. Nil for a container
 	// without probes, which counts as both while it runs.
 	Started, Ready *bool
+	// Resources are a running container's cgroup settings as quantities: as the runtime
+	// reports them (CRI ContainerStatus.resources) or, when it does not, as they were last
+	// applied. Nil when not known (hollow nodes).
+	Resources *ContainerResources
+	// Actuated are the resources of the container's spec last applied to this instance
+	// (when it was created or resized in place); nil when not known.
+	Actuated *corev1.ResourceRequirements
+}
+
+// ContainerResources are a container's cgroup settings as quantities, as upstream's
+// kubelet reads them back: the cpu request from the cpu shares, the cpu limit from the
+// CFS quota and period, the memory limit. A nil field is not set (or not reported).
+type ContainerResources struct {
+	CPURequest, CPULimit, MemoryLimit *resource.Quantity
+}
+
+// ResizeError is the Runtime's error (wrapped in SyncPod's) when it could not apply a
+// running container's new resources in place; Message is the runtime's reason.
+type ResizeError struct {
+	Container, Message string
+}
+
+func (e *ResizeError) Error() string {
+	return fmt.Sprintf("resize container %s in place: %s", e.Container, e.Message)
 }
 
 // PodStatus is what the runtime reports about one pod.
@@ -60,8 +84,11 @@ type Runtime interface {
 	// SyncPod brings the pod's sandbox and containers to the spec: it creates the sandbox
 	// (which gets its address through CNI), pulls images, runs the init containers one by
 	// one, starts the app containers and restarts exited ones as restartPolicy says, with
-	// back-off. It is idempotent and returns what it sees; an error means the sync could
-	// not go on (the status still names the cause, e.g. a Waiting ErrImagePull).
+	// back-off, and gives running containers the spec's resources (in place, or by a
+	// restart when their resizePolicy says RestartContainer; a failure is a ResizeError).
+	// pod carries the resources the kubelet allocated. It is idempotent and returns what
+	// it sees; an error means the sync could not go on (the status still names the cause,
+	// e.g. a Waiting ErrImagePull).
 	SyncPod(ctx context.Context, pod *corev1.Pod, volumes PodVolumes) (PodStatus, error)
 	// KillPod stops the containers within grace (SIGTERM, then SIGKILL) and stops and
 	// removes the sandbox. pod may carry only its UID (a pod gone from the API). Idempotent.

@@ -46,6 +46,8 @@ type podActions struct {
 	// initFailed: a regular init container failed and the pod does not restart it.
 	initFailed bool
 	kill       []killAction
+	// resize are running instances given their container's new resources in place.
+	resize []resizeAction
 	// startInit are started in order; a regular init container that cannot be started
 	// stops the list.
 	startInit []startAction
@@ -142,6 +144,12 @@ func computePodActions(pod *corev1.Pod, v *podView) podActions {
 			a.start = append(a.start, s)
 			continue
 		}
+		if a.resizeRunning(pod, c, latest) {
+			s := newStart(c, typeApp, v)
+			s.noBackOff = true
+			a.start = append(a.start, s)
+			continue
+		}
 		keep++
 	}
 	if keep == 0 && len(a.start) == 0 {
@@ -149,6 +157,20 @@ func computePodActions(pod *corev1.Pod, v *podView) podActions {
 		a.killPod, a.startInit = true, nil
 	}
 	return a
+}
+
+// resizeRunning adds what a running instance of c needs to run with c's resources
+// (resizeOf): an update in place, or a kill when its resize policy restarts it, which the
+// caller follows with a start; restart says which.
+func (a *podActions) resizeRunning(pod *corev1.Pod, c *corev1.Container, latest *instance) (restart bool) {
+	update, restart := resizeOf(pod, c, latest)
+	switch {
+	case restart:
+		a.kill = append(a.kill, killAction{inst: *latest, container: c, message: resizeMessage(c)})
+	case update:
+		a.resize = append(a.resize, resizeAction{inst: *latest, container: c})
+	}
+	return restart
 }
 
 // sandboxActions decides for a pod without a ready sandbox: create one (again) unless the
@@ -219,6 +241,10 @@ func computeInitActions(pod *corev1.Pod, v *podView, a *podActions) (initialized
 			s := newStart(c, typeSidecar, v)
 			s.noBackOff = true
 			a.startInit = append(a.startInit, s)
+		case a.resizeRunning(pod, c, latest):
+			s := newStart(c, typeSidecar, v)
+			s.noBackOff = true
+			a.startInit = append(a.startInit, s)
 		}
 	}
 	if appContainerCreated(pod, v) {
@@ -258,6 +284,10 @@ func computeInitActions(pod *corev1.Pod, v *podView, a *podActions) (initialized
 		return false, false
 	case latest.state == runtimeapi.ContainerState_CONTAINER_RUNNING:
 		if !isSidecar(c) {
+			// Resized in place while it runs (it is never restarted for a resize).
+			if update, restart := resizeOf(pod, c, latest); update || restart {
+				a.resize = append(a.resize, resizeAction{inst: *latest, container: c})
+			}
 			return false, false // wait for it to finish
 		}
 		keepSidecar(last)

@@ -375,6 +375,7 @@ func TestContainerdPods(t *testing.T) {
 	app := ctr("read", "cat /data/msg; echo pod $(POD_NAME); cat /etc/hosts; exec sleep 3600")
 	app.Env = []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
 	app.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data", ReadOnly: true}}
+	app.Resources = res("20m", "30m", "35Mi", "64Mi")
 	// envFrom's variables reach the process with their names as the keys are, "-" and all
 	// (env runs directly: Debian's busybox sh, the test image's, drops variables whose
 	// names are not shell identifiers from the environment of what it runs).
@@ -426,6 +427,26 @@ func TestContainerdPods(t *testing.T) {
 		}
 		return fmt.Errorf("log = %q", b)
 	})
+
+	// Resized in place: the running container's cgroup takes the new cpu and memory
+	// limits, and it is not restarted.
+	before := cgroupLimits(t, cgroupParent, web.UID, strings.TrimPrefix(rd.ContainerID, "containerd://"))
+	if before != "cpu 3000/100000 memory 67108864" {
+		t.Errorf("cgroup before the resize: %s", before)
+	}
+	web.Spec.Containers[0].Resources = res("25m", "50m", "40Mi", "128Mi")
+	st = syncUntil(t, r, web, vols, "the app container resized", func(st kubelet.PodStatus) bool {
+		c, _ := find(st, "read")
+		return c.Actuated != nil && c.Actuated.Limits.Memory().String() == "128Mi"
+	})
+	resized, _ := find(st, "read")
+	if resized.ContainerID != rd.ContainerID || resized.RestartCount != 0 || resized.Resources == nil ||
+		resized.Resources.CPULimit.String() != "50m" || resized.Resources.MemoryLimit.String() != "128Mi" || resized.Resources.CPURequest.String() != "25m" {
+		t.Errorf("resized container %s (was %s), restarts %d, resources %+v", resized.ContainerID, rd.ContainerID, resized.RestartCount, resized.Resources)
+	}
+	if after := cgroupLimits(t, cgroupParent, web.UID, strings.TrimPrefix(rd.ContainerID, "containerd://")); after != "cpu 5000/100000 memory 134217728" {
+		t.Errorf("cgroup after the resize: %s", after)
+	}
 
 	// An ephemeral container with a terminal, targeting the app container: in the app's
 	// process namespace, its PID 1 is the app's sleep.
@@ -623,6 +644,27 @@ func imageViews(t *testing.T, cd *testContainerd, uid k8stypes.UID) []string {
 			}
 		}
 	}
+}
+
+// cgroupLimits reads a container's cpu quota and period and memory limit from its cgroup
+// (cgroup v2's cpu.max and memory.max, or v1's cpu.cfs_quota_us, cpu.cfs_period_us and
+// memory.limit_in_bytes) as "cpu <quota>/<period> memory <bytes>".
+func cgroupLimits(t *testing.T, parent string, uid k8stypes.UID, id string) string {
+	t.Helper()
+	read := func(path string) string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("read cgroup: %v", err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	dir := filepath.Join(parent, "pod"+string(uid), id)
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		quota, period, _ := strings.Cut(read(filepath.Join("/sys/fs/cgroup", dir, "cpu.max")), " ")
+		return fmt.Sprintf("cpu %s/%s memory %s", quota, period, read(filepath.Join("/sys/fs/cgroup", dir, "memory.max")))
+	}
+	return fmt.Sprintf("cpu %s/%s memory %s", read(filepath.Join("/sys/fs/cgroup/cpu", dir, "cpu.cfs_quota_us")),
+		read(filepath.Join("/sys/fs/cgroup/cpu", dir, "cpu.cfs_period_us")), read(filepath.Join("/sys/fs/cgroup/memory", dir, "memory.limit_in_bytes")))
 }
 
 func drain(r *record.FakeRecorder) []string {

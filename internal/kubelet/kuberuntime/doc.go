@@ -15,7 +15,8 @@
 //     not exist or a handler the runtime lacks fails it, FailedCreatePodSandBox), run the init
 //     containers one at a time (sidecars — init containers with restartPolicy Always — start
 //     in order and keep running), start the app containers, restart exited ones as the
-//     restartPolicy says, recreate running ones whose spec hash changed, and stop the pod
+//     restartPolicy says, recreate running ones whose spec hash (all of the container
+//     but its resources) changed, resize running ones in place (resize.go), and stop the pod
 //     when nothing of it is to run any more (a failed init container under restartPolicy
 //     Never, or every app container done); ephemeral containers (ephemeral.go) are
 //     started once in a running sandbox, never restarted, one with a target in that
@@ -41,6 +42,16 @@
 //     that failed waits with the pull's reason (ErrImagePull, ImagePullBackOff) or
 //     CreateContainerError ("ImageVolumeMountFailed: …", also for a subPath the image
 //     lacks), the others start; KillPod unmounts them once the containers are gone;
+//   - resizes a running container whose resources (the ones the kubelet allocated, in
+//     the pod it is given) differ from those applied to it: with CRI
+//     UpdateContainerResources (cpu shares, CFS quota, memory limit), or, when a resource
+//     that changes has the resizePolicy RestartContainer, by stopping it ("Container x
+//     resize requires restart") and starting it again at once with them; a failed update
+//     is a kubelet.ResizeError. What it applied to each container's instance it keeps in
+//     memory; a restarted runtime takes a running container whose cgroup settings are its
+//     spec's as applied, and updates (never restarts) one whose are not. A container's
+//     state carries its cgroup settings as quantities (from CRI ContainerStatus.resources,
+//     which containerd reports, else those applied) and the resources applied;
 //   - records the events the kubelet records (Pulling, Pulled, Created, Started, Killing,
 //     BackOff, Failed, SandboxChanged, FailedCreatePodSandBox) and returns the containers'
 //     states for the pod's status.

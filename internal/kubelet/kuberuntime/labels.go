@@ -51,11 +51,13 @@ func initType(c *corev1.Container) containerType {
 	return typeInit
 }
 
-// containerHash is a hash of the container's spec: a running container whose hash differs
-// from its spec's was created from an older spec (e.g. before an image change) and is
-// recreated.
+// containerHash is a hash of the container's spec but its resources: a running container
+// whose hash differs from its spec's was created from an older spec (e.g. before an image
+// change) and is recreated; new resources are applied in place (resize.go).
 func containerHash(c *corev1.Container) string {
-	b, err := json.Marshal(c)
+	withoutResources := *c
+	withoutResources.Resources = corev1.ResourceRequirements{}
+	b, err := json.Marshal(&withoutResources)
 	if err != nil { // a corev1.Container always marshals
 		panic(fmt.Sprintf("marshal container %s: %v", c.Name, err))
 	}

@@ -33,6 +33,9 @@ type Runtime struct {
 	// waiting holds, per pod and container, why the last attempt to start the container
 	// failed; a successful start clears it.
 	waiting map[types.UID]map[string]waitReason
+	// actuated holds, per pod and container, what the runtime last applied to the
+	// container's newest instance (resize.go).
+	actuated map[types.UID]map[string]actuation
 
 	// nodeHostsFile is the node's hosts file, which host-network pods get (/etc/hosts
 	// unless a test sets it).
@@ -59,6 +62,7 @@ func New(cfg Config, rs runtimeapi.RuntimeServiceClient, is runtimeapi.ImageServ
 		crashBackOff:  newBackOff(cfg.Clock, cfg.RestartBackOff, cfg.MaxRestartBackOff),
 		pullBackOff:   newBackOff(cfg.Clock, cfg.ImagePullBackOff, cfg.MaxImagePullBackOff),
 		waiting:       map[types.UID]map[string]waitReason{},
+		actuated:      map[types.UID]map[string]actuation{},
 		nodeHostsFile: etcHostsPath,
 	}, nil
 }
@@ -163,10 +167,12 @@ func (r *Runtime) clearReason(uid types.UID, name string) {
 	delete(r.waiting[uid], name)
 }
 
-// forget drops what the runtime remembers of a pod (waiting reasons and back-offs).
+// forget drops what the runtime remembers of a pod (waiting reasons, back-offs, what it
+// applied to its containers).
 func (r *Runtime) forget(uid types.UID) {
 	r.mu.Lock()
 	delete(r.waiting, uid)
+	delete(r.actuated, uid)
 	r.mu.Unlock()
 	r.crashBackOff.forget(string(uid) + "/")
 	r.pullBackOff.forget(string(uid) + "/")

@@ -127,6 +127,7 @@ func (r *Runtime) containerState(pod *corev1.Pod, c *corev1.Container, t contain
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
 		st.StartedAt = latest.startedAt
 		st.LastTerminated = lastRun()
+		st.Resources, st.Actuated = containerResources(latest.resources), latest.actuated
 	case runtimeapi.ContainerState_CONTAINER_CREATED:
 		st.Waiting, st.Reason = true, "ContainerCreating"
 		if reason != nil {

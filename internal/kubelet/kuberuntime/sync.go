@@ -40,6 +40,13 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *corev1.Pod, volumes kubelet.
 				return r.podStatus(pod, v), err
 			}
 		}
+		for _, rs := range a.resize {
+			if err := r.resize(ctx, pod, rs, log); err != nil {
+				log.Error("resize container", "container", rs.container.Name, "err", err)
+				errs = append(errs, err)
+			}
+		}
+		r.adoptActuated(pod, v, a)
 	}
 	if a.purgeInit {
 		r.purgeInitContainers(ctx, pod, v, log)
@@ -177,6 +184,7 @@ func (r *Runtime) startContainer(ctx context.Context, pod *corev1.Pod, sandboxID
 		return fail(ErrRunContainer.Error(), msg, ErrRunContainer)
 	}
 	r.event(pod, c.Name, corev1.EventTypeNormal, eventStarted, "Started container %s", c.Name)
+	r.setActuated(pod.UID, c.Name, resp.GetContainerId(), c.Resources, cfg.GetLinux().GetResources())
 	if msg, err := r.postStart(ctx, pod, c, resp.GetContainerId(), log); err != nil {
 		return fail(ErrPostStartHook.Error(), msg, ErrPostStartHook)
 	}

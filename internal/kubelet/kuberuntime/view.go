@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -33,6 +34,11 @@ type instance struct {
 	// terminationFile is the host file mounted there.
 	terminationMessagePath, terminationMessagePolicy, terminationFile string
 	logPath                                                           string
+	// resources are the cgroup settings the runtime reports for the instance (else those
+	// the runtime applied, when it knows them); actuated are the resources of the spec it
+	// applied (nil: not known, as after a restart of the kubelet).
+	resources *runtimeapi.LinuxContainerResources
+	actuated  *corev1.ResourceRequirements
 }
 
 func (i *instance) exited() bool { return i.state == runtimeapi.ContainerState_CONTAINER_EXITED }
@@ -142,6 +148,7 @@ func (r *Runtime) observe(ctx context.Context, uid types.UID) (*podView, error) 
 		v.containers[in.name] = append(v.containers[in.name], in)
 	}
 	sortView(v)
+	r.withActuated(uid, v)
 	if sb := v.readySandbox(); sb != nil {
 		st, err := r.rs.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb.id})
 		switch {
@@ -189,6 +196,7 @@ func toInstance(c *runtimeapi.Container, st *runtimeapi.ContainerStatus) instanc
 		in.finishedAt = time.Unix(0, t)
 	}
 	in.exitCode, in.reason, in.msg, in.logPath = st.GetExitCode(), st.GetReason(), st.GetMessage(), st.GetLogPath()
+	in.resources = st.GetResources().GetLinux()
 	if img := st.GetImage().GetImage(); img != "" {
 		in.image = img
 	}

@@ -20,5 +20,9 @@
 // containerd; another handler is refused with containerd's error ("no runtime for "x" is
 // configured").
 //
+// UpdateContainerResources replaces a created or running container's Linux resources,
+// which ContainerStatus reports (as containerd does) unless HideResources says not to;
+// FailUpdates makes it fail.
+//
 // CRI calls the fake does not implement panic (the embedded client interfaces are nil).
 package fakecri

@@ -80,6 +80,10 @@ type CRI struct {
 	execFn     ExecFunc
 	execs      []Exec
 	netNSPath  string
+	// hideResources: ContainerStatus reports no resources; updateErr fails
+	// UpdateContainerResources.
+	hideResources bool
+	updateErr     error
 }
 
 // runtimeHandlers are the runtime handlers the fake runs sandboxes with: the default one
@@ -134,6 +138,46 @@ func (f *CRI) FailPull(name string, err error) {
 		return
 	}
 	f.pullErrs[name] = err
+}
+
+// HideResources makes ContainerStatus report no resources, as a runtime that does not
+// report them.
+func (f *CRI) HideResources(hide bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hideResources = hide
+}
+
+// FailUpdates makes UpdateContainerResources fail with err (nil: succeed again).
+func (f *CRI) FailUpdates(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.updateErr = err
+}
+
+// UpdateContainerResources implements runtimeapi.RuntimeServiceClient: a created or
+// running container gets the Linux resources given (the fields set in them), as
+// containerd updates the container's spec and cgroup.
+func (f *CRI) UpdateContainerResources(_ context.Context, in *runtimeapi.UpdateContainerResourcesRequest, _ ...grpc.CallOption) (*runtimeapi.UpdateContainerResourcesResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "UpdateContainerResources")
+	f.exitDueLocked()
+	c, ok := f.containers[in.GetContainerId()]
+	if !ok {
+		return nil, notFound("container", in.GetContainerId())
+	}
+	if c.State != runtimeapi.ContainerState_CONTAINER_CREATED && c.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return nil, status.Errorf(codes.Unknown, "container %q is in %s state", c.ID, c.State)
+	}
+	if f.updateErr != nil {
+		return nil, f.updateErr
+	}
+	if c.Config.Linux == nil {
+		c.Config.Linux = &runtimeapi.LinuxContainerConfig{}
+	}
+	c.Config.Linux.Resources = proto.Clone(in.GetLinux()).(*runtimeapi.LinuxContainerResources)
+	return &runtimeapi.UpdateContainerResourcesResponse{}, nil
 }
 
 // RequireAuth makes pulls of name fail unless they carry username and password, as a
@@ -590,6 +634,9 @@ func (f *CRI) ContainerStatus(_ context.Context, in *runtimeapi.ContainerStatusR
 	}
 	if !c.FinishedAt.IsZero() {
 		st.FinishedAt = c.FinishedAt.UnixNano()
+	}
+	if r := c.Config.GetLinux().GetResources(); r != nil && !f.hideResources {
+		st.Resources = &runtimeapi.ContainerResources{Linux: proto.Clone(r).(*runtimeapi.LinuxContainerResources)}
 	}
 	return &runtimeapi.ContainerStatusResponse{Status: st}, nil
 }

@@ -74,6 +74,22 @@
 //     rejected — a NodePorts Warning event and the phase Failed, reason NodePorts,
 //     "Pod was rejected: Predicate NodePorts failed: …"; a pod that already ran (before
 //     this kubelet started) is admitted as it is;
+//   - resizes pods in place (allocation.go, resize.go), as upstream's kubelet: it runs
+//     each pod at the resources it allocated to it, its spec's when it first ran it,
+//     kept in <root>/allocated_pods_state (hollow nodes: in memory); when a pod's spec
+//     asks for others (pods/resize), it takes them if the node's allocatable covers them
+//     next to its other active pods' allocations (ResizeStarted), else the pod keeps
+//     what it had with the condition PodResizePending, reason Deferred ("Node didn't
+//     have enough resource: cpu, requested: …, used: …, capacity: …", ResizeDeferred;
+//     tried again when a pod leaves the node or gives up resources, and every 30 s) or
+//     Infeasible ("Node didn't have enough capacity: …", ResizeInfeasible). The runtime
+//     gets the pod at its allocated resources and applies them to the running
+//     containers; PodResizeInProgress holds while a running container does not run with
+//     them yet (reason Error with the runtime's message when it failed, ResizeError) and
+//     goes when it does (ResizeCompleted). Each known container's status reports
+//     allocatedResources (the allocated requests) and resources (the allocated ones, with
+//     the cpu and memory limits and cpu request of a running container's cgroup as the
+//     runtime reports them);
 //   - stops a pod that has been active longer than its spec.activeDeadlineSeconds
 //     (deadline.go; counted from status.startTime, and again when the field is set or
 //     lowered on a running pod): a DeadlineExceeded event, its containers killed within

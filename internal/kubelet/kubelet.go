@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -81,6 +83,11 @@ type Kubelet struct {
 	mu   sync.Mutex
 	pods map[string]*podState // by namespace/name
 
+	// allocations are the resources allocated to the pods (resize.go); allocMu makes
+	// allocation decisions one at a time.
+	allocations *allocations
+	allocMu     sync.Mutex
+
 	registered chan struct{}
 }
 
@@ -97,6 +104,9 @@ type podState struct {
 	// holds from then on.
 	admitted  bool
 	hostPorts []hostport.Port
+	// resizePending and resizeInProgress are the pod's resize conditions as the kubelet
+	// holds them (nil: not held); k.mu guards them.
+	resizePending, resizeInProgress *corev1.PodCondition
 }
 
 // New builds the kubelet of one node. factory is shared for the cluster-wide objects it
@@ -175,6 +185,16 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		k.probes = newProbeManager(p, clock.RealClock{}, k.recorder, k.log, func(key string) { k.queue.Add(key) })
 		k.probes.metrics = k.metrics
 	}
+	allocPath := ""
+	if !cfg.Hollow {
+		allocPath = filepath.Join(cfg.RootDir, allocationFile)
+	}
+	allocs, err := loadAllocations(allocPath)
+	if err != nil {
+		k.log.Warn("pod allocations lost", "err", err)
+		allocs = &allocations{path: allocPath, pods: map[types.UID]podAllocation{}}
+	}
+	k.allocations = allocs
 	if !cfg.Hollow {
 		k.volumes.local, k.volumes.nodeMemory = true, cfg.Capacity.Memory().Value()
 		if err := k.useObjects(deps.Objects); err != nil {
@@ -293,11 +313,19 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	return nil
 }
 
-// adoptRunningPods takes back the pods a previous run of this kubelet started.
+// adoptRunningPods takes back the pods a previous run of this kubelet started, and
+// forgets the allocations of those gone meanwhile.
 func (k *Kubelet) adoptRunningPods() {
 	pods, err := k.podLister.List(labelsEverything())
 	if err != nil {
 		return
+	}
+	uids := sets.New[types.UID]()
+	for _, p := range pods {
+		uids.Insert(p.UID)
+	}
+	if err := k.allocations.keepOnly(uids); err != nil {
+		k.log.Warn("forget allocations of pods gone", "err", err)
 	}
 	for _, p := range pods {
 		if p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" && !p.Spec.HostNetwork {

@@ -68,14 +68,14 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 	if wait > 0 {
 		k.queue.AddAfter(key, wait)
 	}
-	return k.runPod(ctx, key, pod, st)
+	return k.runPod(ctx, key, pod, k.allocate(key, pod, st), st)
 }
 
 func (k *Kubelet) hostIP() string { return k.cfg.NodeIP }
 
-// runPod sets up volumes, has the runtime bring the sandbox and containers to the spec and
-// reports what it sees.
-func (k *Kubelet) runPod(ctx context.Context, key string, pod *corev1.Pod, st *podState) error {
+// runPod sets up volumes, has the runtime bring the sandbox and containers to the spec (at
+// the resources allocated to them: allocated) and reports what it sees.
+func (k *Kubelet) runPod(ctx context.Context, key string, pod, allocated *corev1.Pod, st *podState) error {
 	if st.ip == "" && k.cfg.Hollow {
 		switch {
 		case pod.Spec.HostNetwork:
@@ -125,7 +125,7 @@ func (k *Kubelet) runPod(ctx context.Context, key string, pod *corev1.Pod, st *p
 		if err := k.killUnhealthy(ctx, pod); err != nil {
 			return err
 		}
-		rs, err := k.runtime.SyncPod(ctx, pod, paths)
+		rs, err := k.runtime.SyncPod(ctx, allocated, paths)
 		st.states, st.started, syncErr = rs.Containers, rs.SandboxID != "", err
 		if rs.IP != "" {
 			st.ip = rs.IP
@@ -146,7 +146,7 @@ func (k *Kubelet) runPod(ctx context.Context, key string, pod *corev1.Pod, st *p
 		if adopted := adoptedStates(pod); adopted != nil {
 			st.states = adopted // started by an earlier run of this kubelet
 		} else {
-			rs, err := k.runtime.SyncPod(ctx, pod, nil)
+			rs, err := k.runtime.SyncPod(ctx, allocated, nil)
 			if err != nil {
 				return fmt.Errorf("start pod %s: %w", key, err)
 			}
@@ -162,7 +162,8 @@ func (k *Kubelet) runPod(ctx context.Context, key string, pod *corev1.Pod, st *p
 			k.queue.AddAfter(key, next)
 		}
 	}
-	status := runtimeStatus(pod, withoutEphemeral(pod, st.states), k.hostIP(), st.ip, st.started, metav1.Now())
+	states := withoutEphemeral(pod, st.states)
+	status := k.resizeStatus(pod, allocated, st, states, syncErr, runtimeStatus(pod, states, k.hostIP(), st.ip, st.started, metav1.Now()))
 	if err := k.writeStatus(ctx, pod, withEphemeralStatuses(pod, st.states, status)); err != nil {
 		return err
 	}
@@ -208,6 +209,9 @@ func (k *Kubelet) stopPod(ctx context.Context, pod *corev1.Pod, st *podState) er
 		return err
 	}
 	k.ipam.release(pod.UID)
+	k.mu.Lock()
+	k.retryDeferredResizesLocked(pod.Namespace + "/" + pod.Name)
+	k.mu.Unlock()
 	return nil
 }
 
@@ -238,6 +242,7 @@ func (k *Kubelet) terminatePod(ctx context.Context, key string, pod *corev1.Pod,
 	}
 	k.volumes.forget(pod.UID)
 	k.ipam.release(pod.UID)
+	k.forgetAllocation(key, pod.UID)
 	if !k.cfg.Hollow {
 		if err := removePodDir(k.cfg.RootDir, pod.UID); err != nil {
 			return err
@@ -277,6 +282,7 @@ func (k *Kubelet) cleanup(ctx context.Context, key string, _ *corev1.Pod) error 
 	}
 	k.volumes.forget(st.uid)
 	k.ipam.release(st.uid)
+	k.forgetAllocation(key, st.uid)
 	if !k.cfg.Hollow {
 		if err := removePodDir(k.cfg.RootDir, st.uid); err != nil {
 			return err
@@ -288,6 +294,17 @@ func (k *Kubelet) cleanup(ctx context.Context, key string, _ *corev1.Pod) error 
 	}
 	k.mu.Unlock()
 	return nil
+}
+
+// forgetAllocation drops the allocation of a pod that is gone and tries again the resizes
+// that waited for room on the node.
+func (k *Kubelet) forgetAllocation(key string, uid types.UID) {
+	if err := k.allocations.remove(uid); err != nil {
+		k.log.Warn("forget pod allocation", "pod", key, "err", err)
+	}
+	k.mu.Lock()
+	k.retryDeferredResizesLocked(key)
+	k.mu.Unlock()
 }
 
 // writeStatus writes status through pods/status when it differs from the pod's, as

@@ -98,7 +98,7 @@ func (p PKI) EnsureEtcd(hosts ...string) error {
 		{p.EtcdHealthcheckClientCert(), p.EtcdHealthcheckClientKey(), EtcdHealthcheckClientUser},
 		{p.APIServerEtcdClientCert(), p.APIServerEtcdClientKey(), APIServerEtcdClientUser},
 	} {
-		if etcdClientCertCurrent(c.cert, c.key, ca, c.cn) {
+		if clientCertCurrent(c.cert, c.key, ca, c.cn) {
 			continue
 		}
 		tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: c.cn}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
@@ -126,9 +126,9 @@ func etcdNames(hosts []string) ([]string, []net.IP) {
 	return dnsNames, ips
 }
 
-// etcdClientCertCurrent says whether certFile and keyFile are a pair, signed by ca, for
+// clientCertCurrent says whether certFile and keyFile are a pair, signed by ca, for
 // common name cn, and valid for 30 more days.
-func etcdClientCertCurrent(certFile, keyFile string, ca *x509.Certificate, cn string) bool {
+func clientCertCurrent(certFile, keyFile string, ca *x509.Certificate, cn string) bool {
 	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil || pair.Leaf == nil {
 		return false

@@ -27,8 +27,9 @@ import (
 
 // PKI is the cluster's certificate authority and the certificates made from it at first
 // start: the API server's serving certificate, the admin's client certificate and the
-// API server's client certificate toward kubelets. Kubelets' serving certificates are
-// issued on demand (IssueKubeletServingCert).
+// API server's client certificate toward kubelets; beside it the front proxy's CA and
+// client certificate (frontproxypki.go) and etcd's (etcdpki.go). Kubelets' serving
+// certificates are issued on demand (IssueKubeletServingCert).
 type PKI struct {
 	Dir string
 }
@@ -128,7 +129,7 @@ func (p PKI) ensure(servingIPs ...net.IP) error {
 	if err := serviceaccount.EnsureKeyPair(p.ServiceAccountKey(), p.ServiceAccountPublicKey()); err != nil {
 		return err
 	}
-	return nil
+	return p.ensureFrontProxy()
 }
 
 // createCA writes a new self-signed CA, valid for 10 years, named cn.

@@ -11,13 +11,16 @@
 // and CSINode. The server puts them in a union after the group system:masters, which
 // may do everything; what none allows is refused with 403.
 //
-// The bootstrap policy (policy.go, controllerpolicy.go) is the set of ClusterRoles and
-// ClusterRoleBindings every cluster starts with, under upstream's names: cluster-admin,
+// The bootstrap policy (policy.go, controllerpolicy.go) is the set of roles and bindings
+// every cluster starts with, under upstream's names: cluster-admin,
 // the aggregated admin/edit/view, system:basic-user, system:discovery,
 // system:public-info-viewer, the components' system:kube-scheduler,
 // system:kube-controller-manager, system:node-proxier, system:kube-dns, and a
 // system:controller:<name> role per controller bound to its service account
-// kube-system/<name>. ReconcilePolicy writes it at every start, adding what is missing
+// kube-system/<name>; and the Role kube-system/extension-apiserver-authentication-reader
+// (reading the ConfigMap where the API server says whom servers that delegate
+// authentication to it trust), bound to the scheduler and controller-manager users and
+// by aggregated API servers to their service accounts. ReconcilePolicy writes it at every start, adding what is missing
 // and never removing what a cluster's owner added.
 //
 // Everything here is hand-written on k8s.io/apiserver's authorizer interfaces and

@@ -249,6 +249,36 @@ func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 	return bindings
 }
 
+// ExtensionAPIServerAuthenticationReader is the kube-system Role that may read the
+// ConfigMap kube-system/extension-apiserver-authentication, in which the API server
+// publishes whom servers that delegate authentication to it must trust; aggregated API
+// servers' service accounts are bound to it.
+const ExtensionAPIServerAuthenticationReader = "extension-apiserver-authentication-reader"
+
+// Roles are the bootstrap policy's Roles (each in its namespace).
+func Roles() []rbacv1.Role {
+	return []rbacv1.Role{
+		namespacedRole(metav1.NamespaceSystem, ExtensionAPIServerAuthenticationReader,
+			verbs(readVerbs...).groups(core).resources("configmaps").names("extension-apiserver-authentication")),
+	}
+}
+
+// RoleBindings are the bootstrap policy's RoleBindings (each in its namespace).
+func RoleBindings() []rbacv1.RoleBinding {
+	reader := rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "system::" + ExtensionAPIServerAuthenticationReader, Namespace: metav1.NamespaceSystem,
+			Labels: bootstrapLabel, Annotations: map[string]string{rbacv1.AutoUpdateAnnotationKey: "true"}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: ExtensionAPIServerAuthenticationReader},
+		Subjects: []rbacv1.Subject{usr(user.KubeControllerManager), usr(user.KubeScheduler)},
+	}
+	return []rbacv1.RoleBinding{reader}
+}
+
+func namespacedRole(namespace, name string, rs ...rule) rbacv1.Role {
+	return rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: bootstrapLabel,
+		Annotations: map[string]string{rbacv1.AutoUpdateAnnotationKey: "true"}}, Rules: rules(rs...)}
+}
+
 func bind(role string, subjects ...rbacv1.Subject) rbacv1.ClusterRoleBinding {
 	return rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: role, Labels: bootstrapLabel,

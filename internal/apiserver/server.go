@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
 	apiserverconfig "k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
@@ -349,6 +350,11 @@ func (s *Server) Run(ctx context.Context) error {
 		listener.Close()
 		return fmt.Errorf("apiserver: %w", err)
 	}
+	trust, err := s.authenticationTrust()
+	if err != nil {
+		listener.Close()
+		return fmt.Errorf("apiserver: %w", err)
+	}
 	if err := installOpenIDMetadata(server.Handler.NonGoRestfulMux, s.serviceAccounts, s.jwksURI(listener.Addr())); err != nil {
 		listener.Close()
 		return fmt.Errorf("apiserver: %w", err)
@@ -381,6 +387,14 @@ func (s *Server) Run(ctx context.Context) error {
 			s.log.ErrorContext(ctx, "bootstrap did not finish", "err", err)
 			return nil
 		}
+		trust.client = loopback
+		if err := wait.PollUntilContextCancel(hook, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			return trust.sync(ctx) == nil, nil
+		}); err != nil {
+			s.log.ErrorContext(ctx, "ConfigMap "+authenticationTrustNamespace+"/"+authenticationTrustName+" not written", "err", err)
+			return nil
+		}
+		background.Go(func() { trust.run(ctx, authenticationTrustResync) })
 		dyn, err := dynamic.NewForConfig(hook.LoopbackClientConfig)
 		if err != nil {
 			return err
@@ -414,6 +428,25 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("apiserver: %w", err)
 	}
 	return prepared.RunWithContext(ctx)
+}
+
+// authenticationTrust is the writer of kube-system/extension-apiserver-authentication
+// (authenticationtrust.go), saying to trust the cluster CA's client certificates and
+// the front proxy's; its client is set once the server serves.
+func (s *Server) authenticationTrust() (*authenticationTrustWriter, error) {
+	clientCA, err := os.ReadFile(s.pki.CACert())
+	if err != nil {
+		return nil, err
+	}
+	frontProxyCA, err := os.ReadFile(s.pki.FrontProxyCACert())
+	if err != nil {
+		return nil, err
+	}
+	required, err := requiredAuthenticationTrust(clientCA, frontProxyCA)
+	if err != nil {
+		return nil, err
+	}
+	return &authenticationTrustWriter{required: required, now: time.Now, log: s.log}, nil
 }
 
 // kubelabVersion is the API level kubelab serves, answering /version with kubelab's

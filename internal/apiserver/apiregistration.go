@@ -14,8 +14,9 @@ import (
 )
 
 // apiregistrationResources is the row of apiregistration.k8s.io/v1 APIServices. kubelab
-// serves every group itself; it writes one Local APIService per group version it
-// serves, as kube-apiserver's aggregator lists them. It proxies to no other server.
+// writes one Local APIService per group version it serves, as kube-apiserver's
+// aggregator lists them; an APIService naming a Service has its group version served
+// by that Service's server (aggregator.go).
 func apiregistrationResources() []resource {
 	return []resource{{
 		group: "apiregistration.k8s.io", version: "v1", kind: "APIService", plural: "apiservices", singular: "apiservice",
@@ -64,8 +65,8 @@ func localAPIService(group, version string, groupPriority, versionPriority int32
 	}
 }
 
-// ensureAPIServices writes a Local APIService, marked Available, for each group
-// version in gvs that lacks one.
+// ensureAPIServices writes a Local APIService for each group version in gvs that lacks
+// one (the aggregation's local availability controller marks them Available).
 func ensureAPIServices(ctx context.Context, client dynamic.Interface, gvs [][2]string) error {
 	res := client.Resource(apiregistrationv1.SchemeGroupVersion.WithResource("apiservices"))
 	for i, gv := range gvs {
@@ -77,20 +78,9 @@ func ensureAPIServices(ctx context.Context, client dynamic.Interface, gvs [][2]s
 		obj := &unstructured.Unstructured{Object: u}
 		obj.SetAPIVersion(apiregistrationv1.SchemeGroupVersion.String())
 		obj.SetKind("APIService")
-		created, err := res.Create(ctx, obj, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			continue
-		}
-		if err != nil {
+		_, err = res.Create(ctx, obj, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("apiservice %s: %w", svc.Name, err)
-		}
-		status := map[string]interface{}{"conditions": []interface{}{map[string]interface{}{
-			"type": "Available", "status": "True", "reason": "Local", "message": "Local APIServices are always available",
-			"lastTransitionTime": metav1.Now().UTC().Format("2006-01-02T15:04:05Z"),
-		}}}
-		created.Object["status"] = status
-		if _, err := res.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("apiservice %s status: %w", svc.Name, err)
 		}
 	}
 	return nil

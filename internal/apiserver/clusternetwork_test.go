@@ -41,7 +41,7 @@ import (
 )
 
 // TestClusterNetwork: what the API server reaches on the cluster's network (Services'
-// ClusterIPs, pods' IPs) it reaches through Config.ClusterDial, here a stand-in that
+// ClusterIPs, pods' IPs, aggregated API servers' endpoints) it reaches through Config.ClusterDial, here a stand-in that
 // routes those addresses to servers on loopback.
 func TestClusterNetwork(t *testing.T) {
 	network := &apiservertest.ClusterNetwork{}
@@ -51,6 +51,7 @@ func TestClusterNetwork(t *testing.T) {
 	t.Run("pods/proxy", func(t *testing.T) { testPodProxy(t, s, network) })
 	t.Run("services/proxy", func(t *testing.T) { testServiceProxy(t, s, network) })
 	t.Run("nodes/proxy", func(t *testing.T) { testNodeProxy(t, s, network) })
+	t.Run("aggregated API", func(t *testing.T) { testAggregatedAPI(t, s, network) })
 }
 
 // echo answers "<method> <request URI>" as text, and at /html a page with a link to

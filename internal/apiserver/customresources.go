@@ -19,13 +19,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/version"
-	"k8s.io/apiserver/pkg/endpoints/discovery"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/server/resourceconfig"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/kube-openapi/pkg/aggregator"
+	openapiaggregator "k8s.io/kube-openapi/pkg/aggregator"
 	"k8s.io/kube-openapi/pkg/spec3"
 
 	"github.com/kubelab/kubelab/internal/apiserver/admission"
@@ -70,9 +69,8 @@ func newCustomResourceServer(cfg genericapiserver.Config, factory informers.Shar
 // listCustomGroups keeps the groups of established CRDs in the server's unaggregated
 // discovery (/apis as an APIGroupList), as kube-apiserver's aggregator does; the
 // aggregated form gets them from the apiextensions server directly.
-func listCustomGroups(crds *apiextensionsapiserver.CustomResourceDefinitions, groups discovery.GroupManager) error {
+func listCustomGroups(crds *apiextensionsapiserver.CustomResourceDefinitions, groups *listedGroups) error {
 	informer := crds.Informers.Apiextensions().V1().CustomResourceDefinitions().Informer()
-	listed := sets.New[string]()
 	sync := func() {
 		byGroup := map[string][]apiextensionsv1.CustomResourceDefinition{}
 		for _, o := range informer.GetStore().List() {
@@ -81,16 +79,11 @@ func listCustomGroups(crds *apiextensionsapiserver.CustomResourceDefinitions, gr
 				byGroup[crd.Spec.Group] = append(byGroup[crd.Spec.Group], *crd)
 			}
 		}
-		for g := range listed {
-			if _, ok := byGroup[g]; !ok {
-				groups.RemoveGroup(g)
-				listed.Delete(g)
-			}
-		}
+		custom := map[string]metav1.APIGroup{}
 		for g, list := range byGroup {
-			groups.AddGroup(customAPIGroup(g, list))
-			listed.Insert(g)
+			custom[g] = customAPIGroup(g, list)
 		}
+		groups.setCustom(custom)
 	}
 	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { sync() },
@@ -156,7 +149,7 @@ func shareOpenAPI(main, crds *genericapiserver.GenericAPIServer) error {
 		return errors.New("openapi: the server has no OpenAPI documents")
 	}
 	if crds.StaticOpenAPISpec != nil {
-		if err := aggregator.MergeSpecsIgnorePathConflictRenamingDefinitionsAndParameters(main.StaticOpenAPISpec, crds.StaticOpenAPISpec); err != nil {
+		if err := openapiaggregator.MergeSpecsIgnorePathConflictRenamingDefinitionsAndParameters(main.StaticOpenAPISpec, crds.StaticOpenAPISpec); err != nil {
 			return fmt.Errorf("openapi v2: %w", err)
 		}
 		main.OpenAPIVersionedService.UpdateSpec(main.StaticOpenAPISpec)

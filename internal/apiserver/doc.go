@@ -26,7 +26,12 @@
 // podstreams.go (log, exec, attach and portforward, proxied to the kubelet of the pod's
 // node, reached as kubelet.go says), proxy.go (the proxy subresources: any HTTP request
 // to a pod or a Service's endpoint through the cluster network, Config.ClusterDial, or
-// to a node's kubelet),
+// to a node's kubelet), aggregator.go (API aggregation: the group versions of
+// APIServices that name a Service are passed on to that Service's server, with the
+// front-proxy certificate of frontproxypki.go and the user in X-Remote-* headers, as
+// the ConfigMap kube-system/extension-apiserver-authentication of
+// authenticationtrust.go says; their groups in discovery, their Available condition
+// kept by kube-aggregator's controllers),
 // namespaces.go (two-step deletion, /finalize),
 // services.go (the rules of Services), scale.go (/scale), serviceaccounttoken.go
 // (serviceaccounts/token: TokenRequest, signed and checked by package

@@ -340,16 +340,44 @@ func (s *Server) Run(ctx context.Context) error {
 		listener.Close()
 		return fmt.Errorf("apiserver: %w", err)
 	}
+	extra := reviews(cfg.Authorization.Authorizer, cfg.RuleResolver, s.tokens)
+	gvs := servedGroupVersions(resources, extra)
+	own := sets.New[string]()
+	for _, gv := range gvs {
+		own.Insert(gv[0])
+	}
+	aggregation, err := newAggregation(aggregationDeps{loopback: cfg.LoopbackClientConfig, kube: factory, dial: dialCluster,
+		pki: s.pki, serializer: codecs, own: own, log: s.log})
+	if err != nil {
+		listener.Close()
+		return fmt.Errorf("apiserver: %w", err)
+	}
+	// The aggregator answers inside the filters (authentication, authorization, limits),
+	// before the server's own handlers: an APIService naming a Service takes its group
+	// version over.
+	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+		return genericapiserver.DefaultBuildHandlerChain(aggregation.wrap(h), c)
+	}
 	server, err := cfg.Complete(factory).New("kubelab-apiserver", crds.GenericAPIServer)
 	if err != nil {
 		listener.Close()
 		return fmt.Errorf("apiserver: %w", err)
 	}
 	server.DiscoveryGroupManager.AddGroup(apiextensionsGroup())
-	if err := listCustomGroups(crds, server.DiscoveryGroupManager); err != nil {
+	groups := newListedGroups(server.DiscoveryGroupManager, own)
+	if err := listCustomGroups(crds, groups); err != nil {
 		listener.Close()
 		return fmt.Errorf("apiserver: %w", err)
 	}
+	// Ready once the APIServices are known, so that no request for an aggregated group
+	// version finds this server's 404 instead.
+	server.AddPostStartHookOrDie("kubelab-aggregator", func(hook genericapiserver.PostStartHookContext) error {
+		if err := aggregation.start(hook, server.AggregatedDiscoveryGroupManager, groups, background.Go); err != nil {
+			// Only a stop ends it early; a failed post-start hook would exit the process.
+			s.log.InfoContext(ctx, "aggregator not started", "err", err)
+		}
+		return nil
+	})
 	trust, err := s.authenticationTrust()
 	if err != nil {
 		listener.Close()
@@ -362,7 +390,6 @@ func (s *Server) Run(ctx context.Context) error {
 	// Watches never go idle, so a graceful HTTP shutdown would wait its whole timeout
 	// for them; clients reconnect anyway.
 	server.ShutdownTimeout = 3 * time.Second
-	extra := reviews(cfg.Authorization.Authorizer, cfg.RuleResolver, s.tokens)
 	slices, err := apiproxy.NewEndpointSliceIndexerGetter(factory.Discovery().V1().EndpointSlices())
 	if err != nil {
 		return fmt.Errorf("apiserver: %w", err)
@@ -399,7 +426,6 @@ func (s *Server) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		gvs := servedGroupVersions(resources, extra)
 		background.Go(func() { _ = writeCatalog(ctx, loopback, dyn, gvs) })
 		repair := &serviceRepair{alloc: alloc, services: alloc.listServices, log: s.log}
 		background.Go(func() { repair.run(ctx, s.cfg.ServiceRepairInterval) })

@@ -90,6 +90,11 @@ func New(cfg Config) (*Cluster, error) {
 		if cpCfg.ClusterDial == nil {
 			cpCfg.ClusterDial = network.DialContext
 		}
+		// A real node's kubelet serves on its address in the VPC; its InternalDNS name
+		// (ip-….ec2.internal, from the cloud) resolves only inside the VPC.
+		if cpCfg.KubeletPreferredAddressTypes == nil {
+			cpCfg.KubeletPreferredAddressTypes = []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeHostName}
+		}
 	}
 	cp, err := NewControlPlane(cpCfg)
 	if err != nil {

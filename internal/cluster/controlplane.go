@@ -44,6 +44,10 @@ type ControlPlaneConfig struct {
 	// ClusterDial connects the API server to the cluster's network (webhooks' Services,
 	// the proxy subresources' pods and Services); nil: from the process's namespace.
 	ClusterDial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// KubeletPreferredAddressTypes are the node address types the API server tries, in
+	// order, to reach a kubelet (default: InternalDNS first, where a hollow node's kubelet
+	// names its loopback server, then InternalIP and Hostname).
+	KubeletPreferredAddressTypes []corev1.NodeAddressType
 }
 
 // ControlPlane is etcd (when embedded) and the API server, ready to run.
@@ -93,13 +97,15 @@ func NewControlPlane(cfg ControlPlaneConfig) (*ControlPlane, error) {
 		servers = cp.Etcd.Endpoints()
 		etcdCA, etcdCert, etcdKey = cp.pki.EtcdCACert(), cp.pki.APIServerEtcdClientCert(), cp.pki.APIServerEtcdClientKey()
 	}
+	if cfg.KubeletPreferredAddressTypes == nil {
+		cfg.KubeletPreferredAddressTypes = []corev1.NodeAddressType{corev1.NodeInternalDNS, corev1.NodeInternalIP, corev1.NodeHostName}
+	}
 	cp.APIServer, err = apiserver.New(apiserver.Config{
 		DataDir: dataDir, BindAddress: cfg.BindAddress, Port: cfg.SecurePort,
 		EtcdServers: servers, EtcdPrefix: cfg.EtcdPrefix, ServiceCIDR: cfg.ServiceCIDR, AdvertiseAddress: cfg.AdvertiseAddress,
 		EtcdCAFile: etcdCA, EtcdCertFile: etcdCert, EtcdKeyFile: etcdKey,
 		GCPercent: cfg.GCPercent, MemoryLimit: cfg.MemoryLimit, ClusterDial: cfg.ClusterDial,
-		// Real nodes' kubelets listen on loopback and name it as their InternalDNS address.
-		KubeletPreferredAddressTypes: []corev1.NodeAddressType{corev1.NodeInternalDNS, corev1.NodeInternalIP, corev1.NodeHostName},
+		KubeletPreferredAddressTypes: cfg.KubeletPreferredAddressTypes,
 	})
 	if err != nil {
 		return nil, err

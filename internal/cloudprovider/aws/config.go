@@ -9,6 +9,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 )
 
 // Config is how the cloud provider reaches the cloud's APIs.
@@ -25,6 +26,7 @@ type Config struct {
 // Cloud is the cloud provider's clients.
 type Cloud struct {
 	EC2 *ec2.Client
+	ELB *elb.Client
 }
 
 // New loads the AWS configuration and builds the clients.
@@ -50,8 +52,15 @@ func New(ctx context.Context, cfg Config) (*Cloud, error) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
+	}), ELB: elb.NewFromConfig(awsCfg, func(o *elb.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
 	})}, nil
 }
 
 // Instances answers about nodes' instances over the cloud's EC2 API.
 func (c *Cloud) Instances() Instances { return Instances{EC2: c.EC2} }
+
+// LoadBalancers manages load balancers over the cloud's ELBv2 API.
+func (c *Cloud) LoadBalancers() LoadBalancers { return LoadBalancers{ELB: c.ELB, EC2: c.EC2} }

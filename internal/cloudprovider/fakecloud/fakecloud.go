@@ -1,5 +1,6 @@
 // Package fakecloud is an in-memory cloudprovider for the cloud-controller-manager's
-// tests: instances by id, each running, stopped or gone.
+// tests: instances by id, each running, stopped or gone, and (LoadBalancers) load
+// balancers by name.
 package fakecloud
 
 import (

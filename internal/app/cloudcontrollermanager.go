@@ -23,12 +23,13 @@ func newCloudControllerManagerCommand() *cobra.Command {
 	var leaderElect bool
 	cmd := &cobra.Command{
 		Use:   "cloud-controller-manager",
-		Short: "Run the controllers that talk to the cloud (node initialization, node lifecycle) against a kubelab API server",
+		Short: "Run the controllers that talk to the cloud (node initialization, node lifecycle, load balancers) against a kubelab API server",
 		Long: `Run the cloud-controller-manager: the node controller initializes nodes whose kubelet
 registered them with the node.cloudprovider.kubernetes.io/uninitialized taint from their
 EC2 instances, and the node lifecycle controller deletes the nodes of terminated
-instances and taints those of stopped ones. It reaches the cloud only through the EC2
-API (--ec2-endpoint, or --cloud-dir DIR for DIR/endpoint, DIR/aws-config and
+instances and taints those of stopped ones, and the service controller gives each
+Service of type LoadBalancer a network load balancer. It reaches the cloud only through the EC2
+and ELBv2 APIs (--ec2-endpoint, or --cloud-dir DIR for DIR/endpoint, DIR/aws-config and
 DIR/aws-credentials as 'kubelab cloud' writes them).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := setupLogging(cmd, slog.LevelInfo); err != nil {
@@ -54,7 +55,7 @@ DIR/aws-credentials as 'kubelab cloud' writes them).`,
 				return err
 			}
 			run := func(ctx context.Context) error {
-				m, err := cloudcontrollermanager.New(cloudcontrollermanager.Config{Instances: cloud.Instances()}, cfg)
+				m, err := cloudcontrollermanager.New(cloudcontrollermanager.Config{Instances: cloud.Instances(), LoadBalancers: cloud.LoadBalancers()}, cfg)
 				if err != nil {
 					return err
 				}

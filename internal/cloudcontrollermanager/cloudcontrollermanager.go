@@ -15,12 +15,19 @@ import (
 	"github.com/kubelab/kubelab/internal/cloudprovider"
 	"github.com/kubelab/kubelab/internal/controller/cloudnode"
 	"github.com/kubelab/kubelab/internal/controller/cloudnodelifecycle"
+	"github.com/kubelab/kubelab/internal/controller/service"
 )
 
 // Config configures the cloud-controller-manager.
 type Config struct {
 	// Instances is the cloud's answer about nodes' instances (required).
 	Instances cloudprovider.Instances
+	// LoadBalancers makes the load balancers of Services (and Ingresses); without it the
+	// service controller does not run.
+	LoadBalancers cloudprovider.LoadBalancers
+	// ClusterName goes into the load balancers' tag kubernetes.io/cluster/<name>
+	// ("kubernetes" when empty).
+	ClusterName string
 	// NodeMonitorPeriod is how often the node lifecycle controller looks at every node
 	// (5 s when zero).
 	NodeMonitorPeriod time.Duration
@@ -64,6 +71,14 @@ func New(cfg Config, restConfig *rest.Config) (*CloudControllerManager, error) {
 		return nil, fmt.Errorf("cloud-controller-manager: %w", err)
 	}
 	m.runners = []runner{node, lifecycle}
+	if cfg.LoadBalancers != nil {
+		svc, err := service.New(service.Config{ClusterName: cfg.ClusterName, Logger: cfg.Logger.With("controller", service.Component)},
+			client, m.factory, cfg.LoadBalancers)
+		if err != nil {
+			return nil, fmt.Errorf("cloud-controller-manager: %w", err)
+		}
+		m.runners = append(m.runners, svc)
+	}
 	return m, nil
 }
 

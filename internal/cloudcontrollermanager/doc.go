@@ -4,9 +4,11 @@
 // gets its provider id, instance type, zone, region and addresses, then loses the
 // node.cloudprovider.kubernetes.io/uninitialized taint) and the node lifecycle controller
 // (cloud-node-lifecycle-controller: the Node of a terminated instance is deleted, that of
-// a stopped one tainted node.cloudprovider.kubernetes.io/shutdown).
+// a stopped one tainted node.cloudprovider.kubernetes.io/shutdown) and the service
+// controller (service-controller: a Service of type LoadBalancer gets a network load
+// balancer of the cloud and its status).
 //
-// They reach the cloud only through internal/cloudprovider and the API server only
+// They reach the cloud only through internal/cloudprovider (the EC2 and ELBv2 APIs) and the API server only
 // through client-go, as the service account kube-system/cloud-controller-manager (the
 // ClusterRole system:cloud-controller-manager); writes carry the field manager
 // cloud-controller-manager.

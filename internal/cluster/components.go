@@ -99,7 +99,7 @@ func (c *Cluster) runCloudControllerManager(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		m, err := cloudcontrollermanager.New(cloudcontrollermanager.Config{Instances: cloud.Instances(), Logger: log}, cfg)
+		m, err := cloudcontrollermanager.New(cloudcontrollermanager.Config{Instances: cloud.Instances(), LoadBalancers: cloud.LoadBalancers(), Logger: log}, cfg)
 		if err != nil {
 			return err
 		}

@@ -135,6 +135,9 @@ func addonRoles() []addonRole {
 				rule(coreGroup, res("endpoints"), "create", "get", "list", "watch", "update"),
 				rule("coordination.k8s.io", res("leases"), "create", "get", "list", "watch", "update"),
 				rule(coreGroup, res("serviceaccounts/token"), "create"),
+				rule(discoveryGroup, res("endpointslices"), "get", "list", "watch"),
+				rule(networkingGroup, res("ingresses", "ingressclasses"), "get", "list", "watch", "update", "patch"),
+				rule(networkingGroup, res("ingresses/status"), "update", "patch"),
 			}},
 		{role: "kubelab:overlay", binding: "kubelab:overlay", account: overlaySA, labels: overlayLabels,
 			rules: []rbacv1.PolicyRule{

@@ -101,7 +101,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	onNode := func(old, cur any) {
 		o, _ := old.(*corev1.Node)
 		n, _ := cur.(*corev1.Node)
-		if o != nil && n != nil && eligibleNode(o) == eligibleNode(n) && o.Spec.ProviderID == n.Spec.ProviderID {
+		if o != nil && n != nil && cloudprovider.EligibleNode(o) == cloudprovider.EligibleNode(n) && o.Spec.ProviderID == n.Spec.ProviderID {
 			return
 		}
 		c.enqueueAll()

@@ -47,7 +47,7 @@ func TestServiceLoadBalancer(t *testing.T) {
 	client := fake.NewClientset()
 	ctx := context.Background()
 	controllertest.AddNode(t, client, controllertest.Node{Name: "a", ProviderID: "aws:///us-east-1a/i-0a"})
-	controllertest.AddNode(t, client, controllertest.Node{Name: "x", ProviderID: "aws:///us-east-1a/i-0x", Labels: map[string]string{LabelExcludeFromLB: "true"}})
+	controllertest.AddNode(t, client, controllertest.Node{Name: "x", ProviderID: "aws:///us-east-1a/i-0x", Labels: map[string]string{cloudprovider.LabelExcludeFromLB: "true"}})
 	controllertest.RunController(t, client, func(f informers.SharedInformerFactory) (controllertest.Runner, error) {
 		return New(Config{ClusterName: "lab"}, client, f, cloud)
 	})

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -32,7 +31,6 @@ const (
 	AnnotationHCTimeout    = annPrefix + "healthcheck-timeout"
 	AnnotationHCHealthy    = annPrefix + "healthcheck-healthy-threshold"
 	AnnotationHCUnhealthy  = annPrefix + "healthcheck-unhealthy-threshold"
-	LabelExcludeFromLB     = "node.kubernetes.io/exclude-from-external-load-balancers"
 	TagServiceName         = "kubernetes.io/service-name"
 	tagClusterPrefix       = "kubernetes.io/cluster/"
 	defaultHealthInterval  = 10
@@ -53,36 +51,6 @@ func LoadBalancerName(svc *corev1.Service) string {
 		n = n[:32]
 	}
 	return n
-}
-
-// eligibleNode is whether node is a target of instance-type load balancers: Ready, not
-// excluded by label, and with an instance.
-func eligibleNode(n *corev1.Node) bool {
-	if _, excluded := n.Labels[LabelExcludeFromLB]; excluded || n.DeletionTimestamp != nil {
-		return false
-	}
-	if _, err := cloudprovider.ParseProviderID(n.Spec.ProviderID); err != nil {
-		return false
-	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// instanceIDs are the instances of the eligible nodes, sorted.
-func instanceIDs(nodes []*corev1.Node) []string {
-	var ids []string
-	for _, n := range nodes {
-		if eligibleNode(n) {
-			id, _ := cloudprovider.ParseProviderID(n.Spec.ProviderID)
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	return slices.Compact(ids)
 }
 
 // lbScheme is the load balancer's scheme: the scheme annotation, else internal when the
@@ -168,45 +136,6 @@ func targetGroupName(svc *corev1.Service, p corev1.ServicePort, tt string) strin
 	return "k8s-" + cut(svc.Namespace) + "-" + cut(svc.Name) + "-" + hex.EncodeToString(h[:])[:10]
 }
 
-// endpointTargets are the ready addresses of the Service port p in slices, at the port
-// the endpoints give it.
-func endpointTargets(p corev1.ServicePort, slices_ []*discoveryv1.EndpointSlice) []cloudprovider.Target {
-	var out []cloudprovider.Target
-	for _, s := range slices_ {
-		if s.AddressType != discoveryv1.AddressTypeIPv4 {
-			continue
-		}
-		port := int32(0)
-		for _, sp := range s.Ports {
-			proto := corev1.ProtocolTCP
-			if sp.Protocol != nil {
-				proto = *sp.Protocol
-			}
-			if sp.Port != nil && (sp.Name == nil && p.Name == "" || sp.Name != nil && *sp.Name == p.Name) && proto == p.Protocol {
-				port = *sp.Port
-			}
-		}
-		if port == 0 {
-			continue
-		}
-		for _, e := range s.Endpoints {
-			if e.Conditions.Ready != nil && !*e.Conditions.Ready {
-				continue
-			}
-			for _, a := range e.Addresses {
-				t := cloudprovider.Target{ID: a, Port: port}
-				if !slices.Contains(out, t) {
-					out = append(out, t)
-				}
-			}
-		}
-	}
-	slices.SortFunc(out, func(a, b cloudprovider.Target) int {
-		return strings.Compare(a.ID+":"+strconv.Itoa(int(a.Port)), b.ID+":"+strconv.Itoa(int(b.Port)))
-	})
-	return out
-}
-
 // desiredLoadBalancer is the network load balancer svc is to have: one listener and
 // target group per port, targets the eligible nodes at the node port (instance) or the
 // ready endpoints (ip).
@@ -228,7 +157,6 @@ func desiredLoadBalancer(svc *corev1.Service, nodes []*corev1.Node, eps []*disco
 	}
 	lb := &cloudprovider.LoadBalancer{Name: LoadBalancerName(svc), Type: cloudprovider.TypeNetwork, Scheme: sch,
 		Tags: map[string]string{TagServiceName: svc.Namespace + "/" + svc.Name, tagClusterPrefix + cluster: "owned"}}
-	instances := instanceIDs(nodes)
 	for _, p := range svc.Spec.Ports {
 		if p.Protocol != corev1.ProtocolTCP && p.Protocol != corev1.ProtocolUDP {
 			return nil, fmt.Errorf("port %d: protocol %s: a network load balancer carries TCP and UDP", p.Port, p.Protocol)
@@ -239,11 +167,9 @@ func desiredLoadBalancer(svc *corev1.Service, nodes []*corev1.Node, eps []*disco
 				return nil, fmt.Errorf("port %d has no node port (spec.allocateLoadBalancerNodePorts false needs target type ip)", p.Port)
 			}
 			tg.Port = p.NodePort
-			for _, id := range instances {
-				tg.Targets = append(tg.Targets, cloudprovider.Target{ID: id, Port: p.NodePort})
-			}
+			tg.Targets = cloudprovider.InstanceTargets(nodes, p.NodePort)
 		} else {
-			tg.Targets = endpointTargets(p, eps)
+			tg.Targets = cloudprovider.EndpointTargets(p, eps)
 		}
 		lb.Listeners = append(lb.Listeners, cloudprovider.Listener{Protocol: string(p.Protocol), Port: p.Port, Default: tg})
 	}

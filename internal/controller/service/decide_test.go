@@ -50,11 +50,11 @@ func TestEligibleNodes(t *testing.T) {
 		node("a", "aws:///us-east-1a/i-0b", corev1.ConditionTrue, nil),
 		node("b", "aws:///us-east-1a/i-0a", corev1.ConditionTrue, nil),
 		node("not-ready", "aws:///us-east-1a/i-0c", corev1.ConditionFalse, nil),
-		node("excluded", "aws:///us-east-1a/i-0d", corev1.ConditionTrue, map[string]string{LabelExcludeFromLB: ""}),
+		node("excluded", "aws:///us-east-1a/i-0d", corev1.ConditionTrue, map[string]string{cloudprovider.LabelExcludeFromLB: ""}),
 		node("no-instance", "", corev1.ConditionTrue, nil),
 	}
-	got := instanceIDs(nodes)
-	if len(got) != 2 || got[0] != "i-0a" || got[1] != "i-0b" {
+	got := cloudprovider.InstanceTargets(nodes, 30080)
+	if len(got) != 2 || got[0].ID != "i-0a" || got[1].ID != "i-0b" || got[1].Port != 30080 {
 		t.Errorf("instances %v", got)
 	}
 }

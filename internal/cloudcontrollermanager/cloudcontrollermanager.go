@@ -15,6 +15,7 @@ import (
 	"github.com/kubelab/kubelab/internal/cloudprovider"
 	"github.com/kubelab/kubelab/internal/controller/cloudnode"
 	"github.com/kubelab/kubelab/internal/controller/cloudnodelifecycle"
+	"github.com/kubelab/kubelab/internal/controller/ingress"
 	"github.com/kubelab/kubelab/internal/controller/service"
 )
 
@@ -23,7 +24,7 @@ type Config struct {
 	// Instances is the cloud's answer about nodes' instances (required).
 	Instances cloudprovider.Instances
 	// LoadBalancers makes the load balancers of Services (and Ingresses); without it the
-	// service controller does not run.
+	// service and Ingress controllers do not run.
 	LoadBalancers cloudprovider.LoadBalancers
 	// ClusterName goes into the load balancers' tag kubernetes.io/cluster/<name>
 	// ("kubernetes" when empty).
@@ -77,7 +78,12 @@ func New(cfg Config, restConfig *rest.Config) (*CloudControllerManager, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cloud-controller-manager: %w", err)
 		}
-		m.runners = append(m.runners, svc)
+		ing, err := ingress.New(ingress.Config{ClusterName: cfg.ClusterName, Logger: cfg.Logger.With("controller", "ingress")},
+			client, m.factory, cfg.LoadBalancers)
+		if err != nil {
+			return nil, fmt.Errorf("cloud-controller-manager: %w", err)
+		}
+		m.runners = append(m.runners, svc, ing)
 	}
 	return m, nil
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"time"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,6 +65,15 @@ func storageClasses() []*storagev1.StorageClass {
 	return []*storagev1.StorageClass{gp2, class("gp3", gp3, true), class("standard", maps.Clone(gp3), true)}
 }
 
+// albIngressClass is the IngressClass of the cloud-controller-manager's Ingress
+// controller, as the AWS Load Balancer Controller's chart installs it: Ingresses of class
+// alb get an application load balancer.
+func albIngressClass() *networkingv1.IngressClass {
+	return &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "alb",
+		Labels: map[string]string{"app.kubernetes.io/name": "aws-load-balancer-controller"}},
+		Spec: networkingv1.IngressClassSpec{Controller: "ingress.k8s.aws/alb"}}
+}
+
 // ensureAddons creates the add-on objects that are missing (addons, addonRBAC, leasesRBAC); existing
 // ones are left as the user changed them. It runs before any component starts, so that
 // each finds its role in place.
@@ -83,6 +93,13 @@ func ensureAddons(ctx context.Context, client kubernetes.Interface) error {
 		}); err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}
+	}
+	ic := albIngressClass()
+	if err := create("IngressClass "+ic.Name, func(ctx context.Context) error {
+		_, err := client.NetworkingV1().IngressClasses().Create(ctx, ic, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("cluster: %w", err)
 	}
 	accounts, roles, bindings := addonRBAC()
 	for _, sa := range accounts {

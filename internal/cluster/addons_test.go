@@ -68,3 +68,20 @@ func TestEnsureAddonsStorageClasses(t *testing.T) {
 		t.Errorf("a new cluster's classes: %d, defaults %v; want 3, gp2 the only default", len(list.Items), defaults)
 	}
 }
+
+// TestEnsureAddonsIngressClass: a cluster starts with the IngressClass alb of the
+// controller ingress.k8s.aws/alb, which the cloud-controller-manager serves.
+func TestEnsureAddonsIngressClass(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset()
+	if err := ensureAddons(ctx, client); err != nil {
+		t.Fatal(err)
+	}
+	ic, err := client.NetworkingV1().IngressClasses().Get(ctx, "alb", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ic.Spec.Controller != "ingress.k8s.aws/alb" {
+		t.Errorf("IngressClass alb's controller %q", ic.Spec.Controller)
+	}
+}

@@ -56,7 +56,9 @@ func httpVia(netns, url string) (string, error) {
 // its bridge, pods on two nodes over the VXLAN overlay (the encapsulated packets seen on
 // the VPC bridge), a ClusterIP Service spreads requests over pods on both nodes and stops
 // sending to a pod whose readiness fails, a NodePort answers from another node's
-// namespace and through a load balancer of the cloud, Services resolve through the cluster DNS, the instance metadata service
+// namespace and through a load balancer of the cloud, a LoadBalancer Service and an
+// Ingress of class alb answer from the machine's namespace through the load balancers the
+// cloud-controller-manager makes, Services resolve through the cluster DNS, the instance metadata service
 // answers in each node's namespace and in its pods, the API server and the EC2 endpoint
 // are reachable from a pod, a pod and a node reach the outside (the test's own, through
 // the VPC's NAT gateway and the cluster DNS's upstream) while the machine's namespace
@@ -172,6 +174,8 @@ func TestRealNetwork(t *testing.T) {
 	// A load balancer of the cloud carries the machine's connections to the NodePort on
 	// both nodes and to web-0's address.
 	tc.assertLoadBalancer(int(svc.Spec.Ports[0].NodePort), web0.Status.PodIP, "web-0")
+	// The cloud-controller-manager's: a LoadBalancer Service's NLB, an Ingress's ALB.
+	tc.assertServiceLoadBalancer(ns, "web", "web-0")
 
 	// The API server, in the machine's namespace, reaches pods and Services through a
 	// node's namespace: pods/proxy to either node's pod, services/proxy to the ready one;

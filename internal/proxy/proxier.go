@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
@@ -45,6 +46,8 @@ type Proxier struct {
 
 	running atomic.Bool
 	synced  atomic.Bool
+
+	health *healthServers
 }
 
 // New makes the proxy of cfg.NodeName; its nft commands run in cfg.NetNS. It fails when
@@ -86,6 +89,7 @@ func newProxier(cfg Config, client kubernetes.Interface, nft knftables.Interface
 		syncer: newSyncer(nft, cfg.NodeIPs, log),
 		dirty:  map[types.NamespacedName]bool{},
 		kick:   make(chan struct{}, 1),
+		health: &healthServers{netns: cfg.NetNS, log: log},
 	}, nil
 }
 
@@ -133,6 +137,7 @@ func (p *Proxier) Run(ctx context.Context) error {
 
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
+	defer p.health.close(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), svcInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced) {
 		return nil
 	}
@@ -236,7 +241,19 @@ func (p *Proxier) syncOnce(ctx context.Context) (full bool, err error) {
 	p.log.Log(ctx, level, "nftables synced", "full", full, "services", stats.services,
 		"operations", stats.operations, "elapsed", time.Since(start))
 	p.synced.Store(true)
+	p.updateHealthChecks()
 	return full, nil
+}
+
+// updateHealthChecks serves the health check node ports of the Services as they are now.
+func (p *Proxier) updateHealthChecks() {
+	svcs, err := p.services.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	p.health.update(healthCheckPorts(svcs, func(s *v1.Service) []*discovery.EndpointSlice {
+		return p.slicesOf(types.NamespacedName{Namespace: s.Namespace, Name: s.Name})
+	}, p.cfg.NodeName))
 }
 
 // slicesOf are the EndpointSlices of the Service k.

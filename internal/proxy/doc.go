@@ -34,7 +34,9 @@
 // are terminating. Local ones are those whose nodeName is this node. Services of type
 // ExternalName, headless Services, Services without an IPv4 ClusterIP and those labelled
 // service.kubernetes.io/service-proxy-name get nothing; externalIPs and load-balancer IPs
-// are not programmed.
+// are not programmed. For a LoadBalancer Service of externalTrafficPolicy Local, the proxy
+// serves spec.healthCheckNodePort on the node over HTTP as kube-proxy does: 200 and the
+// count of local ready endpoints while there are some, else 503 (healthcheck.go).
 //
 // Contract: ComputeServiceState is the pure function from a Service and its EndpointSlices
 // to the objects the Service needs. Run watches Services and EndpointSlices; each sync is

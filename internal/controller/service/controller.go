@@ -262,14 +262,15 @@ func (c *Controller) forget(key string) {
 // status and drops the finalizer.
 func (c *Controller) cleanup(ctx context.Context, svc *corev1.Service) error {
 	c.forget(svc.Namespace + "/" + svc.Name)
-	if slices.Contains(svc.Finalizers, Finalizer) {
-		c.recorder.Event(svc, corev1.EventTypeNormal, "DeletingLoadBalancer", "Deleting load balancer")
-		if err := c.cloud.DeleteLoadBalancer(ctx, LoadBalancerName(svc)); err != nil {
-			c.recorder.Eventf(svc, corev1.EventTypeWarning, "SyncLoadBalancerFailed", "Error syncing load balancer: failed to delete load balancer: %v", err)
-			return err
-		}
-		c.recorder.Event(svc, corev1.EventTypeNormal, "DeletedLoadBalancer", "Deleted load balancer")
+	if !slices.Contains(svc.Finalizers, Finalizer) {
+		return nil // never ours (another class's, or not a LoadBalancer), or done
 	}
+	c.recorder.Event(svc, corev1.EventTypeNormal, "DeletingLoadBalancer", "Deleting load balancer")
+	if err := c.cloud.DeleteLoadBalancer(ctx, LoadBalancerName(svc)); err != nil {
+		c.recorder.Eventf(svc, corev1.EventTypeWarning, "SyncLoadBalancerFailed", "Error syncing load balancer: failed to delete load balancer: %v", err)
+		return err
+	}
+	c.recorder.Event(svc, corev1.EventTypeNormal, "DeletedLoadBalancer", "Deleted load balancer")
 	if len(svc.Status.LoadBalancer.Ingress) > 0 && svc.DeletionTimestamp == nil {
 		if err := c.setStatus(ctx, svc, corev1.LoadBalancerStatus{}); err != nil {
 			return err

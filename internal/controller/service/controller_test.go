@@ -143,3 +143,31 @@ func TestServiceDeletion(t *testing.T) {
 		return cloud.Get(name) == nil && (apierrors.IsNotFound(err) || err == nil && !slices.Contains(s.Finalizers, Finalizer))
 	})
 }
+
+// TestServiceOfAnotherClass: a Service of type LoadBalancer with a loadBalancerClass is
+// another controller's: no load balancer, no finalizer, its status left alone.
+func TestServiceOfAnotherClass(t *testing.T) {
+	cloud := &fakecloud.LoadBalancers{}
+	client := fake.NewClientset()
+	ctx := context.Background()
+	svc := lbService(nil, corev1.ServicePort{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc.Spec.LoadBalancerClass = ptr.To("example.com/metallb")
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.10"}}
+	if _, err := client.CoreV1().Services("shop").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.RunController(t, client, func(f informers.SharedInformerFactory) (controllertest.Runner, error) {
+		return New(Config{}, client, f, cloud)
+	})
+	// A second Service of ours, made after, proves the first was looked at.
+	ours := lbService(nil, corev1.ServicePort{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30081})
+	ours.Name, ours.UID = "ours", "11111111-2222-3333-4444-555555555555"
+	if _, err := client.CoreV1().Services("shop").Create(ctx, ours, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "our Service's load balancer", func() bool { return cloud.Get(LoadBalancerName(ours)) != nil })
+	s := getService(t, client, "web")
+	if cloud.Get(LoadBalancerName(svc)) != nil || len(s.Finalizers) != 0 || len(s.Status.LoadBalancer.Ingress) != 1 || s.Status.LoadBalancer.Ingress[0].IP != "192.0.2.10" {
+		t.Errorf("the other class's Service was touched: %+v, %+v", s.Finalizers, s.Status)
+	}
+}

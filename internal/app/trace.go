@@ -10,12 +10,14 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -38,14 +40,17 @@ func (o *traceOptions) bind(cmd *cobra.Command) {
 func newTraceCommand() *cobra.Command {
 	o := &traceOptions{}
 	cmd := &cobra.Command{
-		Use:   "trace pod/NAME | pvc/NAME",
+		Use:   "trace pod/NAME | pvc/NAME | svc/NAME | ingress/NAME",
 		Short: "Draw a pod's flow, from kubectl apply to Running, as the sequence it happened in",
 		Long: `Reconstruct one pod's flow from the API (Events, managedFields times, conditions, its claims,
 their volumes and VolumeAttachments), the cloud's EC2 API (the volume's create and attach
 times) and the EBS CSI add-on pods' logs (each CSI call with its duration), and draw it as
 a sequence diagram: who asked whom for what, when, and how long it took, in causal order.
 Then the claim's, the volume's and the attachment's state transitions, and, for a pod that
-is stuck, the stage where and why, with the command that shows the evidence.
+is stuck, the stage where and why, with the command that shows the evidence. For a
+LoadBalancer Service or an Ingress of class alb: the object → the cloud-controller-manager
+(its Events) → the ELB API (the load balancer, its state, address and listeners) → the
+targets and their health, then where it is stuck.
 
 pvc/NAME traces the newest pod that uses the claim. --watch follows the flow while it
 happens (start it before kubectl apply), printing each new step, until interrupted; it then
@@ -66,7 +71,7 @@ claim are deleted, what became of the volume.`,
 func newWhyCommand() *cobra.Command {
 	o := &traceOptions{why: true, output: "text"}
 	cmd := &cobra.Command{
-		Use:   "why pod/NAME | pvc/NAME | deployment/NAME | replicaset/NAME | statefulset/NAME | daemonset/NAME | job/NAME",
+		Use:   "why pod/NAME | pvc/NAME | deployment/NAME | replicaset/NAME | statefulset/NAME | daemonset/NAME | job/NAME | svc/NAME | ingress/NAME",
 		Short: "Name the stage where a pod is stuck, the reason, and the command that shows the evidence",
 		Long: `Name the stage of the flow where a pod that is not Running and Ready is stuck, why, the
 status or Event message that shows it, and the command that prints that evidence: admission
@@ -75,7 +80,9 @@ claim, a volume in a zone without nodes), provisioning failed (with the cloud's 
 code), waiting for the provisioner, attach failed or stuck (the cloud's error,
 multi-attach), mount failed, no pod IP (a full podCIDR), ErrImagePull/ImagePullBackOff,
 CreateContainerError, probes failing, CrashLoopBackOff, OOMKilled, terminating held by a
-finalizer. For a workload, the pod diagnosed is its newest pod that is not Ready.`,
+finalizer. For a workload, the pod diagnosed is its newest pod that is not Ready. For a
+LoadBalancer Service or an Ingress: the stage (Service/Ingress, cloud-controller-manager,
+ELB API, targets) where it does not become reachable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd.Context(), cmd.OutOrStdout(), args[0])
@@ -97,6 +104,16 @@ func (o *traceOptions) run(ctx context.Context, out io.Writer, arg string) error
 	src, err := o.sources(ctx)
 	if err != nil {
 		return err
+	}
+	if trace.IsLoadBalancerTarget(target) {
+		s, err := trace.CollectLoadBalancer(ctx, src, target)
+		if err != nil {
+			return err
+		}
+		if o.why {
+			return trace.WriteLoadBalancerWhy(out, s)
+		}
+		return trace.WriteLoadBalancerTrace(out, s, time.Now())
 	}
 	var s *trace.Snapshot
 	if o.watch {
@@ -184,5 +201,6 @@ func (o *traceOptions) sources(ctx context.Context) (trace.Sources, error) {
 		return src, fmt.Errorf("trace: cloud client: %w", err)
 	}
 	src.EC2 = ec2.NewFromConfig(awsCfg, func(opt *ec2.Options) { opt.BaseEndpoint = aws.String(strings.TrimSpace(string(endpoint))) })
+	src.ELB = elb.NewFromConfig(awsCfg, func(opt *elb.Options) { opt.BaseEndpoint = aws.String(strings.TrimSpace(string(endpoint))) })
 	return src, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,8 @@ type Sources struct {
 	Client kubernetes.Interface
 	// EC2 reads the volumes from the cloud (nil: the trace has no cloud rows).
 	EC2 *ec2.Client
+	// ELB reads the load balancers of Services and Ingresses (nil: not read).
+	ELB *elb.Client
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -57,8 +60,12 @@ func ParseTarget(arg, namespace string) (Target, error) {
 		kind = "DaemonSet"
 	case "job", "jobs":
 		kind = "Job"
+	case "svc", "service", "services":
+		kind = "Service"
+	case "ing", "ingress", "ingresses":
+		kind = "Ingress"
 	default:
-		return Target{}, fmt.Errorf("trace: kind %q: pod, pvc, deployment, replicaset, statefulset, daemonset or job", kind)
+		return Target{}, fmt.Errorf("trace: kind %q: pod, pvc, deployment, replicaset, statefulset, daemonset, job, svc or ingress", kind)
 	}
 	return Target{Kind: kind, Namespace: namespace, Name: name}, nil
 }

@@ -484,6 +484,8 @@ func TestParseTarget(t *testing.T) {
 		{"sts/x", "StatefulSet", "x"},
 		{"ds/x", "DaemonSet", "x"},
 		{"job/x", "Job", "x"},
+		{"svc/x", "Service", "x"},
+		{"ingress/x", "Ingress", "x"},
 	} {
 		got, err := ParseTarget(tc.arg, colNS)
 		if err != nil || got.Kind != tc.kind || got.Name != tc.name || got.Namespace != colNS || got.Claims != nil {
@@ -494,7 +496,7 @@ func TestParseTarget(t *testing.T) {
 		arg  string
 		says []string // what the error names
 	}{
-		{"svc/x", []string{`"svc"`, "pod", "pvc"}},
+		{"cm/x", []string{`"cm"`, "pod", "pvc", "svc"}},
 		{"x", []string{`"x"`, "KIND/NAME"}},
 		{"pod/", []string{`"pod/"`, "KIND/NAME"}},
 	} {

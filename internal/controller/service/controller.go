@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -25,7 +26,6 @@ import (
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubelab/kubelab/internal/cloudprovider"
@@ -279,24 +279,20 @@ func (c *Controller) cleanup(ctx context.Context, svc *corev1.Service) error {
 	return c.removeFinalizer(ctx, svc)
 }
 
-// updateService applies change to the current Service and updates it unless change
-// answers false.
-func (c *Controller) updateService(ctx context.Context, svc *corev1.Service, status bool, change func(*corev1.Service) bool) error {
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := c.client.CoreV1().Services(svc.Namespace).Get(ctx, svc.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if cur.UID != svc.UID || !change(cur) {
-			return nil
-		}
-		if status {
-			_, err = c.client.CoreV1().Services(svc.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{FieldManager: "cloud-controller-manager"})
-		} else {
-			_, err = c.client.CoreV1().Services(svc.Namespace).Update(ctx, cur, metav1.UpdateOptions{FieldManager: "cloud-controller-manager"})
-		}
+// patch writes part (a JSON merge patch) to the Service, or to its status. The ClusterRole
+// system:cloud-controller-manager may patch Services but not get them, as upstream's; a
+// merge patch of the finalizers or of status.loadBalancer alone needs no fresh copy.
+func (c *Controller) patch(ctx context.Context, svc *corev1.Service, part any, status bool) error {
+	body, err := json.Marshal(part)
+	if err != nil {
 		return err
-	})
+	}
+	var sub []string
+	if status {
+		sub = []string{"status"}
+	}
+	_, err = c.client.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, body,
+		metav1.PatchOptions{FieldManager: "cloud-controller-manager"}, sub...)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -306,41 +302,34 @@ func (c *Controller) updateService(ctx context.Context, svc *corev1.Service, sta
 	return nil
 }
 
+func finalizersPatch(fs []string) any {
+	if fs == nil {
+		fs = []string{}
+	}
+	return map[string]any{"metadata": map[string]any{"finalizers": fs}}
+}
+
 func (c *Controller) addFinalizer(ctx context.Context, svc *corev1.Service) error {
 	if slices.Contains(svc.Finalizers, Finalizer) {
 		return nil
 	}
-	return c.updateService(ctx, svc, false, func(s *corev1.Service) bool {
-		if slices.Contains(s.Finalizers, Finalizer) {
-			return false
-		}
-		s.Finalizers = append(s.Finalizers, Finalizer)
-		return true
-	})
+	return c.patch(ctx, svc, finalizersPatch(append(slices.Clone(svc.Finalizers), Finalizer)), false)
 }
 
 func (c *Controller) removeFinalizer(ctx context.Context, svc *corev1.Service) error {
 	if !slices.Contains(svc.Finalizers, Finalizer) {
 		return nil
 	}
-	return c.updateService(ctx, svc, false, func(s *corev1.Service) bool {
-		if !slices.Contains(s.Finalizers, Finalizer) {
-			return false
-		}
-		s.Finalizers = slices.DeleteFunc(s.Finalizers, func(f string) bool { return f == Finalizer })
-		return true
-	})
+	return c.patch(ctx, svc, finalizersPatch(slices.DeleteFunc(slices.Clone(svc.Finalizers), func(f string) bool { return f == Finalizer })), false)
 }
 
 func (c *Controller) setStatus(ctx context.Context, svc *corev1.Service, st corev1.LoadBalancerStatus) error {
 	if apiequality.Semantic.DeepEqual(svc.Status.LoadBalancer, st) {
 		return nil
 	}
-	return c.updateService(ctx, svc, true, func(s *corev1.Service) bool {
-		if apiequality.Semantic.DeepEqual(s.Status.LoadBalancer, st) {
-			return false
-		}
-		s.Status.LoadBalancer = st
-		return true
-	})
+	var lb any = st
+	if len(st.Ingress) == 0 {
+		lb = map[string]any{"ingress": nil}
+	}
+	return c.patch(ctx, svc, map[string]any{"status": map[string]any{"loadBalancer": lb}}, true)
 }

@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -97,6 +98,11 @@ func (tc *testCluster) assertServiceLoadBalancer(ns, webSvc, webWant string) {
 		return len(seen) == 2, nil
 	})
 
+	lbName := strings.SplitN(ingress.Hostname, "-", 2)[0]
+	testutil.EventuallyWithin(t, clustertest.Timeout, "the targets healthy", func() (bool, error) {
+		return targetsIn(c, lbName, elbtypes.TargetHealthStateEnumHealthy)
+	})
+
 	// An Ingress of class alb: two hosts, two paths, two Services.
 	prefix := networkingv1.PathTypePrefix
 	path := func(p, svc string) networkingv1.HTTPIngressPath {
@@ -140,33 +146,21 @@ func (tc *testCluster) assertServiceLoadBalancer(ns, webSvc, webWant string) {
 		Spec: autoscalingv1.ScaleSpec{Replicas: 0}}, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	lbName := strings.SplitN(ingress.Hostname, "-", 2)[0]
-	testutil.EventuallyWithin(t, clustertest.Timeout, "the targets unhealthy", func() (bool, error) {
-		lbs, err := c.DescribeLoadBalancers(ctx, &elb.DescribeLoadBalancersInput{Names: []string{lbName}})
-		if err != nil {
-			return false, err
-		}
-		tgs, err := c.DescribeTargetGroups(ctx, &elb.DescribeTargetGroupsInput{LoadBalancerArn: lbs.LoadBalancers[0].LoadBalancerArn})
-		if err != nil || len(tgs.TargetGroups) != 1 {
-			return false, err
-		}
-		h, err := c.DescribeTargetHealth(ctx, &elb.DescribeTargetHealthInput{TargetGroupArn: tgs.TargetGroups[0].TargetGroupArn})
-		if err != nil || len(h.TargetHealthDescriptions) == 0 {
-			return false, err
-		}
-		for _, d := range h.TargetHealthDescriptions {
-			if d.TargetHealth.State != elbtypes.TargetHealthStateEnumUnhealthy {
-				return false, nil
-			}
-		}
-		return true, nil
+	testutil.EventuallyWithin(t, clustertest.Timeout, "the Deployment's pods gone", func() (bool, error) {
+		pods, err := tc.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=lb"})
+		return err == nil && len(pods.Items) == 0, err
 	})
-	start := time.Now()
-	if out, err := getFrom(ingress.IP, "", "/"); err == nil {
-		t.Errorf("with no pods the load balancer answered %q", out)
-	} else if d := time.Since(start); d > 4*time.Second {
-		t.Errorf("with no pods the request failed after %v (%v), want at once", d, err)
-	}
+	testutil.EventuallyWithin(t, clustertest.Timeout, "the targets unhealthy", func() (bool, error) {
+		return targetsIn(c, lbName, elbtypes.TargetHealthStateEnumUnhealthy)
+	})
+	testutil.EventuallyWithin(t, clustertest.Timeout, "a request to fail at once", func() (bool, error) {
+		start := time.Now()
+		out, err := getFrom(ingress.IP, "", "/")
+		if err == nil {
+			return false, fmt.Errorf("with no pods the load balancer answered %q", out)
+		}
+		return time.Since(start) < 4*time.Second, fmt.Errorf("after %v: %w", time.Since(start), err)
+	})
 
 	// Deleted: the load balancer goes (the finalizer holds the Service until then).
 	if err := tc.Client.CoreV1().Services(ns).Delete(ctx, "lb", metav1.DeleteOptions{}); err != nil {
@@ -183,6 +177,30 @@ func (tc *testCluster) assertServiceLoadBalancer(ns, webSvc, webWant string) {
 		conn.Close()
 		t.Errorf("the deleted Service's load balancer address %s still answers", ingress.IP)
 	}
+}
+
+// targetsIn is whether every target of the load balancer name's one target group is in
+// state.
+func targetsIn(c *elb.Client, name string, state elbtypes.TargetHealthStateEnum) (bool, error) {
+	ctx := context.Background()
+	lbs, err := c.DescribeLoadBalancers(ctx, &elb.DescribeLoadBalancersInput{Names: []string{name}})
+	if err != nil {
+		return false, err
+	}
+	tgs, err := c.DescribeTargetGroups(ctx, &elb.DescribeTargetGroupsInput{LoadBalancerArn: lbs.LoadBalancers[0].LoadBalancerArn})
+	if err != nil || len(tgs.TargetGroups) != 1 {
+		return false, err
+	}
+	h, err := c.DescribeTargetHealth(ctx, &elb.DescribeTargetHealthInput{TargetGroupArn: tgs.TargetGroups[0].TargetGroupArn})
+	if err != nil || len(h.TargetHealthDescriptions) == 0 {
+		return false, err
+	}
+	for _, d := range h.TargetHealthDescriptions {
+		if d.TargetHealth.State != state {
+			return false, fmt.Errorf("target %s: %s %s", *d.Target.Id, d.TargetHealth.State, d.TargetHealth.Reason)
+		}
+	}
+	return true, nil
 }
 
 func errString(err error) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"strings"
@@ -76,7 +77,8 @@ func (tc *testCluster) assertServiceLoadBalancer(ns, webSvc, webWant string) {
 		hc + "interval": "5", hc + "timeout": "2", hc + "healthy-threshold": "2", hc + "unhealthy-threshold": "2"}},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: labels, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80}}}}
 	created := time.Now()
-	if _, err := tc.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+	svc, err := tc.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	var ingress corev1.LoadBalancerIngress
@@ -102,6 +104,37 @@ func (tc *testCluster) assertServiceLoadBalancer(ns, webSvc, webWant string) {
 	testutil.EventuallyWithin(t, clustertest.Timeout, "the targets healthy", func() (bool, error) {
 		return targetsIn(c, lbName, elbtypes.TargetHealthStateEnumHealthy)
 	})
+
+	// externalTrafficPolicy Local: the load balancer checks each node's health check node
+	// port, which its proxy answers 200 only where a pod of the Service runs.
+	local := svc.DeepCopy()
+	local.Name, local.Spec.ExternalTrafficPolicy = "lb-local", corev1.ServiceExternalTrafficPolicyLocal
+	if local, err = tc.Client.CoreV1().Services(ns).Create(ctx, local, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := tc.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=lb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]elbtypes.TargetHealthStateEnum{}
+	for _, n := range tc.Nodes() {
+		want[n.InstanceID] = elbtypes.TargetHealthStateEnumUnhealthy
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == n.Name {
+				want[n.InstanceID] = elbtypes.TargetHealthStateEnumHealthy
+			}
+		}
+	}
+	testutil.EventuallyWithin(t, clustertest.Timeout, fmt.Sprintf("the Local Service's targets %v (the nodes with a pod healthy)", want), func() (bool, error) {
+		s, err := tc.Client.CoreV1().Services(ns).Get(ctx, "lb-local", metav1.GetOptions{})
+		if err != nil || len(s.Status.LoadBalancer.Ingress) == 0 {
+			return false, err
+		}
+		return targetStates(c, strings.SplitN(s.Status.LoadBalancer.Ingress[0].Hostname, "-", 2)[0], want)
+	})
+	if err := tc.Client.CoreV1().Services(ns).Delete(ctx, "lb-local", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	// An Ingress of class alb: two hosts, two paths, two Services.
 	prefix := networkingv1.PathTypePrefix
@@ -177,6 +210,29 @@ func (tc *testCluster) assertServiceLoadBalancer(ns, webSvc, webWant string) {
 		conn.Close()
 		t.Errorf("the deleted Service's load balancer address %s still answers", ingress.IP)
 	}
+}
+
+// targetStates is whether the targets of the load balancer name's one target group are
+// in the states want gives (by instance id).
+func targetStates(c *elb.Client, name string, want map[string]elbtypes.TargetHealthStateEnum) (bool, error) {
+	ctx := context.Background()
+	lbs, err := c.DescribeLoadBalancers(ctx, &elb.DescribeLoadBalancersInput{Names: []string{name}})
+	if err != nil {
+		return false, err
+	}
+	tgs, err := c.DescribeTargetGroups(ctx, &elb.DescribeTargetGroupsInput{LoadBalancerArn: lbs.LoadBalancers[0].LoadBalancerArn})
+	if err != nil || len(tgs.TargetGroups) != 1 {
+		return false, err
+	}
+	h, err := c.DescribeTargetHealth(ctx, &elb.DescribeTargetHealthInput{TargetGroupArn: tgs.TargetGroups[0].TargetGroupArn})
+	if err != nil {
+		return false, err
+	}
+	got := map[string]elbtypes.TargetHealthStateEnum{}
+	for _, d := range h.TargetHealthDescriptions {
+		got[*d.Target.Id] = d.TargetHealth.State
+	}
+	return maps.Equal(got, want), fmt.Errorf("targets %v", got)
 }
 
 // targetsIn is whether every target of the load balancer name's one target group is in

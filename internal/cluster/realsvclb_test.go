@@ -52,7 +52,8 @@ func getFrom(addr, host, path string) (string, error) {
 // assertServiceLoadBalancer exposes a Deployment of two web pods as `kubectl expose
 // --type=LoadBalancer --port=80` does and checks the cloud-controller-manager's load
 // balancers from the machine's namespace: the Service's address answers from both pods;
-// an Ingress of class alb routes two hosts and paths to the Service webSvc and to it;
+// the same Service with externalTrafficPolicy Local has healthy targets only where a pod
+// runs (its health check node port served by the node's proxy); an Ingress of class alb routes two hosts and paths to the Service webSvc and to it;
 // scaled to 0, the targets go unhealthy and a request fails at once; deleted, the
 // Service's load balancer is gone from the ELB API and its address no longer answers.
 func (tc *testCluster) assertServiceLoadBalancer(ns, webSvc, webWant string) {

@@ -78,8 +78,7 @@ func (tc *testCluster) assertServiceLoadBalancer(ns, webSvc, webWant string) {
 		hc + "interval": "5", hc + "timeout": "2", hc + "healthy-threshold": "2", hc + "unhealthy-threshold": "2"}},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: labels, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80}}}}
 	created := time.Now()
-	svc, err := tc.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := tc.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var ingress corev1.LoadBalancerIngress
@@ -108,9 +107,10 @@ func (tc *testCluster) assertServiceLoadBalancer(ns, webSvc, webWant string) {
 
 	// externalTrafficPolicy Local: the load balancer checks each node's health check node
 	// port, which its proxy answers 200 only where a pod of the Service runs.
-	local := svc.DeepCopy()
-	local.Name, local.Spec.ExternalTrafficPolicy = "lb-local", corev1.ServiceExternalTrafficPolicyLocal
-	if local, err = tc.Client.CoreV1().Services(ns).Create(ctx, local, metav1.CreateOptions{}); err != nil {
+	local := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "lb-local", Labels: labels, Annotations: svc.Annotations},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: labels, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
+			Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80}}}}
+	if _, err := tc.Client.CoreV1().Services(ns).Create(ctx, local, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	pods, err := tc.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=lb"})

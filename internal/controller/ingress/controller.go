@@ -2,11 +2,14 @@ package ingress
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,6 +64,11 @@ type Controller struct {
 	queue       workqueue.TypedRateLimitingInterface[string]
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
+
+	mu sync.Mutex
+	// done is, by group, the fingerprint of the load balancer last ensured, so that the
+	// changes of unrelated Services and EndpointSlices cost no ELB calls.
+	done map[string]string
 }
 
 // New registers the controller's informers on factory; the caller starts it.
@@ -86,7 +94,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 			nodes.Informer().HasSynced, eps.Informer().HasSynced},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 5*time.Minute),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "ingress"}),
-		broadcaster: b, recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component})}
+		broadcaster: b, recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component}), done: map[string]string{}}
 	onIngress := func(obj any) {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
@@ -157,6 +165,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+			c.mu.Lock()
+			clear(c.done)
+			c.mu.Unlock()
 			c.enqueueAll()
 		}
 	}
@@ -218,6 +229,7 @@ func (c *Controller) sync(ctx context.Context, group string) error {
 			}
 			c.cfg.Logger.InfoContext(ctx, "load balancer of ingress group deleted", "group", group, "loadBalancer", LoadBalancerName(group))
 		}
+		c.setDone(group, "")
 		return c.release(ctx, leaving)
 	}
 	for _, ing := range serve {
@@ -242,8 +254,16 @@ func (c *Controller) sync(ctx context.Context, group string) error {
 		}
 		return err
 	}
+	fp := fingerprint(want, serve)
+	c.mu.Lock()
+	same := c.done[group] == fp
+	c.mu.Unlock()
+	if same {
+		return nil
+	}
 	st, err := c.cloud.EnsureLoadBalancer(ctx, want)
 	if err != nil {
+		c.setDone(group, "")
 		for _, ing := range serve {
 			c.recorder.Eventf(ing, corev1.EventTypeWarning, "FailedDeployModel", "Failed deploy model due to %v", err)
 		}
@@ -265,7 +285,33 @@ func (c *Controller) sync(ctx context.Context, group string) error {
 			c.recorder.Event(ing, corev1.EventTypeNormal, "SuccessfullyReconciled", "Successfully reconciled")
 		}
 	}
-	return c.release(ctx, leaving)
+	if err := c.release(ctx, leaving); err != nil {
+		return err
+	}
+	c.setDone(group, fp)
+	return nil
+}
+
+func (c *Controller) setDone(group, fp string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if fp == "" {
+		delete(c.done, group)
+	} else {
+		c.done[group] = fp
+	}
+}
+
+// fingerprint identifies a desired load balancer and the Ingresses (at their versions)
+// it serves: the same again needs no call to the cloud.
+func fingerprint(lb *cloudprovider.LoadBalancer, ings []*networkingv1.Ingress) string {
+	b, _ := json.Marshal(lb)
+	h := sha256.New()
+	h.Write(b)
+	for _, ing := range ings {
+		h.Write([]byte(string(ing.UID) + "@" + ing.ResourceVersion + ";"))
+	}
+	return string(h.Sum(nil))
 }
 
 // release clears the status of Ingresses no longer served and drops their finalizer.

@@ -105,3 +105,54 @@ func TestIngressGroup(t *testing.T) {
 		return cloud.Get(name) == nil && !slices.Contains(get("www").Finalizers, Finalizer)
 	})
 }
+
+// TestIngressSyncSkipsUnchanged: a group synced again with nothing changed (as on every
+// unrelated Service or EndpointSlice event) makes no call to the cloud.
+func TestIngressSyncSkipsUnchanged(t *testing.T) {
+	cloud := &fakecloud.LoadBalancers{}
+	client := fake.NewClientset()
+	ctx := context.Background()
+	controllertest.AddNode(t, client, controllertest.Node{Name: "a", ProviderID: "aws:///us-east-1a/i-0a"})
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort,
+		Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}}}}
+	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "www", Annotations: map[string]string{annLegacyClass: ClassName}},
+		Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{rule("www.example.com", prefix("/", "web"))}}}
+	if _, err := client.CoreV1().Services("shop").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.NetworkingV1().Ingresses("shop").Create(ctx, ing, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	factory := informers.NewSharedInformerFactory(client, 0)
+	c, err := New(Config{}, client, factory, cloud)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop); factory.Shutdown() })
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+	settled := func() {
+		t.Helper()
+		if err := c.sync(ctx, "shop/www"); err != nil {
+			t.Fatal(err)
+		}
+		cur, err := client.NetworkingV1().Ingresses("shop").Get(ctx, "www", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		testutil.Eventually(t, "the informer to see the Ingress as written", func() bool {
+			got, err := c.ingresses.Ingresses("shop").Get("www")
+			return err == nil && got.ResourceVersion == cur.ResourceVersion
+		})
+	}
+	settled() // finalizer and status written
+	settled() // the Ingress's new version: ensured once more
+	calls := cloud.Calls("EnsureLoadBalancer")
+	if err := c.sync(ctx, "shop/www"); err != nil {
+		t.Fatal(err)
+	}
+	if got := cloud.Calls("EnsureLoadBalancer"); got != calls {
+		t.Errorf("a sync with nothing changed called the cloud: %d calls, had %d", got, calls)
+	}
+}

@@ -50,6 +50,13 @@ type imageVolume struct {
 // only the containers that mount it from starting.
 func (r *Runtime) setUpImageVolumes(ctx context.Context, pod *corev1.Pod, sbConfig *runtimeapi.PodSandboxConfig) map[string]imageVolume {
 	var out map[string]imageVolume
+	// Volumes of one image and policy share one pull: a second attempt in the same sync
+	// would only meet the first one's back-off.
+	type pull struct {
+		ref string
+		ir  *imageResult
+	}
+	pulled := map[imageRequest]pull{}
 	for _, v := range pod.Spec.Volumes {
 		if v.Image == nil {
 			continue
@@ -57,7 +64,13 @@ func (r *Runtime) setUpImageVolumes(ctx context.Context, pod *corev1.Pod, sbConf
 		if out == nil {
 			out = map[string]imageVolume{}
 		}
-		ref, ir := r.ensureImage(ctx, pod, imageRequest{image: v.Image.Reference, policy: v.Image.PullPolicy}, sbConfig)
+		req := imageRequest{image: v.Image.Reference, policy: v.Image.PullPolicy}
+		p, ok := pulled[req]
+		if !ok {
+			p.ref, p.ir = r.ensureImage(ctx, pod, req, sbConfig)
+			pulled[req] = p
+		}
+		ref, ir := p.ref, p.ir
 		if ir != nil {
 			out[v.Name] = imageVolume{fail: ir}
 			continue

@@ -81,7 +81,7 @@ func (c *Cluster) runControllerManager(ctx context.Context) error {
 }
 
 // runCloudControllerManager is the cloud-controller-manager; it reaches the cloud only
-// through the EC2 API with the cloud's client files. Only the holder of the
+// through the EC2 and ELBv2 APIs with the cloud's client files. Only the holder of the
 // cloud-controller-manager Lease runs the controllers.
 func (c *Cluster) runCloudControllerManager(ctx context.Context) error {
 	cfg, err := c.restConfig("cloud-controller-manager", ccmIdentity)

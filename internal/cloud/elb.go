@@ -278,6 +278,16 @@ func (c *Cloud) checkARN(kind, s string) *apiError {
 	return nil
 }
 
+// requiredARN reads the required parameter name, an ARN of kind (loadbalancer,
+// targetgroup, listener, listener-rule).
+func (c *Cloud) requiredARN(p *eparams, name, kind string) (string, *apiError) {
+	arn := p.requiredStr(name)
+	if p.err != nil {
+		return "", p.err
+	}
+	return arn, c.checkARN(kind, arn)
+}
+
 func hexID(n int) string {
 	return newID("")[:n]
 }

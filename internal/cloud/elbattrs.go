@@ -210,11 +210,8 @@ func readAttrs(p *eparams, kind string, defs map[string]attrDef) (map[string]str
 }
 
 func (c *Cloud) describeLoadBalancerAttributes(p *eparams) (any, *apiError) {
-	arn := p.requiredStr("LoadBalancerArn")
-	if p.err != nil {
-		return nil, p.err
-	}
-	if aerr := c.checkARN("loadbalancer", arn); aerr != nil {
+	arn, aerr := c.requiredARN(p, "LoadBalancerArn", "loadbalancer")
+	if aerr != nil {
 		return nil, aerr
 	}
 	c.mu.Lock()
@@ -227,11 +224,8 @@ func (c *Cloud) describeLoadBalancerAttributes(p *eparams) (any, *apiError) {
 }
 
 func (c *Cloud) modifyLoadBalancerAttributes(p *eparams) (any, *apiError) {
-	arn := p.requiredStr("LoadBalancerArn")
-	if p.err != nil {
-		return nil, p.err
-	}
-	if aerr := c.checkARN("loadbalancer", arn); aerr != nil {
+	arn, aerr := c.requiredARN(p, "LoadBalancerArn", "loadbalancer")
+	if aerr != nil {
 		return nil, aerr
 	}
 	c.mu.Lock()
@@ -260,11 +254,8 @@ func (c *Cloud) modifyLoadBalancerAttributes(p *eparams) (any, *apiError) {
 }
 
 func (c *Cloud) describeTargetGroupAttributes(p *eparams) (any, *apiError) {
-	arn := p.requiredStr("TargetGroupArn")
-	if p.err != nil {
-		return nil, p.err
-	}
-	if aerr := c.checkARN("targetgroup", arn); aerr != nil {
+	arn, aerr := c.requiredARN(p, "TargetGroupArn", "targetgroup")
+	if aerr != nil {
 		return nil, aerr
 	}
 	c.mu.Lock()
@@ -277,11 +268,8 @@ func (c *Cloud) describeTargetGroupAttributes(p *eparams) (any, *apiError) {
 }
 
 func (c *Cloud) modifyTargetGroupAttributes(p *eparams) (any, *apiError) {
-	arn := p.requiredStr("TargetGroupArn")
-	if p.err != nil {
-		return nil, p.err
-	}
-	if aerr := c.checkARN("targetgroup", arn); aerr != nil {
+	arn, aerr := c.requiredARN(p, "TargetGroupArn", "targetgroup")
+	if aerr != nil {
 		return nil, aerr
 	}
 	c.mu.Lock()

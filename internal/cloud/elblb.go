@@ -345,11 +345,8 @@ func (c *Cloud) describeLoadBalancers(p *eparams) (any, *apiError) {
 type emptyResult struct{}
 
 func (c *Cloud) deleteLoadBalancer(p *eparams) (any, *apiError) {
-	arn := p.requiredStr("LoadBalancerArn")
-	if p.err != nil {
-		return nil, p.err
-	}
-	if aerr := c.checkARN("loadbalancer", arn); aerr != nil {
+	arn, aerr := c.requiredARN(p, "LoadBalancerArn", "loadbalancer")
+	if aerr != nil {
 		return nil, aerr
 	}
 	c.mu.Lock()

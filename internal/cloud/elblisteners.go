@@ -400,11 +400,8 @@ func (c *Cloud) modifyListener(p *eparams) (any, *apiError) {
 }
 
 func (c *Cloud) deleteListener(p *eparams) (any, *apiError) {
-	arn := p.requiredStr("ListenerArn")
-	if p.err != nil {
-		return nil, p.err
-	}
-	if aerr := c.checkARN("listener", arn); aerr != nil {
+	arn, aerr := c.requiredARN(p, "ListenerArn", "listener")
+	if aerr != nil {
 		return nil, aerr
 	}
 	c.mu.Lock()
@@ -712,11 +709,8 @@ func (c *Cloud) modifyRule(p *eparams) (any, *apiError) {
 }
 
 func (c *Cloud) deleteRule(p *eparams) (any, *apiError) {
-	arn := p.requiredStr("RuleArn")
-	if p.err != nil {
-		return nil, p.err
-	}
-	if aerr := c.checkARN("listener-rule", arn); aerr != nil {
+	arn, aerr := c.requiredARN(p, "RuleArn", "listener-rule")
+	if aerr != nil {
 		return nil, aerr
 	}
 	c.mu.Lock()

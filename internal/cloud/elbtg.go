@@ -353,11 +353,8 @@ func (c *Cloud) describeTargetGroups(p *eparams) (any, *apiError) {
 }
 
 func (c *Cloud) modifyTargetGroup(p *eparams) (any, *apiError) {
-	arn := p.requiredStr("TargetGroupArn")
-	if p.err != nil {
-		return nil, p.err
-	}
-	if aerr := c.checkARN("targetgroup", arn); aerr != nil {
+	arn, aerr := c.requiredARN(p, "TargetGroupArn", "targetgroup")
+	if aerr != nil {
 		return nil, aerr
 	}
 	c.mu.Lock()
@@ -381,11 +378,8 @@ func (c *Cloud) modifyTargetGroup(p *eparams) (any, *apiError) {
 }
 
 func (c *Cloud) deleteTargetGroup(p *eparams) (any, *apiError) {
-	arn := p.requiredStr("TargetGroupArn")
-	if p.err != nil {
-		return nil, p.err
-	}
-	if aerr := c.checkARN("targetgroup", arn); aerr != nil {
+	arn, aerr := c.requiredARN(p, "TargetGroupArn", "targetgroup")
+	if aerr != nil {
 		return nil, aerr
 	}
 	c.mu.Lock()
@@ -467,11 +461,8 @@ func findTarget(ts []Target, id string, port int) int {
 }
 
 func (c *Cloud) registerTargets(p *eparams) (any, *apiError) {
-	arn := p.requiredStr("TargetGroupArn")
-	if p.err != nil {
-		return nil, p.err
-	}
-	if aerr := c.checkARN("targetgroup", arn); aerr != nil {
+	arn, aerr := c.requiredARN(p, "TargetGroupArn", "targetgroup")
+	if aerr != nil {
 		return nil, aerr
 	}
 	c.mu.Lock()
@@ -519,11 +510,8 @@ func (c *Cloud) registerTargets(p *eparams) (any, *apiError) {
 }
 
 func (c *Cloud) deregisterTargets(p *eparams) (any, *apiError) {
-	arn := p.requiredStr("TargetGroupArn")
-	if p.err != nil {
-		return nil, p.err
-	}
-	if aerr := c.checkARN("targetgroup", arn); aerr != nil {
+	arn, aerr := c.requiredARN(p, "TargetGroupArn", "targetgroup")
+	if aerr != nil {
 		return nil, aerr
 	}
 	c.mu.Lock()
@@ -626,11 +614,8 @@ func targetHealthView(t Target, registered, inUse bool, instanceState string) (s
 }
 
 func (c *Cloud) describeTargetHealth(p *eparams) (any, *apiError) {
-	arn := p.requiredStr("TargetGroupArn")
-	if p.err != nil {
-		return nil, p.err
-	}
-	if aerr := c.checkARN("targetgroup", arn); aerr != nil {
+	arn, aerr := c.requiredARN(p, "TargetGroupArn", "targetgroup")
+	if aerr != nil {
 		return nil, aerr
 	}
 	c.mu.Lock()

@@ -31,7 +31,7 @@ import (
 	"github.com/kubelab/kubelab/internal/util/worker"
 )
 
-// runtimeStartWait bounds how long the first node status waits for the runtime.
+// runtimeStartWait bounds how long the first node status waits for the runtime to answer.
 const runtimeStartWait = 30 * time.Second
 
 // volumeRetryMax is the longest wait between two tries of a pod whose claims are not
@@ -243,10 +243,13 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		k.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.client.CoreV1().Events("")})
 	}
 	defer k.broadcaster.Shutdown()
-	// A node whose runtime is starting with it reports Ready at once rather than NotReady
-	// until its next status: its first status waits (briefly) for the runtime.
+	// A node whose runtime is starting with it does not report the runtime down: its first
+	// status waits (briefly) for the runtime to answer. It does not wait for the runtime's
+	// network: the CNI configuration of a node may wait for the node's podCIDR, which it
+	// gets only once registered; until then the node is NotReady, naming the network.
 	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, runtimeStartWait, true, func(ctx context.Context) (bool, error) {
-		return k.runtime.Ready(ctx) == nil, nil
+		_, err := k.runtime.Version(ctx)
+		return err == nil, nil
 	})
 	// The API server may come up after us: keep trying.
 	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {

@@ -69,6 +69,7 @@ func (c *Cluster) runControllerManager(ctx context.Context) error {
 		cm, err := controllermanager.New(controllermanager.Config{Logger: c.cfg.Logger.With("component", "controller-manager"), RootCA: rootCA,
 			ClusterSigningCertFile: c.cp.APIServer.PKI().CACert(), ClusterSigningKeyFile: c.cp.APIServer.PKI().CAKey(),
 			NodeCIDRMaskSize: c.cfg.NodeCIDRMaskSize, NodeMonitorGracePeriod: c.cfg.NodeMonitorGracePeriod,
+			PodGCQuarantine: c.cfg.PodGCQuarantine,
 			// Each controller is its service account in kube-system.
 			ControllerConfig: func(sa string) (*rest.Config, error) {
 				return c.restConfig("kube-controller-manager/"+sa, serviceAccountIdentity(metav1.NamespaceSystem, sa))

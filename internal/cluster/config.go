@@ -73,6 +73,9 @@ type Config struct {
 	// NodeMonitorGracePeriod is how long a node's kubelet may stay silent before the
 	// controller-manager marks it NotReady (40 s when zero, as upstream).
 	NodeMonitorGracePeriod time.Duration
+	// PodGCQuarantine is how long a node must stay missing before the pod garbage
+	// collector deletes its pods (40 s when zero, as upstream).
+	PodGCQuarantine time.Duration
 	// EgressDial is the VPC's way out (real nodes, not Offline): how its NAT gateway
 	// connects pods and nodes to addresses outside the cluster's ranges, and how the
 	// cluster DNS reaches UpstreamDNS. A net.Dialer in kubelab's own namespace when nil.

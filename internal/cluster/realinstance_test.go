@@ -31,7 +31,9 @@ import (
 // claim's volume, attached there, its data intact.
 func TestRealInstanceTerminated(t *testing.T) {
 	t.Parallel()
-	tc := startRealClusterWith(t, func(c *cluster.Config) { c.NodeMonitorGracePeriod = 10 * time.Second }, 2, "us-east-1a")
+	tc := startRealClusterWith(t, func(c *cluster.Config) {
+		c.NodeMonitorGracePeriod, c.PodGCQuarantine = 10*time.Second, 5*time.Second
+	}, 2, "us-east-1a")
 	ctx := context.Background()
 	ns := tc.Namespace("terminated")
 	nodes := tc.Nodes()
@@ -122,7 +124,7 @@ func TestRealInstanceTerminated(t *testing.T) {
 	if !tc.HasEvent("", doomed.Name, "DeletingNode") {
 		t.Error("no DeletingNode event for the node of the terminated instance")
 	}
-	// The pod garbage collector waits 40 s before it deletes the pods of a gone node.
+	// The pod garbage collector waits PodGCQuarantine before it deletes the pods of a gone node.
 	second := tc.runningPodOf(ns, "app=survivor", first.Name)
 	if second.Spec.NodeName != survivor.Name {
 		t.Fatalf("the new pod runs on %s, want %s", second.Spec.NodeName, survivor.Name)

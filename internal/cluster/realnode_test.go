@@ -242,11 +242,22 @@ func TestRealRuntimeDown(t *testing.T) {
 	})
 }
 
-// TestRealKubectlStreams drives a real node's kubelet server through the API server with
-// the real kubectl: logs, exec (output, exit code, stdin), cp and port-forward.
-func TestRealKubectlStreams(t *testing.T) {
+// TestRealNodeWorkloads runs, on one real node, kubectl's streams, probes and hooks, a
+// claim grown in use and pods that fail, finish or wait, one after the other: each in
+// its own namespace, sharing the cluster so that it starts once.
+func TestRealNodeWorkloads(t *testing.T) {
 	t.Parallel()
 	tc := startRealCluster(t, 1, "us-east-1a")
+	t.Run("kubectl streams", func(t *testing.T) { testKubectlStreams(t, tc) })
+	t.Run("probes", func(t *testing.T) { testProbes(t, tc) })
+	t.Run("resize in use", func(t *testing.T) { testResizeInUse(t, tc) })
+	// Last: its crash-looping and OOM-killed containers keep the node busy.
+	t.Run("pods", func(t *testing.T) { testPods(t, tc) })
+}
+
+// testKubectlStreams drives a real node's kubelet server through the API server with
+// the real kubectl: logs, exec (output, exit code, stdin), cp and port-forward.
+func testKubectlStreams(t *testing.T, tc *testCluster) {
 	ctx := context.Background()
 	ns := tc.Namespace("streams")
 	run := func(stdin string, args ...string) (string, error) {
@@ -358,14 +369,12 @@ func TestRealKubectlStreams(t *testing.T) {
 	}
 }
 
-// TestRealResizeInUse grows a claim while its pod runs on a real node. With
+// testResizeInUse grows a claim while its pod runs on a real node. With
 // CAP_SYS_RESOURCE the kubelet's NodeExpandVolume grows the mounted ext4 filesystem
 // online; without it (some VMs and containers) the pod gets VolumeResizeFailed naming the
 // reason and keeps running, and the filesystem grows at the next NodeStageVolume, when the
 // pod is started again. Either way the container then sees 3 GiB at its mountPath.
-func TestRealResizeInUse(t *testing.T) {
-	t.Parallel()
-	tc := startRealCluster(t, 1, "us-east-1a")
+func testResizeInUse(t *testing.T, tc *testCluster) {
 	ctx := context.Background()
 	pod, pvc := tc.growInUse("real-resize")
 	if !hasCapSysResource(t) {

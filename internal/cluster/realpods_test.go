@@ -50,11 +50,9 @@ func (tc *testCluster) waitContainer(ns, pod, what string, cond func(corev1.Cont
 	return p
 }
 
-// TestRealPods runs pods whose containers fail, finish, wait for images or run init
+// testPods runs pods whose containers fail, finish, wait for images or run init
 // containers on a real node, and checks what the kubelet reports as upstream's does.
-func TestRealPods(t *testing.T) {
-	t.Parallel()
-	tc := startRealCluster(t, 1, "us-east-1a")
+func testPods(t *testing.T, tc *testCluster) {
 	ctx := context.Background()
 	ns := tc.Namespace("real-pods")
 	create := func(p *corev1.Pod) {

@@ -54,16 +54,14 @@ func (tc *testCluster) endpointReady(ns, service, pod string) *bool {
 	return nil
 }
 
-// TestRealProbes runs probes and lifecycle hooks on a real node: an exec readiness probe
+// testProbes runs probes and lifecycle hooks on a real node: an exec readiness probe
 // keeps a pod (and its endpoint) not ready until a file exists in the container; nginx
 // passes a tcpSocket startup probe and an httpGet readiness probe made from inside the
 // pod's network namespace; a failing exec liveness probe has its container killed and
 // restarted with Unhealthy and Killing events; on deletion a preStop hook runs before
 // the container gets SIGTERM, and a postStart hook ran before the pod was reported
 // running.
-func TestRealProbes(t *testing.T) {
-	t.Parallel()
-	tc := startRealCluster(t, 1, "us-east-1a")
+func testProbes(t *testing.T, tc *testCluster) {
 	ctx := context.Background()
 	ns := tc.Namespace("real-probes")
 	create := func(p *corev1.Pod) {

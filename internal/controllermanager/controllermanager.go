@@ -76,6 +76,9 @@ type Config struct {
 	// is marked NotReady (kube-controller-manager's --node-monitor-grace-period; 40 s when
 	// zero).
 	NodeMonitorGracePeriod time.Duration
+	// PodGCQuarantine is how long a node must stay missing before the pod garbage
+	// collector deletes its pods (40 s when zero, as upstream).
+	PodGCQuarantine time.Duration
 }
 
 // runner is a controller: it blocks in Run until ctx ends.
@@ -241,7 +244,7 @@ func New(cfg Config, restConfig *rest.Config) (*ControllerManager, error) {
 			if err != nil {
 				return add("pod-garbage-collector", nil, err)
 			}
-			c, err := podgc.New(podgc.Config{Logger: log}, cl, factory)
+			c, err := podgc.New(podgc.Config{Logger: log, Quarantine: cfg.PodGCQuarantine}, cl, factory)
 			return add("podgc", c, err)
 		},
 		func() error {

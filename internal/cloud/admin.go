@@ -25,7 +25,7 @@ func (c *Cloud) adminOnly(h http.HandlerFunc) http.Handler {
 			writeAdminError(w, &apiError{Code: "InvalidRequest", Message: "The request body is larger than 64 KiB.", Status: http.StatusRequestEntityTooLarge})
 			return
 		}
-		if aerr := verifySigV4(r, body, c.accessKey, c.secretKey, c.cfg.Region, "ec2", c.now()); aerr != nil {
+		if _, aerr := verifySigV4(r, body, sigv4Check{staticKey(c.accessKey, c.secretKey), []string{c.cfg.Region}, "ec2", c.now()}); aerr != nil {
 			c.log.Info("rejected admin request", "path", r.URL.Path, "method", r.Method, "code", aerr.Code, "remote", r.RemoteAddr)
 			writeAdminError(w, aerr)
 			return

@@ -74,23 +74,40 @@ func (c *Cloud) serveAPI(w http.ResponseWriter, r *http.Request) {
 	for k, v := range r.URL.Query() {
 		form[k] = append(form[k], v...)
 	}
-	// The Elastic Load Balancing API shares the endpoint: its requests are signed for
-	// the service elasticloadbalancing and name its API version.
-	svc := signedService(r)
-	if svc == elbSigningName || svc == "" && form.Get("Version") == elbAPIVersion {
-		if aerr := verifySigV4(r, body, c.accessKey, c.secretKey, c.cfg.Region, elbSigningName, c.now()); aerr != nil {
+	// The Elastic Load Balancing, IAM and STS APIs share the endpoint: their requests
+	// are signed for their own service names, and name their own API versions.
+	svc, version := signedService(r), form.Get("Version")
+	switch {
+	case svc == elbSigningName || svc == "" && version == elbAPIVersion:
+		who, aerr := c.authenticate(r, body, elbSigningName, []string{c.cfg.Region}, queryDialect)
+		if aerr == nil && ferr != nil {
+			aerr = errValidation("The request body is not form-encoded: %v", ferr)
+		}
+		if aerr != nil {
 			c.log.Info("rejected request", "code", aerr.Code, "remote", r.RemoteAddr)
 			writeELBError(w, reqID, aerr)
 			return
 		}
-		if ferr != nil {
-			writeELBError(w, reqID, errValidation("The request body is not form-encoded: %v", ferr))
+		c.serveELB(w, who, form, reqID, start)
+		return
+	case svc == iamSigningName || svc == "" && version == iamAPIVersion:
+		who, aerr := c.authenticate(r, body, iamSigningName, []string{iamRegion}, queryDialect)
+		if aerr == nil && ferr != nil {
+			aerr = errValidation("The request body is not form-encoded: %v", ferr)
+		}
+		if aerr != nil {
+			c.log.Info("rejected request", "code", aerr.Code, "remote", r.RemoteAddr)
+			writeQueryError(w, iamNamespace, reqID, aerr)
 			return
 		}
-		c.serveELB(w, form, reqID, start)
+		c.serveIAM(w, who, form, reqID, start)
+		return
+	case svc == stsSigningName || svc == "" && version == stsAPIVersion:
+		c.serveSTS(w, r, body, form, ferr, reqID, start)
 		return
 	}
-	if aerr := verifySigV4(r, body, c.accessKey, c.secretKey, c.cfg.Region, "ec2", c.now()); aerr != nil {
+	who, aerr := c.authenticate(r, body, "ec2", []string{c.cfg.Region}, ec2Dialect)
+	if aerr != nil {
 		c.log.Info("rejected request", "code", aerr.Code, "remote", r.RemoteAddr)
 		writeError(w, reqID, aerr)
 		return
@@ -114,6 +131,10 @@ func (c *Cloud) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	} else if v != apiVersion {
 		writeError(w, reqID, errInvalid("Version", v, "This service speaks version "+apiVersion+"."))
+		return
+	}
+	if aerr := c.authorize(who, "ec2:"+name, c.ec2AuthResources(name, form), unauthorizedOperation); aerr != nil {
+		writeError(w, reqID, aerr)
 		return
 	}
 	p := &params{v: form}

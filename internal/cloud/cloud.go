@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,6 +74,14 @@ type Cloud struct {
 	tgs        map[string]*TargetGroup
 	listeners  map[string]*Listener
 	rules      map[string]*Rule
+	// IAM and STS: OIDC providers and managed policies by ARN, roles and instance
+	// profiles by lower-case name (IAM's names are unique without regard to case),
+	// sessions by access key id.
+	oidcProviders map[string]*OIDCProvider
+	roles         map[string]*Role
+	policies      map[string]*ManagedPolicy
+	profiles      map[string]*InstanceProfile
+	sessions      map[string]*Session
 	// lbBlock is the block of loopback addresses load balancers get theirs from.
 	lbBlock netip.Prefix
 	// plane runs the load balancers; nil until Run starts it.
@@ -104,6 +113,8 @@ func New(cfg Config, opts ...Option) (*Cloud, error) {
 		mods: map[string]*Modification{}, tokens: map[string]tokenRecord{}, timers: map[*time.Timer]struct{}{},
 		imds: map[string]*imdsServer{}, subnets: map[string]*Subnet{},
 		lbs: map[string]*LoadBalancer{}, tgs: map[string]*TargetGroup{}, listeners: map[string]*Listener{}, rules: map[string]*Rule{},
+		oidcProviders: map[string]*OIDCProvider{}, roles: map[string]*Role{}, policies: map[string]*ManagedPolicy{},
+		profiles: map[string]*InstanceProfile{}, sessions: map[string]*Session{},
 		ready: make(chan struct{}), done: make(chan struct{}),
 	}
 	for _, o := range opts {
@@ -174,6 +185,21 @@ func (c *Cloud) load() error {
 		return err
 	}
 	if err := loadAll(c.store, bucketRules, func(r *Rule) { c.rules[r.ARN] = r }); err != nil {
+		return err
+	}
+	if err := loadAll(c.store, bucketOIDCProviders, func(o *OIDCProvider) { c.oidcProviders[o.ARN] = o }); err != nil {
+		return err
+	}
+	if err := loadAll(c.store, bucketRoles, func(r *Role) { c.roles[strings.ToLower(r.Name)] = r }); err != nil {
+		return err
+	}
+	if err := loadAll(c.store, bucketPolicies, func(p *ManagedPolicy) { c.policies[p.ARN] = p }); err != nil {
+		return err
+	}
+	if err := loadAll(c.store, bucketProfiles, func(p *InstanceProfile) { c.profiles[strings.ToLower(p.Name)] = p }); err != nil {
+		return err
+	}
+	if err := loadAll(c.store, bucketSessions, func(s *Session) { c.sessions[s.AccessKeyID] = s }); err != nil {
 		return err
 	}
 	if err := loadAll(c.store, bucketModifications, func(m *Modification) { c.mods[m.VolumeID] = m }); err != nil {

@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,6 +39,14 @@ type Config struct {
 	// Dial reaches the load balancers' targets (instances' private addresses, pod
 	// addresses): the VPC's network in a cluster. Default: a plain dialer.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// IssuerDial reaches OIDC issuers (clusters' API servers) when STS checks a web
+	// identity token: it fetches the issuer's discovery document and keys over HTTPS.
+	// Default: a plain dialer.
+	IssuerDial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// IssuerRootCAs verify issuers' certificates for OIDC providers that list no
+	// thumbprint (with thumbprints, the certificate they name is the trust anchor).
+	// Default: the system's roots.
+	IssuerRootCAs *x509.CertPool
 	// HostsFile is the hosts file where the cloud keeps its active load balancers' DNS
 	// names (a block of its own); "" keeps none.
 	HostsFile string

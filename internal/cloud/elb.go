@@ -3,7 +3,6 @@ package cloud
 import (
 	"encoding/xml"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -53,7 +52,7 @@ var elbActions = map[string]elbAction{
 }
 
 // serveELB answers one signed ELB request.
-func (c *Cloud) serveELB(w http.ResponseWriter, form url.Values, reqID string, start time.Time) {
+func (c *Cloud) serveELB(w http.ResponseWriter, who *caller, form url.Values, reqID string, start time.Time) {
 	name := form.Get("Action")
 	if name == "" {
 		writeELBError(w, reqID, &apiError{Code: "MissingAction", Message: "Missing Action", Status: http.StatusBadRequest})
@@ -68,6 +67,10 @@ func (c *Cloud) serveELB(w http.ResponseWriter, form url.Values, reqID string, s
 		writeELBError(w, reqID, errValidation("Version '%s' is not %s, the version this service speaks", v, elbAPIVersion))
 		return
 	}
+	if aerr := c.authorize(who, "elasticloadbalancing:"+name, elbAuthResources(form), accessDenied); aerr != nil {
+		writeELBError(w, reqID, aerr)
+		return
+	}
 	p := &eparams{params: &params{v: form}}
 	result, aerr := act(c, p)
 	if aerr != nil {
@@ -75,7 +78,7 @@ func (c *Cloud) serveELB(w http.ResponseWriter, form url.Values, reqID string, s
 		writeELBError(w, reqID, aerr)
 		return
 	}
-	var inner []byte
+	inner := []byte{}
 	if result != nil {
 		b, err := xml.Marshal(result)
 		if err != nil {
@@ -84,9 +87,7 @@ func (c *Cloud) serveELB(w http.ResponseWriter, form url.Values, reqID string, s
 		}
 		inner = stripRoot(b)
 	}
-	w.Header().Set("Content-Type", "text/xml")
-	fmt.Fprintf(w, `<%sResponse xmlns="%s"><%sResult>%s</%sResult><ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata></%sResponse>`,
-		name, elbNamespace, name, inner, name, reqID, name)
+	writeQueryResult(w, elbNamespace, name, inner, reqID)
 	c.log.Debug("action", "action", name, "requestId", reqID, "duration", time.Since(start))
 }
 
@@ -102,36 +103,9 @@ func stripRoot(b []byte) []byte {
 	return []byte(strings.TrimSuffix(string(b[len(m):]), end))
 }
 
-type elbErrorBody struct {
-	XMLName xml.Name `xml:"ErrorResponse"`
-	Xmlns   string   `xml:"xmlns,attr"`
-	Error   struct {
-		Type    string `xml:"Type"`
-		Code    string `xml:"Code"`
-		Message string `xml:"Message"`
-	} `xml:"Error"`
-	RequestID string `xml:"RequestId"`
-}
-
-// writeELBError answers with the Query protocol's error form: a Sender error for a bad
-// request, a Receiver error for the service's own failure.
+// writeELBError answers with the Query protocol's error form.
 func writeELBError(w http.ResponseWriter, reqID string, e *apiError) {
-	status := e.Status
-	if status == 0 {
-		status = http.StatusBadRequest
-	}
-	var body elbErrorBody
-	body.Xmlns = elbNamespace
-	body.Error.Type = "Sender"
-	if status >= 500 {
-		body.Error.Type = "Receiver"
-	}
-	body.Error.Code, body.Error.Message, body.RequestID = e.Code, e.Message, reqID
-	out, _ := xml.Marshal(body)
-	w.Header().Set("Content-Type", "text/xml")
-	w.WriteHeader(status)
-	io.WriteString(w, xml.Header)
-	w.Write(out)
+	writeQueryError(w, elbNamespace, reqID, e)
 }
 
 func elbErr(code, format string, args ...any) *apiError {

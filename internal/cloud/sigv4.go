@@ -6,24 +6,51 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// verifySigV4 checks r's AWS Signature Version 4 (Authorization header) against the
-// cloud's key pair. body is the request's payload. It returns nil when the signature is
-// valid, else the error to send. service is the signing name the credential scope must
-// name ("ec2", "elasticloadbalancing").
-func verifySigV4(r *http.Request, body []byte, accessKey, secretKey, region, service string, now time.Time) *apiError {
+// sigv4Check is what a request's signature is checked against.
+type sigv4Check struct {
+	// secretFor is the secret access key of an access key id, or the error to send when
+	// the key is unknown.
+	secretFor func(accessKeyID string) (string, *apiError)
+	// regions are those the credential scope may name.
+	regions []string
+	// service is the signing name the credential scope must name ("ec2", "iam", …).
+	service string
+	now     time.Time
+}
+
+// staticKey is a secretFor that knows one key pair.
+func staticKey(accessKey, secretKey string) func(string) (string, *apiError) {
+	return func(id string) (string, *apiError) {
+		if id != accessKey {
+			return "", errUnknownKey(id)
+		}
+		return secretKey, nil
+	}
+}
+
+func errUnknownKey(id string) *apiError {
+	return &apiError{Code: "AuthFailure", Message: "AWS was not able to validate the provided access credentials: unknown access key " + id + ".", Status: http.StatusUnauthorized}
+}
+
+// verifySigV4 checks r's AWS Signature Version 4 (Authorization header). body is the
+// request's payload. It returns the access key id when the signature is valid, else the
+// error to send.
+func verifySigV4(r *http.Request, body []byte, chk sigv4Check) (string, *apiError) {
+	region, service, now := chk.regions[0], chk.service, chk.now
 	auth := r.Header.Get("Authorization")
 	if auth == "" {
-		return &apiError{Code: "MissingAuthenticationToken", Message: "Request is missing Authentication Token", Status: http.StatusUnauthorized}
+		return "", &apiError{Code: "MissingAuthenticationToken", Message: "Request is missing Authentication Token", Status: http.StatusUnauthorized}
 	}
 	algo, rest, _ := strings.Cut(auth, " ")
 	if algo != "AWS4-HMAC-SHA256" {
-		return &apiError{Code: "IncompleteSignature", Message: "Unsupported signature algorithm " + algo + "; only AWS4-HMAC-SHA256 is accepted.", Status: http.StatusBadRequest}
+		return "", &apiError{Code: "IncompleteSignature", Message: "Unsupported signature algorithm " + algo + "; only AWS4-HMAC-SHA256 is accepted.", Status: http.StatusBadRequest}
 	}
 	fields := map[string]string{}
 	for _, part := range strings.Split(rest, ",") {
@@ -34,36 +61,37 @@ func verifySigV4(r *http.Request, body []byte, accessKey, secretKey, region, ser
 	}
 	cred, signed, sig := fields["Credential"], fields["SignedHeaders"], fields["Signature"]
 	if cred == "" || signed == "" || sig == "" {
-		return &apiError{Code: "IncompleteSignature", Message: "Authorization header requires Credential, SignedHeaders and Signature.", Status: http.StatusBadRequest}
+		return "", &apiError{Code: "IncompleteSignature", Message: "Authorization header requires Credential, SignedHeaders and Signature.", Status: http.StatusBadRequest}
 	}
 	credParts := strings.Split(cred, "/")
 	if len(credParts) != 5 || credParts[4] != "aws4_request" {
-		return &apiError{Code: "IncompleteSignature", Message: "Credential " + cred + " is malformed; expected KEY/DATE/REGION/SERVICE/aws4_request.", Status: http.StatusBadRequest}
+		return "", &apiError{Code: "IncompleteSignature", Message: "Credential " + cred + " is malformed; expected KEY/DATE/REGION/SERVICE/aws4_request.", Status: http.StatusBadRequest}
 	}
-	if credParts[0] != accessKey {
-		return &apiError{Code: "AuthFailure", Message: "AWS was not able to validate the provided access credentials: unknown access key " + credParts[0] + ".", Status: http.StatusUnauthorized}
+	secretKey, aerr := chk.secretFor(credParts[0])
+	if aerr != nil {
+		return "", aerr
 	}
-	if credParts[2] != region {
-		return &apiError{Code: "AuthFailure", Message: "Credential should be scoped to a valid region: this cloud serves " + region + ", not '" + credParts[2] + "'.", Status: http.StatusUnauthorized}
+	if !slices.Contains(chk.regions, credParts[2]) {
+		return "", &apiError{Code: "AuthFailure", Message: "Credential should be scoped to a valid region: this cloud serves " + region + ", not '" + credParts[2] + "'.", Status: http.StatusUnauthorized}
 	}
 	if credParts[3] != service {
-		return &apiError{Code: "AuthFailure", Message: "Credential should be scoped to the service '" + service + "', not '" + credParts[3] + "'.", Status: http.StatusUnauthorized}
+		return "", &apiError{Code: "AuthFailure", Message: "Credential should be scoped to the service '" + service + "', not '" + credParts[3] + "'.", Status: http.StatusUnauthorized}
 	}
 	amzDate := r.Header.Get("X-Amz-Date")
 	t, err := time.Parse("20060102T150405Z", amzDate)
 	if err != nil {
-		return &apiError{Code: "AuthFailure", Message: "X-Amz-Date '" + amzDate + "' is missing or not in the form YYYYMMDDTHHMMSSZ.", Status: http.StatusUnauthorized}
+		return "", &apiError{Code: "AuthFailure", Message: "X-Amz-Date '" + amzDate + "' is missing or not in the form YYYYMMDDTHHMMSSZ.", Status: http.StatusUnauthorized}
 	}
 	if d := now.Sub(t); d > 15*time.Minute || d < -15*time.Minute {
-		return &apiError{Code: "RequestExpired", Message: "Request has expired: its date " + amzDate + " is more than 15 minutes from the server's time.", Status: http.StatusBadRequest}
+		return "", &apiError{Code: "RequestExpired", Message: "Request has expired: its date " + amzDate + " is more than 15 minutes from the server's time.", Status: http.StatusBadRequest}
 	}
 	if !strings.HasPrefix(amzDate, credParts[1]) {
-		return &apiError{Code: "AuthFailure", Message: "Credential date " + credParts[1] + " does not match X-Amz-Date " + amzDate + ".", Status: http.StatusUnauthorized}
+		return "", &apiError{Code: "AuthFailure", Message: "Credential date " + credParts[1] + " does not match X-Amz-Date " + amzDate + ".", Status: http.StatusUnauthorized}
 	}
 	h := sha256.Sum256(body)
 	payloadHash := hex.EncodeToString(h[:])
 	if claimed := r.Header.Get("X-Amz-Content-Sha256"); claimed != "" && claimed != payloadHash {
-		return &apiError{Code: "SignatureDoesNotMatch", Message: "X-Amz-Content-Sha256 does not match the SHA-256 of the request body.", Status: http.StatusForbidden}
+		return "", &apiError{Code: "SignatureDoesNotMatch", Message: "X-Amz-Content-Sha256 does not match the SHA-256 of the request body.", Status: http.StatusForbidden}
 	}
 	creq := canonicalRequest(r, strings.Split(signed, ";"), payloadHash)
 	scope := strings.Join(credParts[1:], "/")
@@ -75,9 +103,9 @@ func verifySigV4(r *http.Request, body []byte, accessKey, secretKey, region, ser
 	key = hmacSHA256(key, "aws4_request")
 	want := hex.EncodeToString(hmacSHA256(key, toSign))
 	if !hmac.Equal([]byte(want), []byte(sig)) {
-		return &apiError{Code: "SignatureDoesNotMatch", Message: "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method.", Status: http.StatusForbidden}
+		return "", &apiError{Code: "SignatureDoesNotMatch", Message: "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method.", Status: http.StatusForbidden}
 	}
-	return nil
+	return credParts[0], nil
 }
 
 // signedService is the service a request's SigV4 credential scope names ("" when the

@@ -22,6 +22,11 @@ var (
 	bucketTargetGroups  = []byte("targetgroups")
 	bucketListeners     = []byte("listeners")
 	bucketRules         = []byte("rules")
+	bucketOIDCProviders = []byte("iam-oidc-providers")
+	bucketRoles         = []byte("iam-roles")
+	bucketPolicies      = []byte("iam-policies")
+	bucketProfiles      = []byte("iam-instance-profiles")
+	bucketSessions      = []byte("sts-sessions")
 )
 
 // store persists the cloud's objects in a bbolt file.
@@ -34,7 +39,8 @@ func openStore(path string) (*store, error) {
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketVolumes, bucketInstances, bucketSnapshots, bucketModifications, bucketTokens, bucketMeta,
-			bucketVPCs, bucketSubnets, bucketLoadBalancers, bucketTargetGroups, bucketListeners, bucketRules} {
+			bucketVPCs, bucketSubnets, bucketLoadBalancers, bucketTargetGroups, bucketListeners, bucketRules,
+			bucketOIDCProviders, bucketRoles, bucketPolicies, bucketProfiles, bucketSessions} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

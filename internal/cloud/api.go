@@ -91,7 +91,7 @@ func (c *Cloud) serveAPI(w http.ResponseWriter, r *http.Request) {
 		c.serveELB(w, who, form, reqID, start)
 		return
 	case svc == iamSigningName || svc == "" && version == iamAPIVersion:
-		who, aerr := c.authenticate(r, body, iamSigningName, []string{iamRegion}, queryDialect)
+		who, aerr := c.authenticate(r, body, iamSigningName, []string{iamRegion, c.cfg.Region}, queryDialect)
 		if aerr == nil && ferr != nil {
 			aerr = errValidation("The request body is not form-encoded: %v", ferr)
 		}

@@ -13,7 +13,8 @@ import (
 
 // The IAM API: the Query protocol of Version 2010-05-08 on the EC2 API's endpoint, told
 // apart by its signing name. IAM is global: requests are signed for us-east-1 whatever
-// region the cloud serves.
+// region the cloud serves (or for the cloud's region, as the SDKs sign for a custom
+// endpoint).
 const (
 	iamAPIVersion  = "2010-05-08"
 	iamSigningName = "iam"

@@ -1,6 +1,7 @@
 package cloud
 
 import (
+	"bytes"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -60,9 +61,9 @@ func marshalInner(v any) ([]byte, error) {
 	if v == nil {
 		return nil, nil
 	}
-	b, err := xml.Marshal(v)
-	if err != nil {
+	var b bytes.Buffer
+	if err := xml.NewEncoder(&b).EncodeElement(v, xml.StartElement{Name: xml.Name{Local: "Result"}}); err != nil {
 		return nil, err
 	}
-	return stripRoot(b), nil
+	return stripRoot(b.Bytes()), nil
 }

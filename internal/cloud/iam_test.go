@@ -198,7 +198,10 @@ func TestIAMErrors(t *testing.T) {
 			return err
 		}, "LimitExceeded"},
 		{"get missing role", func() error { _, err := ic.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String("nope")}); return err }, "NoSuchEntity"},
-		{"delete missing role", func() error { _, err := ic.DeleteRole(ctx, &iam.DeleteRoleInput{RoleName: aws.String("nope")}); return err }, "NoSuchEntity"},
+		{"delete missing role", func() error {
+			_, err := ic.DeleteRole(ctx, &iam.DeleteRoleInput{RoleName: aws.String("nope")})
+			return err
+		}, "NoSuchEntity"},
 		{"inline on missing role", func() error {
 			_, err := ic.PutRolePolicy(ctx, &iam.PutRolePolicyInput{RoleName: aws.String("nope"), PolicyName: aws.String("p"), PolicyDocument: aws.String(testPolicy)})
 			return err
@@ -224,7 +227,10 @@ func TestIAMErrors(t *testing.T) {
 			_, err := ic.CreatePolicy(ctx, &iam.CreatePolicyInput{PolicyName: aws.String("p"), PolicyDocument: aws.String(`{"Statement":[{"Effect":"Allow","Action":"ec2:*"}]}`)})
 			return err
 		}, "MalformedPolicyDocument"},
-		{"get missing policy", func() error { _, err := ic.GetPolicy(ctx, &iam.GetPolicyInput{PolicyArn: aws.String(missingPolicy)}); return err }, "NoSuchEntity"},
+		{"get missing policy", func() error {
+			_, err := ic.GetPolicy(ctx, &iam.GetPolicyInput{PolicyArn: aws.String(missingPolicy)})
+			return err
+		}, "NoSuchEntity"},
 		{"missing policy version", func() error {
 			_, err := ic.GetPolicyVersion(ctx, &iam.GetPolicyVersionInput{PolicyArn: aws.String("arn:aws:iam::aws:policy/AdministratorAccess"), VersionId: aws.String("v9")})
 			return err

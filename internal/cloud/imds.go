@@ -183,7 +183,11 @@ func (c *Cloud) serveIMDSToken(instanceID string, w http.ResponseWriter, r *http
 		}
 	}
 	c.imdsTokens[tok] = imdsToken{instanceID: instanceID, expires: now.Add(time.Duration(ttl) * time.Second)}
+	hops := inst.hopLimit()
 	c.mu.Unlock()
+	if writeWithHopLimit(w, hops, ttlStr, tok) {
+		return
+	}
 	w.Header().Set("X-Aws-Ec2-Metadata-Token-Ttl-Seconds", ttlStr)
 	w.Header().Set("Content-Type", "text/plain")
 	fmt.Fprint(w, tok)
@@ -264,6 +268,7 @@ func (c *Cloud) imdsTreeLocked(inst *Instance) map[string]string {
 			t[md+"block-device-mapping/ebs"+strconv.Itoa(n)] = linkName(a.Device)
 		}
 	}
+	c.imdsIAMLocked(inst, t)
 	out := make(map[string]string, len(t))
 	for k, v := range t {
 		out[strings.TrimSuffix(k, "/")] = v

@@ -55,6 +55,7 @@ type xmlInstance struct {
 	Hypervisor       string           `xml:"hypervisor"`
 	Tags             []xmlTag         `xml:"tagSet>item,omitempty"`
 	MetadataOptions  xmlMetadataOpts  `xml:"metadataOptions"`
+	IamProfile       *xmlIamProfile   `xml:"iamInstanceProfile,omitempty"`
 	AmiLaunchIndex   int              `xml:"amiLaunchIndex"`
 	VirtualizationTy string           `xml:"virtualizationType"`
 	Interfaces       []xmlInterface   `xml:"networkInterfaceSet>item"`
@@ -83,7 +84,21 @@ type xmlPlacement struct {
 type xmlMetadataOpts struct {
 	State        string `xml:"state"`
 	HTTPTokens   string `xml:"httpTokens"`
+	HopLimit     int    `xml:"httpPutResponseHopLimit"`
 	HTTPEndpoint string `xml:"httpEndpoint"`
+}
+
+type xmlIamProfile struct {
+	ARN string `xml:"arn"`
+	ID  string `xml:"id"`
+}
+
+// hopLimit is the instance's IMDS token response hop limit.
+func (i *Instance) hopLimit() int {
+	if i.HopLimit == 0 {
+		return 1
+	}
+	return i.HopLimit
 }
 
 type xmlReservation struct {
@@ -109,7 +124,10 @@ func (c *Cloud) toXMLInstanceLocked(i *Instance, state string) xmlInstance {
 		PrivateDNSName: privateDNS(i.PrivateIP, c.cfg.Region), LaunchTime: ts(i.LaunchTime),
 		Placement: xmlPlacement{AvailabilityZone: i.Zone, Tenancy: "default"}, PrivateIP: i.PrivateIP,
 		Architecture: "x86_64", RootDeviceType: "ebs", RootDeviceName: "/dev/xvda", Hypervisor: "xen",
-		Tags: xmlTags(i.Tags), MetadataOptions: xmlMetadataOpts{"applied", i.HTTPTokens, "enabled"}, VirtualizationTy: "hvm",
+		Tags: xmlTags(i.Tags), MetadataOptions: xmlMetadataOpts{"applied", i.HTTPTokens, i.hopLimit(), "enabled"}, VirtualizationTy: "hvm",
+	}
+	if ip := c.profileByARNLocked(i.InstanceProfile); ip != nil {
+		out.IamProfile = &xmlIamProfile{ARN: ip.ARN, ID: ip.ID}
 	}
 	eni := xmlInterface{InterfaceID: "eni-" + strings.TrimPrefix(i.ID, "i-"), MacAddress: i.MAC, PrivateIP: i.PrivateIP, Status: "in-use"}
 	if s := c.subnetOfZone(i.Zone); s != nil {
@@ -158,6 +176,8 @@ func (c *Cloud) runInstances(p *params) (response, *apiError) {
 	zone := p.str("Placement.AvailabilityZone")
 	tags := p.tagSpecs("instance")
 	httpTokens := p.str("MetadataOptions.HttpTokens")
+	hopLimit := p.int("MetadataOptions.HttpPutResponseHopLimit")
+	profileARN, profileName := p.str("IamInstanceProfile.Arn"), p.str("IamInstanceProfile.Name")
 	token := p.str("ClientToken")
 	dry := p.dryRun()
 	if p.err != nil {
@@ -185,6 +205,11 @@ func (c *Cloud) runInstances(p *params) (response, *apiError) {
 	default:
 		return nil, errInvalid("MetadataOptions.HttpTokens", httpTokens, "It must be optional or required.")
 	}
+	if p.v.Get("MetadataOptions.HttpPutResponseHopLimit") == "" {
+		hopLimit = 1
+	} else if hopLimit < 1 || hopLimit > 64 {
+		return nil, errInvalid("MetadataOptions.HttpPutResponseHopLimit", strconv.Itoa(hopLimit), "It must be an integer from 1 to 64.")
+	}
 	devDir, _ := tagValue(tags, TagDeviceDir)
 	if devDir != "" && !filepath.IsAbs(devDir) {
 		return nil, errInvalid("TagSpecification "+TagDeviceDir, devDir, "The device dir must be an absolute path.")
@@ -202,6 +227,10 @@ func (c *Cloud) runInstances(p *params) (response, *apiError) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	profile, aerr := c.launchProfileLocked(profileARN, profileName)
+	if aerr != nil {
+		return nil, aerr
+	}
 	hash := p.requestHash()
 	if token != "" {
 		if rec, ok := c.tokens[token]; ok {
@@ -224,6 +253,7 @@ func (c *Cloud) runInstances(p *params) (response, *apiError) {
 			ID: newID("i-"), ReservationID: resID, Type: typ, Zone: zone, ImageID: image, State: "pending",
 			LaunchTime: c.now().UTC(), Tags: tags, DeviceDir: devDir, PrivateIP: c.nextIPLocked(zone, n),
 			MAC: macFor(len(c.instances) + n), HTTPTokens: httpTokens, AttachLimit: limit,
+			HopLimit: hopLimit, InstanceProfile: profile,
 		}
 		insts = append(insts, i)
 		changes = append(changes, put(bucketInstances, i.ID, i))

@@ -26,8 +26,13 @@ type Instance struct {
 	PrivateIP     string    `json:"privateIp"`
 	MAC           string    `json:"mac"`
 	HTTPTokens    string    `json:"httpTokens"` // optional or required (IMDSv2 only)
-	AttachLimit   int       `json:"attachLimit"`
-	IMDSPort      int       `json:"imdsPort,omitempty"`
+	// HopLimit is the IP TTL of IMDS token responses (MetadataOptions.HttpPutResponseHopLimit);
+	// 0 in state written before it existed means 1.
+	HopLimit int `json:"hopLimit,omitempty"`
+	// InstanceProfile is the ARN of the IAM instance profile the instance runs with.
+	InstanceProfile string `json:"instanceProfile,omitempty"`
+	AttachLimit     int    `json:"attachLimit"`
+	IMDSPort        int    `json:"imdsPort,omitempty"`
 }
 
 // Attachment is a volume's attachment to an instance.

@@ -1,9 +1,10 @@
 // Package cloud is kubelab's EC2/EBS-compatible cloud: one region, its availability
 // zones, a default VPC with a subnet per zone, instances, volumes, attachments, snapshots
 // and volume modifications, served over the EC2 Query API (Version 2016-11-15) on
-// 127.0.0.1, with an instance metadata service (IMDSv1 and v2) per instance; and
-// Elastic Load Balancing (v2) load balancers that carry traffic, served over the ELB
-// Query API (Version 2015-12-01) on the same endpoint.
+// 127.0.0.1, with an instance metadata service (IMDSv1 and v2) per instance; Elastic
+// Load Balancing (v2) load balancers that carry traffic, served over the ELB Query API
+// (Version 2015-12-01) on the same endpoint; and IAM and STS there too, whose roles'
+// temporary credentials the EC2 and ELB APIs accept and authorize by the roles' policies.
 //
 // It is the cloud side of the storage flow: the CSI controller plugin creates an EBS
 // volume (CreateVolume) and attaches it to the node's EC2 instance (AttachVolume) through
@@ -72,6 +73,26 @@
 // address, listeners and targets (with their last health) at start.
 //
 //	c.LoadBalancerBlock()                                   // the addresses' block
+//
+// # IAM, STS and credentials
+//
+// Requests signed for the service iam (Version 2010-05-08, scope us-east-1 or the
+// cloud's region) are IAM's: OpenID Connect providers, roles with trust policies, inline
+// and managed policies (the account's, and AWS managed ones such as
+// service-role/AmazonEBSCSIDriverPolicy with the documents AWS publishes), instance
+// profiles; kept in state.db. Requests for sts (Version 2011-06-15) are STS's:
+// AssumeRoleWithWebIdentity (unsigned, as on AWS) verifies an OIDC token against its
+// issuer's discovery document and JWKS, fetched over HTTPS (Config.IssuerDial,
+// Config.IssuerRootCAs; a provider's thumbprints name the certificate of the served chain
+// it trusts), checks the role's trust policy and issues temporary credentials; and
+// GetCallerIdentity. A request signed with the cloud's key pair may do everything; one
+// signed with temporary credentials (and their session token) is authorized by the
+// role's policies (package iampolicy), action by action with the resource ARNs and
+// condition keys of IAM's authorization reference: a refusal is UnauthorizedOperation
+// (EC2) or AccessDenied (ELB, IAM). Instances launched with an instance profile get their
+// role's credentials from IMDS (iam/security-credentials/<role>).
+//
+//	cloud.Thumbprint(certDER)                               // for CreateOpenIDConnectProvider's ThumbprintList
 //
 // # State
 //

@@ -5,10 +5,8 @@ import (
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -61,8 +59,7 @@ func newTestIssuer(t testing.TB) *testIssuer {
 }
 
 func (is *testIssuer) thumbprint() string {
-	sum := sha1.Sum(is.srv.Certificate().Raw)
-	return hex.EncodeToString(sum[:])
+	return Thumbprint(is.srv.Certificate().Raw)
 }
 
 // token is a service account token of the issuer: claims over the defaults (iss, sub,

@@ -320,3 +320,12 @@ func getJSON(ctx context.Context, client *http.Client, u string, v any) error {
 	}
 	return json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(v)
 }
+
+// Thumbprint is the SHA-1 fingerprint of a DER-encoded certificate in the form IAM's
+// CreateOpenIDConnectProvider takes in ThumbprintList: 40 lower-case hex digits. A
+// provider naming the thumbprint of a certificate of its issuer's served chain (the
+// cluster CA's, or the serving certificate's) trusts that chain.
+func Thumbprint(der []byte) string {
+	sum := sha1.Sum(der)
+	return hex.EncodeToString(sum[:])
+}

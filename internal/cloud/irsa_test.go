@@ -42,7 +42,7 @@ func newTestIssuer(t testing.TB) *testIssuer {
 	is := &testIssuer{key: key, kid: "test-" + hexID(8)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(map[string]any{"issuer": is.srv.URL, "jwks_uri": is.srv.URL + "/openid/v1/jwks",
+		json.NewEncoder(w).Encode(map[string]any{"issuer": "https://" + r.Host, "jwks_uri": "https://" + r.Host + "/openid/v1/jwks",
 			"response_types_supported": []string{"id_token"}, "subject_types_supported": []string{"public"},
 			"id_token_signing_alg_values_supported": []string{"RS256"}})
 	})

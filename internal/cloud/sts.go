@@ -90,7 +90,7 @@ func errNotAuthorizedWebIdentity() *apiError {
 	return iamErr("AccessDenied", http.StatusForbidden, "Not authorized to perform sts:AssumeRoleWithWebIdentity")
 }
 
-var sessionNameRE = regexp.MustCompile(`^[\w+=,.@-]{2,64}$`)
+var sessionNameRE = regexp.MustCompile(`^[\w+=,.@-]*$`)
 
 type xmlCredentials struct {
 	AccessKeyID     string `xml:"AccessKeyId"`
@@ -123,6 +123,9 @@ func (c *Cloud) assumeRoleWithWebIdentity(ctx context.Context, p *eparams) (any,
 	dur := p.intIn("DurationSeconds", 900, 43200, 3600)
 	if p.err != nil {
 		return nil, p.err
+	}
+	if len(sessionName) < 2 || len(sessionName) > 64 {
+		return nil, errValidation("1 validation error detected: Value '%s' at 'roleSessionName' failed to satisfy constraint: Member must have length between 2 and 64", sessionName)
 	}
 	if !sessionNameRE.MatchString(sessionName) {
 		return nil, errValidation("1 validation error detected: Value '%s' at 'roleSessionName' failed to satisfy constraint: Member must satisfy regular expression pattern: [\\w+=,.@-]*", sessionName)

@@ -211,8 +211,9 @@ var errThumbprint = errors.New("OpenIDConnect provider's HTTPS certificate doesn
 
 // issuerClient is an HTTPS client for an OIDC issuer: its certificate chain must hold
 // a certificate whose SHA-1 fingerprint is one of the provider's thumbprints (the chain
-// verified up to that certificate, the leaf valid for the host), or, when the provider
-// lists none, verify against Config.IssuerRootCAs.
+// verified up to that certificate, the leaf valid for the host) or verify against
+// Config.IssuerRootCAs up to a root with such a fingerprint; when the provider lists no
+// thumbprint, the chain must verify against Config.IssuerRootCAs.
 func (c *Cloud) issuerClient(prov *OIDCProvider) *http.Client {
 	dial := c.cfg.IssuerDial
 	if dial == nil {
@@ -255,17 +256,29 @@ func verifyIssuerChain(cs tls.ConnectionState, thumbs []string, roots *x509.Cert
 		return err
 	}
 	for _, ct := range certs {
-		sum := sha1.Sum(ct.Raw)
-		if !slices.Contains(thumbs, hex.EncodeToString(sum[:])) {
+		if !slices.Contains(thumbs, Thumbprint(ct.Raw)) {
 			continue
 		}
 		pool := x509.NewCertPool()
 		pool.AddCert(ct)
 		opts.Roots = pool
-		if _, err := certs[0].Verify(opts); err != nil {
+		_, err := certs[0].Verify(opts)
+		return err
+	}
+	// A server that sends only its leaf: the thumbprint may name the CA that issued it,
+	// when that CA is among the configured roots.
+	if roots != nil {
+		chains, err := certs[0].Verify(opts)
+		if err != nil {
 			return err
 		}
-		return nil
+		for _, chain := range chains {
+			for _, ct := range chain {
+				if slices.Contains(thumbs, Thumbprint(ct.Raw)) {
+					return nil
+				}
+			}
+		}
 	}
 	return errThumbprint
 }

@@ -183,9 +183,9 @@ func (c *Cloud) serveIMDSToken(instanceID string, w http.ResponseWriter, r *http
 		}
 	}
 	c.imdsTokens[tok] = imdsToken{instanceID: instanceID, expires: now.Add(time.Duration(ttl) * time.Second)}
-	hops := inst.hopLimit()
+	ttlLeft := inst.hopLimit() - clientHops(r, inst.PrivateIP)
 	c.mu.Unlock()
-	if writeWithHopLimit(w, hops, ttlStr, tok) {
+	if writeWithHopLimit(w, ttlLeft, ttlStr, tok) {
 		return
 	}
 	w.Header().Set("X-Aws-Ec2-Metadata-Token-Ttl-Seconds", ttlStr)

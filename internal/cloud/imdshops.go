@@ -2,20 +2,52 @@ package cloud
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"syscall"
 	"time"
 )
 
-// writeWithHopLimit answers an IMDSv2 token request as EC2 does with
-// HttpPutResponseHopLimit: the response's IP packets leave with that TTL, so that a
-// client more routing hops away than the limit (a pod behind its node, with limit 1)
-// never receives the token. It takes the connection over from the HTTP server, sets the
-// socket's TTL, writes the response and closes the connection. It returns false, having
-// written nothing, when the connection is not a TCP socket it can take (a test's
-// recorder); the caller answers normally then.
-func writeWithHopLimit(w http.ResponseWriter, hops int, ttlHeader, token string) bool {
+// The IMDSv2 hop limit (MetadataOptions.HttpPutResponseHopLimit). On EC2 the metadata
+// service answers a token request with IP packets whose TTL is the hop limit, so that a
+// client more routing hops away never receives the token: with 1, a container behind
+// its instance (whose kernel forwards the answer to it, one hop) gets none. Here the
+// metadata service listens inside the node's network namespace, where a pod's packets
+// are delivered locally rather than forwarded; clientHops counts that hop the node
+// would forward on EC2, and the answer leaves with the TTL that remains, so that hops
+// further still (a router) are counted by the kernels on the way.
+
+// clientHops is how many forwarding hops lie between the metadata service and the client
+// of r as EC2 would count them: none for the node itself (a loopback source, the
+// service's own address, or the instance's private address), one for any other source
+// (a pod on the node, whose packets the node forwards on EC2).
+func clientHops(r *http.Request, instanceIP string) int {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return 1
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return 1
+	}
+	if ip.IsLoopback() || host == instanceIP {
+		return 0
+	}
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok && la.IP.Equal(ip) {
+		return 0
+	}
+	return 1
+}
+
+// writeWithHopLimit answers a token request with IP packets whose TTL is ttl: it takes
+// the connection over from the HTTP server, sets the socket's TTL, writes the response
+// and closes the connection. With no TTL left (ttl < 1) the answer is never sent: it
+// keeps the connection, silent, until the client gives up (at most a minute), as a
+// client beyond the hop limit sees on EC2. It returns false, having written nothing,
+// when the connection is not a socket it can take (a test's recorder); the caller
+// answers normally then.
+func writeWithHopLimit(w http.ResponseWriter, ttl int, ttlHeader, token string) bool {
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		return false
@@ -25,7 +57,12 @@ func writeWithHopLimit(w http.ResponseWriter, hops int, ttlHeader, token string)
 		return false
 	}
 	defer conn.Close()
-	if err := setTTL(conn, hops); err != nil {
+	if ttl < 1 {
+		conn.SetReadDeadline(time.Now().Add(time.Minute))
+		io.Copy(io.Discard, buf)
+		return true
+	}
+	if err := setTTL(conn, ttl); err != nil {
 		// Without the limit, answering would hand the token to any hop count.
 		return true
 	}

@@ -6,8 +6,9 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
+	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,15 +21,14 @@ import (
 	"github.com/kubelab/kubelab/internal/testutil"
 )
 
-// hopNet is three network namespaces in a line: the IMDS server's, a router's and a
-// client's, so that the client is one routing hop from the server (as a pod is from
-// its node's metadata service).
+// hopNet is two network namespaces: a node's, where the metadata service listens, and a
+// pod's, joined to it by a veth pair as a pod is to its node.
 type hopNet struct {
-	server, router, client ns.NetNS
+	server, client ns.NetNS
 }
 
 func newHopNet(t *testing.T) *hopNet {
-	n := &hopNet{server: testutil.NetNS(t), router: testutil.NetNS(t), client: testutil.NetNS(t)}
+	n := &hopNet{server: testutil.NetNS(t), client: testutil.NetNS(t)}
 	link := func(a ns.NetNS, aName, aAddr string, b ns.NetNS, bName, bAddr string) {
 		t.Helper()
 		ha, hb := testutil.NetlinkHandle(t, a), testutil.NetlinkHandle(t, b)
@@ -53,7 +53,7 @@ func newHopNet(t *testing.T) *hopNet {
 			}
 		}
 	}
-	for _, x := range []ns.NetNS{n.server, n.router, n.client} {
+	for _, x := range []ns.NetNS{n.server, n.client} {
 		h := testutil.NetlinkHandle(t, x)
 		lo, err := h.LinkByName("lo")
 		if err != nil {
@@ -63,21 +63,7 @@ func newHopNet(t *testing.T) *hopNet {
 			t.Fatal(err)
 		}
 	}
-	link(n.server, "s0", "10.99.1.1/24", n.router, "r0", "10.99.1.2/24")
-	link(n.client, "c0", "10.99.2.1/24", n.router, "r1", "10.99.2.2/24")
-	route := func(x ns.NetNS, gw string) {
-		t.Helper()
-		if err := testutil.NetlinkHandle(t, x).RouteAdd(&netlink.Route{Gw: net.ParseIP(gw)}); err != nil {
-			t.Fatalf("default route via %s: %v", gw, err)
-		}
-	}
-	route(n.server, "10.99.1.2")
-	route(n.client, "10.99.2.2")
-	if err := n.router.Do(func(ns.NetNS) error {
-		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644)
-	}); err != nil {
-		t.Fatalf("forwarding in the router: %v", err)
-	}
+	link(n.server, "s0", "10.99.1.1/24", n.client, "c0", "10.99.1.2/24")
 	return n
 }
 
@@ -93,10 +79,9 @@ func httpIn(x ns.NetNS, timeout time.Duration) *http.Client {
 	return &http.Client{Timeout: timeout, Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true}}
 }
 
-// TestIMDSHopLimit checks HttpPutResponseHopLimit on the wire: with 1, a client one
-// routing hop away gets no IMDSv2 token (its response dies at the router) while the
-// server's own namespace gets one and IMDSv1 still answers the far client; with 2, the
-// far client gets its token.
+// TestIMDSHopLimit checks HttpPutResponseHopLimit as EKS nodes rely on it: with 1, a
+// pod gets no IMDSv2 token while the node itself gets one and IMDSv1 still answers the
+// pod; with 2, the pod gets its token.
 func TestIMDSHopLimit(t *testing.T) {
 	hn := newHopNet(t)
 	r := startCloud(t, Config{Hollow: true, NoIMDSListeners: true})
@@ -136,22 +121,22 @@ func TestIMDSHopLimit(t *testing.T) {
 	}
 	near, far := httpIn(hn.server, 10*time.Second), httpIn(hn.client, 10*time.Second)
 	if tok, err := token(near, "one"); err != nil || tok == "" {
-		t.Errorf("token in the server's namespace with hop limit 1: %q, %v", tok, err)
+		t.Errorf("token for the node with hop limit 1: %q, %v", tok, err)
 	}
 	if tok, err := token(far, "two"); err != nil || tok == "" {
-		t.Errorf("token one hop away with hop limit 2: %q, %v", tok, err)
+		t.Errorf("token for the pod with hop limit 2: %q, %v", tok, err)
 	}
 	resp, err := far.Get(base + "/one/latest/meta-data/instance-id")
 	if err != nil {
-		t.Fatalf("IMDSv1 one hop away: %v", err)
+		t.Fatalf("IMDSv1 from the pod: %v", err)
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if string(b) != one {
-		t.Errorf("IMDSv1 one hop away: %q", b)
+		t.Errorf("IMDSv1 from the pod: %q", b)
 	}
-	// The response to the far PUT never arrives: its packets leave with TTL 1.
-	testutil.Consistently(t, 3*time.Second, "no token one hop away with hop limit 1", func() error {
+	// The answer to the pod's token request never arrives.
+	testutil.Consistently(t, 3*time.Second, "no token for the pod with hop limit 1", func() error {
 		tok, err := token(httpIn(hn.client, 2*time.Second), "one")
 		if err == nil {
 			return fmt.Errorf("got token %q", tok)
@@ -161,4 +146,55 @@ func TestIMDSHopLimit(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestSetTTL checks that a token answer's socket sends with the TTL left (what routers
+// on the way count down).
+func TestSetTTL(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+			defer c.Close()
+			c.Read(make([]byte, 1))
+		}
+	}()
+	conn, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := setTTL(conn, 3); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := conn.(*net.TCPConn).SyscallConn()
+	var ttl int
+	var gerr error
+	raw.Control(func(fd uintptr) { ttl, gerr = syscall.GetsockoptInt(int(fd), syscall.IPPROTO_IP, syscall.IP_TTL) })
+	if gerr != nil || ttl != 3 {
+		t.Errorf("IP_TTL %d (%v), want 3", ttl, gerr)
+	}
+}
+
+func TestClientHops(t *testing.T) {
+	for _, tc := range []struct {
+		remote, local string
+		want          int
+	}{
+		{"127.0.0.1:4000", "127.0.0.1:80", 0},
+		{"169.254.169.254:4000", "169.254.169.254:80", 0},
+		{"172.31.0.5:4000", "169.254.169.254:80", 0},
+		{"10.244.1.7:4000", "169.254.169.254:80", 1},
+	} {
+		r := httptest.NewRequest(http.MethodPut, "/latest/api/token", nil)
+		r.RemoteAddr = tc.remote
+		la, _ := net.ResolveTCPAddr("tcp", tc.local)
+		r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, la))
+		if got := clientHops(r, "172.31.0.5"); got != tc.want {
+			t.Errorf("clientHops(%s -> %s) = %d, want %d", tc.remote, tc.local, got, tc.want)
+		}
+	}
 }

@@ -60,6 +60,22 @@ func TestIAMActions(t *testing.T) {
 	if doc, _ := url.QueryUnescape(*gr.Role.AssumeRolePolicyDocument); doc != testTrust {
 		t.Errorf("trust policy as returned: %q, decoded %q", *gr.Role.AssumeRolePolicyDocument, doc)
 	}
+	newTrust := strings.Replace(testTrust, "example.com", "example.org", 1)
+	if _, err := ic.UpdateAssumeRolePolicy(ctx, &iam.UpdateAssumeRolePolicyInput{RoleName: aws.String("r1"), PolicyDocument: aws.String(newTrust)}); err != nil {
+		t.Fatalf("update trust policy: %v", err)
+	}
+	_, err = ic.UpdateAssumeRolePolicy(ctx, &iam.UpdateAssumeRolePolicyInput{RoleName: aws.String("r1"), PolicyDocument: aws.String(testPolicy)})
+	wantCode(t, err, "MalformedPolicyDocument")
+	if gr, err := ic.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String("r1")}); err != nil || !strings.Contains(*gr.Role.AssumeRolePolicyDocument, "example.org") {
+		t.Errorf("trust policy after the update: %v, %v", gr, err)
+	}
+	if _, err := ic.UpdateOpenIDConnectProviderThumbprint(ctx, &iam.UpdateOpenIDConnectProviderThumbprintInput{
+		OpenIDConnectProviderArn: prov.OpenIDConnectProviderArn, ThumbprintList: []string{strings.Repeat("cd", 20)}}); err != nil {
+		t.Fatalf("update thumbprints: %v", err)
+	}
+	if gp, err := ic.GetOpenIDConnectProvider(ctx, &iam.GetOpenIDConnectProviderInput{OpenIDConnectProviderArn: prov.OpenIDConnectProviderArn}); err != nil || gp.ThumbprintList[0] != strings.Repeat("cd", 20) {
+		t.Errorf("thumbprints after the update: %v, %v", gp, err)
+	}
 	if lr, err := ic.ListRoles(ctx, &iam.ListRolesInput{}); err != nil || len(lr.Roles) != 1 {
 		t.Errorf("list roles: %v, %v", lr, err)
 	}
@@ -131,9 +147,13 @@ func TestIAMActions(t *testing.T) {
 	}
 	_, err = ic.DeleteRole(ctx, &iam.DeleteRoleInput{RoleName: aws.String("r1")})
 	wantCode(t, err, "DeleteConflict") // still in the instance profile
-	r.mu.Lock()
-	r.profiles["node"].Roles = nil
-	r.mu.Unlock()
+	_, err = ic.DeleteInstanceProfile(ctx, &iam.DeleteInstanceProfileInput{InstanceProfileName: aws.String("node")})
+	wantCode(t, err, "DeleteConflict") // it holds the role
+	if _, err := ic.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{InstanceProfileName: aws.String("node"), RoleName: aws.String("r1")}); err != nil {
+		t.Fatalf("remove role from profile: %v", err)
+	}
+	_, err = ic.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{InstanceProfileName: aws.String("node"), RoleName: aws.String("r1")})
+	wantCode(t, err, "NoSuchEntity")
 	if _, err := ic.DeleteRole(ctx, &iam.DeleteRoleInput{RoleName: aws.String("r1")}); err != nil {
 		t.Errorf("delete role: %v", err)
 	}
@@ -143,8 +163,11 @@ func TestIAMActions(t *testing.T) {
 	if _, err := ic.DeleteOpenIDConnectProvider(ctx, &iam.DeleteOpenIDConnectProviderInput{OpenIDConnectProviderArn: prov.OpenIDConnectProviderArn}); err != nil {
 		t.Errorf("delete provider: %v", err)
 	}
-	if got := r.iamCounts(); got != [4]int{0, 0, 0, 1} {
-		t.Errorf("left: %v providers, roles, policies, profiles; want only the profile", got)
+	if _, err := ic.DeleteInstanceProfile(ctx, &iam.DeleteInstanceProfileInput{InstanceProfileName: aws.String("node")}); err != nil {
+		t.Errorf("delete instance profile: %v", err)
+	}
+	if got := r.iamCounts(); got != [4]int{} {
+		t.Errorf("left: %v providers, roles, policies, profiles; want none", got)
 	}
 }
 

@@ -22,7 +22,6 @@ func issuerKey(u string) string {
 func (c *Cloud) createOIDCProvider(p *eparams) (any, *apiError) {
 	rawURL := p.requiredStr("Url")
 	clientIDs := p.members("ClientIDList")
-	thumbs := p.members("ThumbprintList")
 	tags := p.iamTags()
 	if p.err != nil {
 		return nil, p.err
@@ -39,14 +38,9 @@ func (c *Cloud) createOIDCProvider(p *eparams) (any, *apiError) {
 			return nil, errValidation("1 validation error detected: Value '%s' at 'clientIDList' failed to satisfy constraint: Member must have length between 1 and 255", id)
 		}
 	}
-	if len(thumbs) > maxThumbprints {
-		return nil, errLimitExceeded("Cannot exceed quota for ThumbprintsPerOpenIdConnectProvider: %d", maxThumbprints)
-	}
-	for i, t := range thumbs {
-		if len(t) != 40 || strings.Trim(strings.ToLower(t), "0123456789abcdef") != "" {
-			return nil, errValidation("1 validation error detected: Value '%s' at 'thumbprintList' failed to satisfy constraint: Member must have length greater than or equal to 40", t)
-		}
-		thumbs[i] = strings.ToLower(t)
+	thumbs, aerr := p.thumbprints()
+	if aerr != nil {
+		return nil, aerr
 	}
 	key := issuerKey(rawURL)
 	arn := c.iamARN("oidc-provider/" + key)
@@ -67,6 +61,41 @@ func (c *Cloud) createOIDCProvider(p *eparams) (any, *apiError) {
 		ARN  string      `xml:"OpenIDConnectProviderArn"`
 		Tags []xmlIAMTag `xml:"Tags>member"`
 	}{arn, iamXMLTags(tags)}, nil
+}
+
+// thumbprints reads ThumbprintList: at most five SHA-1 fingerprints, kept in lower case.
+func (p *eparams) thumbprints() ([]string, *apiError) {
+	thumbs := p.members("ThumbprintList")
+	if len(thumbs) > maxThumbprints {
+		return nil, errLimitExceeded("Cannot exceed quota for ThumbprintsPerOpenIdConnectProvider: %d", maxThumbprints)
+	}
+	for i, t := range thumbs {
+		if len(t) != 40 || strings.Trim(strings.ToLower(t), "0123456789abcdef") != "" {
+			return nil, errValidation("1 validation error detected: Value '%s' at 'thumbprintList' failed to satisfy constraint: Member must have length greater than or equal to 40", t)
+		}
+		thumbs[i] = strings.ToLower(t)
+	}
+	return thumbs, nil
+}
+
+func (c *Cloud) updateOIDCThumbprints(p *eparams) (any, *apiError) {
+	thumbs, aerr := p.thumbprints()
+	if aerr != nil {
+		return nil, aerr
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o, aerr := c.oidcProviderLocked(p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	n := *o
+	n.Thumbprints = thumbs
+	if aerr := c.persist(put(bucketOIDCProviders, n.ARN, &n)); aerr != nil {
+		return nil, aerr
+	}
+	c.oidcProviders[n.ARN] = &n
+	return nil, nil
 }
 
 // oidcProviderArg reads OpenIDConnectProviderArn and finds the provider.

@@ -207,3 +207,44 @@ func (c *Cloud) getInstanceProfile(p *eparams) (any, *apiError) {
 		Profile xmlInstanceProfile `xml:"InstanceProfile"`
 	}{c.toXMLProfileLocked(ip)}, nil
 }
+
+func (c *Cloud) removeRoleFromInstanceProfile(p *eparams) (any, *apiError) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ip, aerr := c.profileLocked(p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	r, aerr := c.roleLocked(p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	i := slices.Index(ip.Roles, r.Name)
+	if i < 0 {
+		return nil, errNoSuchEntity("Role %s in Instance Profile %s cannot be found.", r.Name, ip.Name)
+	}
+	n := *ip
+	n.Roles = slices.Delete(slices.Clone(ip.Roles), i, i+1)
+	if aerr := c.persist(put(bucketProfiles, strings.ToLower(n.Name), &n)); aerr != nil {
+		return nil, aerr
+	}
+	c.profiles[strings.ToLower(n.Name)] = &n
+	return nil, nil
+}
+
+func (c *Cloud) deleteInstanceProfile(p *eparams) (any, *apiError) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ip, aerr := c.profileLocked(p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	if len(ip.Roles) > 0 {
+		return nil, errDeleteConflict("Cannot delete entity, must remove roles from instance profile first.")
+	}
+	if aerr := c.persist(del(bucketProfiles, strings.ToLower(ip.Name))); aerr != nil {
+		return nil, aerr
+	}
+	delete(c.profiles, strings.ToLower(ip.Name))
+	return nil, nil
+}

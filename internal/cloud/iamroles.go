@@ -124,6 +124,28 @@ func (c *Cloud) deleteRole(p *eparams) (any, *apiError) {
 	return nil, nil
 }
 
+func (c *Cloud) updateAssumeRolePolicy(p *eparams) (any, *apiError) {
+	doc := p.policyDoc("PolicyDocument", true)
+	if p.err != nil {
+		return nil, p.err
+	}
+	if len(doc) > maxTrustPolicySize {
+		return nil, errLimitExceeded("Cannot exceed quota for ACLSizePerRole: %d", maxTrustPolicySize)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, aerr := c.roleLocked(p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	nr := r.clone()
+	nr.TrustPolicy = doc
+	if aerr := c.saveRoleLocked(nr); aerr != nil {
+		return nil, aerr
+	}
+	return nil, nil
+}
+
 // saveRoleLocked persists a changed copy of a role and then keeps it.
 func (c *Cloud) saveRoleLocked(r *Role) *apiError {
 	if aerr := c.persist(put(bucketRoles, strings.ToLower(r.Name), r)); aerr != nil {

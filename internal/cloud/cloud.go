@@ -70,6 +70,7 @@ type Cloud struct {
 	imdsTokens map[string]imdsToken
 	vpc        *VPC
 	subnets    map[string]*Subnet
+	enis       map[string]*NetworkInterface
 	lbs        map[string]*LoadBalancer // by ARN
 	tgs        map[string]*TargetGroup
 	listeners  map[string]*Listener
@@ -111,7 +112,7 @@ func New(cfg Config, opts ...Option) (*Cloud, error) {
 		cfg: cfg, log: cfg.Logger, lat: profiles[cfg.Profile], now: time.Now,
 		volumes: map[string]*Volume{}, instances: map[string]*Instance{}, snapshots: map[string]*Snapshot{},
 		mods: map[string]*Modification{}, tokens: map[string]tokenRecord{}, timers: map[*time.Timer]struct{}{},
-		imds: map[string]*imdsServer{}, subnets: map[string]*Subnet{},
+		imds: map[string]*imdsServer{}, subnets: map[string]*Subnet{}, enis: map[string]*NetworkInterface{},
 		lbs: map[string]*LoadBalancer{}, tgs: map[string]*TargetGroup{}, listeners: map[string]*Listener{}, rules: map[string]*Rule{},
 		oidcProviders: map[string]*OIDCProvider{}, roles: map[string]*Role{}, policies: map[string]*ManagedPolicy{},
 		profiles: map[string]*InstanceProfile{}, sessions: map[string]*Session{},
@@ -174,6 +175,12 @@ func (c *Cloud) load() error {
 	}
 	if err := c.ensureNetworkLocked(); err != nil {
 		return fmt.Errorf("make the default vpc: %w", err)
+	}
+	if err := loadAll(c.store, bucketNetworkInterfaces, func(n *NetworkInterface) { c.enis[n.ID] = n }); err != nil {
+		return err
+	}
+	if err := c.migrateENIsLocked(); err != nil {
+		return fmt.Errorf("make the instances' primary network interfaces: %w", err)
 	}
 	if err := loadAll(c.store, bucketLoadBalancers, func(lb *LoadBalancer) { c.lbs[lb.ARN] = lb }); err != nil {
 		return err
@@ -303,6 +310,7 @@ func (c *Cloud) Run(ctx context.Context) error {
 		}
 	}
 	c.startPlaneLocked()
+	c.syncAllFabricLocked()
 	c.mu.Unlock()
 	c.wg.Add(1)
 	go func() {

@@ -54,6 +54,9 @@ type Config struct {
 	// from. Default: the block of the previous start on DataDir, or at the first start a
 	// /24 in 127.128.0.0/9 on which nothing listens.
 	LoadBalancerCIDR string
+	// Fabric carries the VPC's traffic to the instances' network interfaces (nil: none,
+	// as in hollow mode); the cloud tells it every change of them.
+	Fabric NetworkFabric
 	// Logger receives structured logs. Default slog.Default().
 	Logger *slog.Logger
 }

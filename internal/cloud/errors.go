@@ -84,7 +84,7 @@ func (p *params) checkArgs(ids ...idArg) *apiError {
 
 func checkID(prefix, id string) *apiError {
 	malformed := map[string]string{"vol-": "InvalidVolumeID.Malformed", "i-": "InvalidInstanceID.Malformed", "snap-": "InvalidSnapshotID.Malformed",
-		"subnet-": "InvalidSubnetID.Malformed", "vpc-": "InvalidVpcID.Malformed"}[prefix]
+		"subnet-": "InvalidSubnetID.Malformed", "vpc-": "InvalidVpcID.Malformed", "eni-": "InvalidNetworkInterfaceID.Malformed"}[prefix]
 	rest, ok := strings.CutPrefix(id, prefix)
 	if !ok || len(rest) < 8 || len(rest) > 17 || strings.Trim(rest, "0123456789abcdef") != "" {
 		return errf(malformed, "Invalid id: \"%s\" (expecting \"%s...\")", id, prefix)

@@ -18,13 +18,19 @@ import (
 type Fault struct {
 	ID string `json:"id"`
 	// Action is CreateVolume, DeleteVolume, AttachVolume, DetachVolume, ModifyVolume,
-	// CreateSnapshot or RunInstances, or one of the load balancers' CreateLoadBalancer
+	// CreateSnapshot or RunInstances, or one of the network interfaces'
+	// CreateNetworkInterface, DeleteNetworkInterface, AssignPrivateIpAddresses,
+	// UnassignPrivateIpAddresses (fail), AttachNetworkInterface, DetachNetworkInterface
+	// (fail; hang or slow hold the attachment in attaching or detaching), or one of the
+	// load balancers' CreateLoadBalancer
 	// (fail; hang or slow hold it in provisioning), DeleteLoadBalancer, CreateTargetGroup,
 	// CreateListener, RegisterTargets (fail).
 	Action string `json:"action"`
 	// VolumeID, InstanceID and Tag ("key" or "key=value", matched against the volume's
 	// tags, or the requested tags for CreateVolume) narrow the fault; empty matches all.
 	VolumeID string `json:"volumeId,omitempty"`
+	// NetworkInterfaceID narrows the faults of network interface actions.
+	NetworkInterfaceID string `json:"networkInterfaceId,omitempty"`
 	// LoadBalancer (a name or an ARN) narrows the faults of load balancer actions.
 	LoadBalancer string `json:"loadBalancer,omitempty"`
 	InstanceID   string `json:"instanceId,omitempty"`
@@ -44,7 +50,14 @@ type Fault struct {
 
 var faultActions = map[string]bool{"CreateVolume": true, "DeleteVolume": true, "AttachVolume": true, "DetachVolume": true,
 	"ModifyVolume": true, "CreateSnapshot": true, "RunInstances": true,
-	"CreateLoadBalancer": true, "DeleteLoadBalancer": true, "CreateTargetGroup": true, "CreateListener": true, "RegisterTargets": true}
+	"CreateLoadBalancer": true, "DeleteLoadBalancer": true, "CreateTargetGroup": true, "CreateListener": true, "RegisterTargets": true,
+	"CreateNetworkInterface": true, "DeleteNetworkInterface": true, "AttachNetworkInterface": true, "DetachNetworkInterface": true,
+	"AssignPrivateIpAddresses": true, "UnassignPrivateIpAddresses": true}
+
+// eniFaultActions are the actions whose faults a NetworkInterfaceID narrows; only
+// attachments and detachments have a transition to hold or slow.
+var eniFaultActions = map[string]bool{"CreateNetworkInterface": false, "DeleteNetworkInterface": false,
+	"AttachNetworkInterface": true, "DetachNetworkInterface": true, "AssignPrivateIpAddresses": false, "UnassignPrivateIpAddresses": false}
 
 // elbFaultActions are the actions whose faults a LoadBalancer narrows; their resource is
 // a load balancer's ARN.
@@ -53,7 +66,7 @@ var elbFaultActions = map[string]bool{"CreateLoadBalancer": true, "DeleteLoadBal
 
 func (f *Fault) validate() error {
 	if !faultActions[f.Action] {
-		return fmt.Errorf("fault: unknown action %q (want CreateVolume, DeleteVolume, AttachVolume, DetachVolume, ModifyVolume, CreateSnapshot, RunInstances, CreateLoadBalancer, DeleteLoadBalancer, CreateTargetGroup, CreateListener or RegisterTargets)", f.Action)
+		return fmt.Errorf("fault: unknown action %q (want CreateVolume, DeleteVolume, AttachVolume, DetachVolume, ModifyVolume, CreateSnapshot, RunInstances, CreateNetworkInterface, DeleteNetworkInterface, AttachNetworkInterface, DetachNetworkInterface, AssignPrivateIpAddresses, UnassignPrivateIpAddresses, CreateLoadBalancer, DeleteLoadBalancer, CreateTargetGroup, CreateListener or RegisterTargets)", f.Action)
 	}
 	switch f.Mode {
 	case "fail", "hang":
@@ -71,6 +84,9 @@ func (f *Fault) validate() error {
 	}
 	if f.Mode == "fail" && f.Action == "RunInstances" {
 		return fmt.Errorf("fault: RunInstances takes hang or slow")
+	}
+	if hold, ok := eniFaultActions[f.Action]; ok && !hold && f.Mode != "fail" {
+		return fmt.Errorf("fault: %s takes fail", f.Action)
 	}
 	if f.Mode != "fail" && elbFaultActions[f.Action] && f.Action != "CreateLoadBalancer" {
 		return fmt.Errorf("fault: %s takes fail", f.Action)
@@ -102,7 +118,11 @@ func (f *Fault) matches(action, volumeID, instanceID string, tags []Tag) bool {
 	if f.Action != action || f.InstanceID != "" && f.InstanceID != instanceID {
 		return false
 	}
-	if elbFaultActions[action] {
+	if _, ok := eniFaultActions[action]; ok {
+		if f.NetworkInterfaceID != "" && f.NetworkInterfaceID != volumeID {
+			return false
+		}
+	} else if elbFaultActions[action] {
 		if f.LoadBalancer != "" && f.LoadBalancer != volumeID && !strings.Contains(volumeID, "/"+f.LoadBalancer+"/") {
 			return false
 		}

@@ -227,9 +227,6 @@ func (c *Cloud) imdsTreeLocked(inst *Instance) map[string]string {
 	}, "", "  ")
 	host := privateDNS(inst.PrivateIP, c.cfg.Region)
 	md := "/latest/meta-data/"
-	mac := md + "network/interfaces/macs/" + inst.MAC + "/"
-	eni := "eni-" + strings.TrimPrefix(inst.ID, "i-")
-	subnet := fmt.Sprintf("172.31.%d.0/20", zi*16)
 	t := map[string]string{
 		"/latest/dynamic/instance-identity/document": string(doc),
 		md + "ami-id":                         inst.ImageID,
@@ -250,16 +247,29 @@ func (c *Cloud) imdsTreeLocked(inst *Instance) map[string]string {
 		md + "services/partition":             "aws",
 		md + "block-device-mapping/ami":       "/dev/xvda",
 		md + "block-device-mapping/root":      "/dev/xvda",
-		mac + "device-number":                 "0",
-		mac + "interface-id":                  eni,
-		mac + "local-hostname":                host,
-		mac + "local-ipv4s":                   inst.PrivateIP,
-		mac + "mac":                           inst.MAC,
-		mac + "owner-id":                      c.ownerID,
-		mac + "subnet-id":                     "subnet-" + strings.TrimPrefix(zoneID(c.cfg.Region, zi), c.cfg.Region),
-		mac + "subnet-ipv4-cidr-block":        subnet,
-		mac + "vpc-id":                        "vpc-0kubelab",
-		mac + "vpc-ipv4-cidr-block":           "172.31.0.0/16",
+	}
+	// Each attached network interface, under its MAC, as the VPC CNI's IP address
+	// manager reads them.
+	for _, n := range c.interfacesOfLocked(inst.ID) {
+		if n.Attachment.State != "attached" || len(n.PrivateIPs) == 0 {
+			continue
+		}
+		mac := md + "network/interfaces/macs/" + n.MAC + "/"
+		t[mac+"device-number"] = strconv.Itoa(n.Attachment.DeviceIndex)
+		t[mac+"network-card"] = "0"
+		t[mac+"interface-id"] = n.ID
+		t[mac+"local-hostname"] = privateDNS(n.PrivateIPs[0], c.cfg.Region)
+		t[mac+"local-ipv4s"] = strings.Join(n.PrivateIPs, "\n")
+		t[mac+"mac"] = n.MAC
+		t[mac+"owner-id"] = c.ownerID
+		t[mac+"security-group-ids"] = strings.Join(n.Groups, "\n")
+		t[mac+"subnet-id"] = n.SubnetID
+		if s := c.subnets[n.SubnetID]; s != nil {
+			t[mac+"subnet-ipv4-cidr-block"] = s.CIDR
+			t[mac+"vpc-id"] = s.VPCID
+		}
+		t[mac+"vpc-ipv4-cidr-block"] = vpcCIDR
+		t[mac+"vpc-ipv4-cidr-blocks"] = vpcCIDR
 	}
 	n := 0
 	for _, v := range sortedVolumes(c.volumes) {

@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -61,19 +62,23 @@ type xmlInstance struct {
 	Interfaces       []xmlInterface   `xml:"networkInterfaceSet>item"`
 }
 
-// xmlInterface is an instance's primary network interface: its MAC is the one the
-// instance's eth0 has on the VPC.
+// xmlInterface is a network interface attached to an instance: the primary one's MAC is
+// the one the instance's eth0 has on the VPC.
 type xmlInterface struct {
-	InterfaceID string `xml:"networkInterfaceId"`
-	MacAddress  string `xml:"macAddress"`
-	PrivateIP   string `xml:"privateIpAddress"`
-	SubnetID    string `xml:"subnetId,omitempty"`
-	VpcID       string `xml:"vpcId,omitempty"`
-	Status      string `xml:"status"`
-	Attachment  struct {
-		DeviceIndex int    `xml:"deviceIndex"`
-		Status      string `xml:"status"`
-	} `xml:"attachment"`
+	InterfaceID     string           `xml:"networkInterfaceId"`
+	SubnetID        string           `xml:"subnetId,omitempty"`
+	VpcID           string           `xml:"vpcId,omitempty"`
+	Description     string           `xml:"description"`
+	OwnerID         string           `xml:"ownerId"`
+	Status          string           `xml:"status"`
+	MacAddress      string           `xml:"macAddress"`
+	PrivateIP       string           `xml:"privateIpAddress"`
+	PrivateDNSName  string           `xml:"privateDnsName"`
+	SourceDestCheck bool             `xml:"sourceDestCheck"`
+	Groups          []xmlGroup       `xml:"groupSet>item"`
+	Attachment      xmlENIAttachment `xml:"attachment"`
+	PrivateIPs      []xmlPrivateIP   `xml:"privateIpAddressesSet>item"`
+	InterfaceType   string           `xml:"interfaceType"`
 }
 
 type xmlPlacement struct {
@@ -129,13 +134,12 @@ func (c *Cloud) toXMLInstanceLocked(i *Instance, state string) xmlInstance {
 	if ip := c.profileByARNLocked(i.InstanceProfile); ip != nil {
 		out.IamProfile = &xmlIamProfile{ARN: ip.ARN, ID: ip.ID}
 	}
-	eni := xmlInterface{InterfaceID: "eni-" + strings.TrimPrefix(i.ID, "i-"), MacAddress: i.MAC, PrivateIP: i.PrivateIP, Status: "in-use"}
 	if s := c.subnetOfZone(i.Zone); s != nil {
 		out.SubnetID, out.VpcID = s.ID, s.VPCID
-		eni.SubnetID, eni.VpcID = s.ID, s.VPCID
 	}
-	eni.Attachment.Status = "attached"
-	out.Interfaces = []xmlInterface{eni}
+	for _, n := range c.interfacesOfLocked(i.ID) {
+		out.Interfaces = append(out.Interfaces, c.toXMLInstanceENI(n))
+	}
 	for _, v := range sortedVolumes(c.volumes) {
 		if a := v.attachment(i.ID); a != nil {
 			var bd xmlBlockDevice
@@ -192,6 +196,9 @@ func (c *Cloud) runInstances(p *params) (response, *apiError) {
 	if typ == "" {
 		typ = "m5.large"
 	}
+	if _, ok := instanceTypes[typ]; !ok {
+		return nil, errf("InvalidParameterValue", "Invalid value '%s' for InstanceType.", typ)
+	}
 	if zone == "" {
 		zone = c.cfg.Zones[0]
 	}
@@ -247,16 +254,24 @@ func (c *Cloud) runInstances(p *params) (response, *apiError) {
 	}
 	resID := newID("r-")
 	var insts []*Instance
+	var enis []*NetworkInterface
 	var changes []change
+	subnet := c.subnetOfZone(zone)
+	taken := map[netip.Addr]bool{}
 	for n := 0; n < maxCount; n++ {
+		ip, aerr := c.nextIPLocked(subnet, zone, n, taken)
+		if aerr != nil {
+			return nil, aerr
+		}
 		i := &Instance{
 			ID: newID("i-"), ReservationID: resID, Type: typ, Zone: zone, ImageID: image, State: "pending",
-			LaunchTime: c.now().UTC(), Tags: tags, DeviceDir: devDir, PrivateIP: c.nextIPLocked(zone, n),
+			LaunchTime: c.now().UTC(), Tags: tags, DeviceDir: devDir, PrivateIP: ip,
 			MAC: macFor(len(c.instances) + n), HTTPTokens: httpTokens, AttachLimit: limit,
 			HopLimit: hopLimit, InstanceProfile: profile,
 		}
-		insts = append(insts, i)
-		changes = append(changes, put(bucketInstances, i.ID, i))
+		eni := c.primaryENI(i, subnet)
+		insts, enis = append(insts, i), append(enis, eni)
+		changes = append(changes, put(bucketInstances, i.ID, i), put(bucketNetworkInterfaces, eni.ID, eni))
 	}
 	if token != "" {
 		changes = append(changes, put(bucketTokens, token, tokenEntry(token, tokenRecord{Action: "RunInstances", Hash: hash, ResourceID: resID})))
@@ -266,6 +281,9 @@ func (c *Cloud) runInstances(p *params) (response, *apiError) {
 	}
 	if token != "" {
 		c.tokens[token] = tokenRecord{Action: "RunInstances", Hash: hash, ResourceID: resID}
+	}
+	for _, n := range enis {
+		c.enis[n.ID] = n
 	}
 	for _, i := range insts {
 		c.instances[i.ID] = i
@@ -286,6 +304,7 @@ func (c *Cloud) runInstances(p *params) (response, *apiError) {
 			if c.persist(put(bucketInstances, id, ni)) == nil {
 				c.instances[id] = ni
 				c.startIMDSLocked(ni)
+				c.syncFabricLocked(id)
 			}
 		})
 	}
@@ -314,22 +333,21 @@ func (c *Cloud) reservationLocked(resID string, states map[string]string) xmlRes
 	return out
 }
 
-// nextIPLocked gives an instance a private address in its zone's subnet (172.31.16*k.0/20).
-func (c *Cloud) nextIPLocked(zone string, n int) string {
-	zi := 0
-	for k, z := range c.cfg.Zones {
-		if z == zone {
-			zi = k
-		}
-	}
+// nextIPLocked gives the n-th instance of a launch a private address in its zone's
+// subnet (172.31.16*k.0/20): the k-th instance ever launched in the zone looks first at
+// instanceOffset(k), then at the next free address, avoiding those in taken.
+func (c *Cloud) nextIPLocked(subnet *Subnet, zone string, n int, taken map[netip.Addr]bool) (string, *apiError) {
 	count := n
 	for _, i := range c.instances {
 		if i.Zone == zone {
 			count++
 		}
 	}
-	host := 10 + count
-	return fmt.Sprintf("172.31.%d.%d", zi*16+host/250, host%250+1)
+	ips, aerr := c.allocLocked(subnet, instanceOffset(count), 1, taken)
+	if aerr != nil {
+		return "", aerr
+	}
+	return ips[0], nil
 }
 
 func macFor(n int) string {
@@ -405,11 +423,7 @@ func (c *Cloud) terminateInstances(p *params) (response, *apiError) {
 				if cur == nil || cur.State != "shutting-down" {
 					return
 				}
-				ni := cur.clone()
-				ni.State = "terminated"
-				if c.persist(put(bucketInstances, id, ni)) == nil {
-					c.instances[id] = ni
-				}
+				c.terminatedLocked(cur)
 			})
 		}
 		resp.Instances = append(resp.Instances, xmlStateChange{InstanceID: id, CurrentState: instanceState(c.instances[id].State), PreviousState: instanceState(prev)})

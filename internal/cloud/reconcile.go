@@ -15,6 +15,12 @@ func (c *Cloud) reconcile() error {
 	for _, id := range sortedKeys(c.instances) {
 		i := c.instances[id]
 		next := map[string]string{"pending": "running", "shutting-down": "terminated", "stopping": "stopped"}[i.State]
+		if next == "terminated" {
+			if aerr := c.terminatedLocked(i); aerr != nil {
+				return aerr
+			}
+			continue
+		}
 		if next != "" {
 			ni := i.clone()
 			ni.State = next

@@ -27,6 +27,8 @@ var (
 	bucketPolicies      = []byte("iam-policies")
 	bucketProfiles      = []byte("iam-instance-profiles")
 	bucketSessions      = []byte("sts-sessions")
+	// bucketNetworkInterfaces holds the elastic network interfaces.
+	bucketNetworkInterfaces = []byte("networkinterfaces")
 )
 
 // store persists the cloud's objects in a bbolt file.
@@ -40,7 +42,7 @@ func openStore(path string) (*store, error) {
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketVolumes, bucketInstances, bucketSnapshots, bucketModifications, bucketTokens, bucketMeta,
 			bucketVPCs, bucketSubnets, bucketLoadBalancers, bucketTargetGroups, bucketListeners, bucketRules,
-			bucketOIDCProviders, bucketRoles, bucketPolicies, bucketProfiles, bucketSessions} {
+			bucketOIDCProviders, bucketRoles, bucketPolicies, bucketProfiles, bucketSessions, bucketNetworkInterfaces} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

@@ -131,12 +131,13 @@ func (c *Cloud) zoneIndex(zone string) int {
 }
 
 // availableIPs is what EC2 reports as a subnet's free addresses: its size less the five
-// reserved ones, the instances' and the load balancers' own.
+// reserved ones, the network interfaces' addresses (the instances' among them) and the
+// load balancers' own.
 func (c *Cloud) availableIPsLocked(s *Subnet) int {
 	pfx := netip.MustParsePrefix(s.CIDR)
 	n := 1<<(32-pfx.Bits()) - 5
-	for _, i := range c.instances {
-		if i.Zone == s.Zone && i.State != "terminated" {
+	for a := range c.usedAddrsLocked() {
+		if pfx.Contains(a) {
 			n--
 		}
 	}

@@ -52,6 +52,7 @@ func (c *Cloud) retag(ids []string, dry bool, edit func([]Tag) []Tag) (response,
 	var changes []change
 	vols, insts, snaps := map[string]*Volume{}, map[string]*Instance{}, map[string]*Snapshot{}
 	subnets := map[string]*Subnet{}
+	enis := map[string]*NetworkInterface{}
 	var vpc *VPC
 	for _, id := range dedupe(ids) {
 		switch {
@@ -91,6 +92,15 @@ func (c *Cloud) retag(ids []string, dry bool, edit func([]Tag) []Tag) (response,
 			ns.Tags = edit(ns.Tags)
 			subnets[id] = ns
 			changes = append(changes, put(bucketSubnets, id, ns))
+		case strings.HasPrefix(id, "eni-"):
+			n := c.enis[id]
+			if n == nil {
+				return nil, errENINotFound(id)
+			}
+			nn := n.clone()
+			nn.Tags = edit(nn.Tags)
+			enis[id] = nn
+			changes = append(changes, put(bucketNetworkInterfaces, id, nn))
 		case strings.HasPrefix(id, "vpc-"):
 			if c.vpc.ID != id {
 				return nil, errVPCNotFound(id)
@@ -120,6 +130,9 @@ func (c *Cloud) retag(ids []string, dry bool, edit func([]Tag) []Tag) (response,
 	}
 	for id, s := range subnets {
 		c.subnets[id] = s
+	}
+	for id, n := range enis {
+		c.enis[id] = n
 	}
 	if vpc != nil {
 		c.vpc = vpc

@@ -60,4 +60,20 @@ func TestAWSCLI(t *testing.T) {
 	if v["VolumeId"] != vol || v["State"] != "in-use" || len(atts) != 1 || atts[0].(map[string]any)["State"] != "attached" {
 		t.Errorf("describe-volumes: %v", v)
 	}
+	// The instance's interfaces and every address on them.
+	created := run("create-network-interface", "--subnet-id", r.subnetOfZone("us-east-1a").ID, "--secondary-private-ip-address-count", "2")
+	eni, _ := created["NetworkInterface"].(map[string]any)
+	if eni == nil {
+		t.Fatalf("create-network-interface: %v", created)
+	}
+	run("attach-network-interface", "--network-interface-id", eni["NetworkInterfaceId"].(string), "--instance-id", inst, "--device-index", "1")
+	out = run("describe-network-interfaces", "--filters", "Name=attachment.instance-id,Values="+inst)
+	enis, _ := out["NetworkInterfaces"].([]any)
+	ips := 0
+	for _, e := range enis {
+		ips += len(e.(map[string]any)["PrivateIpAddresses"].([]any))
+	}
+	if len(enis) != 2 || ips != 4 {
+		t.Errorf("describe-network-interfaces: %d interfaces, %d addresses, want 2 and 4: %v", len(enis), ips, out)
+	}
 }

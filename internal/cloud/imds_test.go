@@ -62,6 +62,25 @@ func TestIMDS(t *testing.T) {
 	if !strings.HasSuffix(macs, "/") || get("network/interfaces/macs/"+strings.TrimSuffix(macs, "/")+"/device-number") != "0" {
 		t.Errorf("macs listing %q", macs)
 	}
+	// A second interface with a secondary address appears under its MAC, as the VPC
+	// CNI's IP address manager reads it.
+	di, err := r.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{inst}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eni := r.createENI(t, aws.ToString(di.Reservations[0].Instances[0].SubnetId), 1)
+	if _, err := r.ec2.AttachNetworkInterface(ctx, &ec2.AttachNetworkInterfaceInput{NetworkInterfaceId: eni.NetworkInterfaceId,
+		InstanceId: &inst, DeviceIndex: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
+	}
+	mac2 := "network/interfaces/macs/" + aws.ToString(eni.MacAddress) + "/"
+	if got, want := get(mac2+"local-ipv4s"), strings.Join(eniIPs(eni), "\n"); got != want || get(mac2+"device-number") != "1" ||
+		get(mac2+"interface-id") != aws.ToString(eni.NetworkInterfaceId) || get(mac2+"subnet-id") != aws.ToString(eni.SubnetId) {
+		t.Errorf("second interface's metadata: local-ipv4s %q (want %q)", got, want)
+	}
+	if got := get("network/interfaces/macs/"); strings.Count(got, "/") != 2 {
+		t.Errorf("macs listing %q, want two", got)
+	}
 	vol := r.createVolume(t, "us-east-1c", 1)
 	if _, err := r.ec2.AttachVolume(ctx, &ec2.AttachVolumeInput{VolumeId: &vol, InstanceId: &inst, Device: aws.String("/dev/xvdba")}); err != nil {
 		t.Fatal(err)

@@ -60,6 +60,7 @@ func (c *Config) validate() error {
 type VPC struct {
 	cfg    Config
 	prefix string
+	fabric *Fabric
 }
 
 // New names the VPC of the cluster at cfg.DataDir; it makes nothing yet.
@@ -70,7 +71,9 @@ func New(cfg Config) (*VPC, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &VPC{cfg: cfg, prefix: Prefix(cfg.DataDir)}, nil
+	v := &VPC{cfg: cfg, prefix: Prefix(cfg.DataDir)}
+	v.fabric = &Fabric{v: v, desired: map[string][]Interface{}, nodes: map[string]string{}}
+	return v, nil
 }
 
 // Prefix starts the name of every namespace of the cluster at dataDir.
@@ -131,6 +134,9 @@ type Node struct {
 	Name string
 	// IP and MAC are its instance's private address and interface MAC.
 	IP, MAC string
+	// InstanceID is its instance's id: the fabric gives the node its instance's other
+	// interfaces and delivers their addresses to it ("": none).
+	InstanceID string
 }
 
 // EnsureNode makes node's namespace with eth0 on the VPC bridge, or finds it as a
@@ -156,6 +162,11 @@ func (v *VPC) EnsureNode(n Node) (string, error) {
 	}
 	if err := configureNode(path); err != nil {
 		return "", fmt.Errorf("vpc: node %s: %w", n.Name, err)
+	}
+	if n.InstanceID != "" {
+		if err := v.fabric.bind(n.InstanceID, n.Name); err != nil {
+			return "", err
+		}
 	}
 	return path, nil
 }
@@ -263,7 +274,10 @@ func configureNode(path string) error {
 
 // RemoveNode deletes node's namespace and with it everything in it; its port on the VPC
 // bridge goes with its veth peer.
-func (v *VPC) RemoveNode(node string) error { return removeNetNS(v.NodePath(node)) }
+func (v *VPC) RemoveNode(node string) error {
+	v.fabric.unbind(node)
+	return removeNetNS(v.NodePath(node))
+}
 
 // Remove deletes every namespace of the cluster: its nodes' and the VPC's.
 func (v *VPC) Remove() error {

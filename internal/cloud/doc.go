@@ -1,5 +1,6 @@
 // Package cloud is kubelab's EC2/EBS-compatible cloud: one region, its availability
-// zones, a default VPC with a subnet per zone, instances, volumes, attachments, snapshots
+// zones, a default VPC with a subnet per zone, instances and their elastic network
+// interfaces (with the instance types' limits), volumes, attachments, snapshots
 // and volume modifications, served over the EC2 Query API (Version 2016-11-15) on
 // 127.0.0.1, with an instance metadata service (IMDSv1 and v2) per instance; Elastic
 // Load Balancing (v2) load balancers that carry traffic, served over the ELB Query API
@@ -39,6 +40,11 @@
 //	c.IMDSEndpoint(instanceID)                              // its loopback URL
 //	c.InjectFault(f), c.ClearFaults()                       // fault injection
 //	c.Done()                                                // closed when Run has returned
+//	c.NetworkInterfaces(instanceID)                         // its attached interfaces
+//
+// Config.Fabric, when set, is told every instance's attached network interfaces and
+// their addresses at Run's start (Sync) and on every change (SetInstance), so that a
+// data plane (package vpc's Fabric, in a cluster) carries them.
 //
 // At start it writes into DataDir: endpoint (the URL, one line), aws-config ([default]
 // region = …) and aws-credentials ([default] aws_access_key_id / aws_secret_access_key),

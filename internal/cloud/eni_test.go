@@ -20,6 +20,13 @@ type fakeFabric struct {
 	calls int
 }
 
+func (f *fakeFabric) Sync(all map[string][]FabricInterface) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.state = all
+	f.calls++
+}
+
 func (f *fakeFabric) SetInstance(id string, ifaces []FabricInterface) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -4,11 +4,15 @@ package cloud
 // VPC is under an account's ENIs: it makes each attached interface a link of its
 // instance's machine and delivers every private address of the interface to that
 // machine. The cloud tells it the state; it never calls back.
+//
+// Both methods are called with the cloud's lock held: they must not block for long.
 type NetworkFabric interface {
+	// Sync gives every instance's attached interfaces, by instance id, when Run starts:
+	// the whole state; what it does not name has no interfaces.
+	Sync(all map[string][]FabricInterface)
 	// SetInstance says which interfaces are attached to the instance now and which
 	// addresses each has (none: a terminated instance, or one whose interfaces were all
-	// released). It is called after every change of them and, when Run starts, once for
-	// every instance, and must not block for long: the cloud holds its lock.
+	// released). It is called after every change of them.
 	SetInstance(instanceID string, ifaces []FabricInterface)
 }
 
@@ -55,9 +59,16 @@ func (c *Cloud) syncFabricLocked(instanceID string) {
 
 // syncAllFabricLocked tells the fabric every instance's interfaces (at start).
 func (c *Cloud) syncAllFabricLocked() {
-	for _, id := range sortedKeys(c.instances) {
-		c.syncFabricLocked(id)
+	if c.cfg.Fabric == nil {
+		return
 	}
+	all := map[string][]FabricInterface{}
+	for id := range c.instances {
+		if ifaces := c.fabricStateLocked(id); len(ifaces) > 0 {
+			all[id] = ifaces
+		}
+	}
+	c.cfg.Fabric.Sync(all)
 }
 
 // NetworkInterfaces returns an instance's attached interfaces as the fabric sees them.

@@ -1068,3 +1068,21 @@ func (c *Cloud) terminatedLocked(i *Instance) *apiError {
 	apply()
 	return nil
 }
+
+// resumeENITransitionsLocked restarts the attachments and detachments of network
+// interfaces that were under way when the cloud stopped.
+func (c *Cloud) resumeENITransitionsLocked() {
+	for _, id := range sortedKeys(c.enis) {
+		n := c.enis[id]
+		if n.Attachment == nil {
+			continue
+		}
+		eniID, attID, instID := n.ID, n.Attachment.ID, n.Attachment.InstanceID
+		switch n.Attachment.State {
+		case "attaching":
+			c.after(c.lat.Attach, "AttachNetworkInterface", eniID, instID, n.Tags, func() { c.finishENIAttachLocked(eniID, attID) })
+		case "detaching":
+			c.after(c.lat.Detach, "DetachNetworkInterface", eniID, instID, n.Tags, func() { c.finishENIDetachLocked(eniID, attID) })
+		}
+	}
+}

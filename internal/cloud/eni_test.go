@@ -454,6 +454,15 @@ func TestNetworkInterfacesPersistAndMigrate(t *testing.T) {
 		InstanceId: aws.String(id), DeviceIndex: aws.Int32(1)}); err != nil {
 		t.Fatal(err)
 	}
+	// An attachment held in attaching when the cloud stops completes at the next start.
+	if _, err := r.InjectFault(Fault{Action: "AttachNetworkInterface", Mode: "hang"}); err != nil {
+		t.Fatal(err)
+	}
+	held := r.createENI(t, aws.ToString(inst.SubnetId), 0)
+	if _, err := r.ec2.AttachNetworkInterface(ctx, &ec2.AttachNetworkInterfaceInput{NetworkInterfaceId: held.NetworkInterfaceId,
+		InstanceId: aws.String(id), DeviceIndex: aws.Int32(2)}); err != nil {
+		t.Fatal(err)
+	}
 	r.stop(t)
 	// Drop the primary interface from the state, as state of an older cloud lacks it.
 	st, err := openStore(dir + "/state.db")
@@ -475,11 +484,11 @@ func TestNetworkInterfacesPersistAndMigrate(t *testing.T) {
 	sort.Slice(nis, func(a, b int) bool {
 		return aws.ToInt32(nis[a].Attachment.DeviceIndex) < aws.ToInt32(nis[b].Attachment.DeviceIndex)
 	})
-	if len(nis) != 2 || aws.ToString(nis[0].MacAddress) != aws.ToString(inst.NetworkInterfaces[0].MacAddress) ||
+	if len(nis) != 3 || nis[2].Attachment.Status != types.AttachmentStatusAttached || aws.ToString(nis[0].MacAddress) != aws.ToString(inst.NetworkInterfaces[0].MacAddress) ||
 		aws.ToString(nis[0].PrivateIpAddress) != aws.ToString(inst.PrivateIpAddress) || len(nis[1].PrivateIpAddresses) != 4 {
 		t.Fatalf("interfaces after restart: %+v", nis)
 	}
-	if got := fab.ips(id); len(got) != 2 || len(got[1]) != 4 {
+	if got := fab.ips(id); len(got) != 3 || len(got[1]) != 4 {
 		t.Errorf("fabric told %v at start", got)
 	}
 }

@@ -30,6 +30,7 @@ func (c *Cloud) reconcile() error {
 			c.instances[id] = ni
 		}
 	}
+	c.resumeENITransitionsLocked()
 	if c.dev != nil {
 		c.removeOrphanFilesLocked()
 		c.releaseLeakedLoopsLocked()

@@ -111,6 +111,7 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	if v != nil {
 		cloudCfg.Dial = loadBalancerDial(v, network)
+		cloudCfg.Fabric = vpcFabric{v.Fabric()}
 	}
 	c, err := cloud.New(cloudCfg)
 	if err != nil {

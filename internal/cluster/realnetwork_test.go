@@ -7,11 +7,14 @@ import (
 	"net/http"
 	"net/netip"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +52,49 @@ func httpVia(netns, url string) (string, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return strings.TrimSpace(string(b)), err
+}
+
+// assertENIFabric attaches a second interface to n1's instance and checks what the
+// fabric makes of it: links lists n1's links.
+func assertENIFabric(t *testing.T, tc *testCluster, n0, n1 cluster.Node, links func() (string, error)) {
+	t.Helper()
+	ctx := context.Background()
+	d, err := tc.EC2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{n1.InstanceID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := tc.EC2.CreateNetworkInterface(ctx, &ec2.CreateNetworkInterfaceInput{
+		SubnetId: d.Reservations[0].Instances[0].SubnetId, SecondaryPrivateIpAddressCount: aws.Int32(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eni := created.NetworkInterface
+	mac, secondary := aws.ToString(eni.MacAddress), aws.ToString(eni.PrivateIpAddresses[1].PrivateIpAddress)
+	att, err := tc.EC2.AttachNetworkInterface(ctx, &ec2.AttachNetworkInterfaceInput{NetworkInterfaceId: eni.NetworkInterfaceId,
+		InstanceId: aws.String(n1.InstanceID), DeviceIndex: aws.Int32(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "eth1 of "+n1.Name+" with the interface's MAC", func() bool {
+		out, err := links()
+		return err == nil && strings.Contains(out, " eth1") && strings.Contains(out, mac)
+	})
+	n0ns := filepath.Base(tc.VPC().NodePath(n0.Name))
+	testutil.Eventually(t, n0.Name+" maps "+secondary+" to "+mac, func() bool {
+		out, err := exec.Command("ip", "-n", n0ns, "neigh", "show", secondary).CombinedOutput()
+		return err == nil && strings.Contains(string(out), mac)
+	})
+	if _, err := tc.EC2.DetachNetworkInterface(ctx, &ec2.DetachNetworkInterfaceInput{AttachmentId: att.AttachmentId}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "eth1 of "+n1.Name+" gone after the detach", func() bool {
+		out, err := links()
+		return err == nil && !strings.Contains(out, " eth1")
+	})
+	testutil.Eventually(t, "the interface available again", func() error {
+		_, err := tc.EC2.DeleteNetworkInterface(ctx, &ec2.DeleteNetworkInterfaceInput{NetworkInterfaceId: eni.NetworkInterfaceId})
+		return err
+	})
 }
 
 // TestRealNetwork runs pods on two real nodes and checks their network as a user of
@@ -236,6 +282,10 @@ func TestRealNetwork(t *testing.T) {
 	if out, err := kexec("hostnet", "timeout", "5", "wget", "-qO-", "http://169.254.169.254/latest/meta-data/instance-id"); err != nil || out != n1.InstanceID {
 		t.Errorf("IMDS from a host-network pod on %s: %v %q, want %s", n1.Name, err, out, n1.InstanceID)
 	}
+	// The cloud's network interfaces on the VPC's fabric: a second interface attached to
+	// n1's instance is eth1 of n1, with its MAC; n0 maps its secondary address to that MAC;
+	// detached, eth1 goes.
+	assertENIFabric(t, tc, n0, n1, func() (string, error) { return kexec("hostnet", "ip", "-o", "link", "show") })
 	// The API server through the kubernetes Service, and the EC2 endpoint on the VPC.
 	if out, err := kexec("client", "sh", "-c", `printf 'GET /version HTTP/1.0\r\n\r\n' | nc -w 5 172.31.0.2 80`); err != nil || !strings.HasPrefix(out, "HTTP/1.") {
 		t.Errorf("EC2 endpoint from a pod: %v %q", err, out)

@@ -131,7 +131,7 @@ func (c *Cluster) startRealNode(ctx context.Context, g *errgroup.Group, start fu
 // its instance would have it at boot: its network namespace on the VPC (returned), its
 // CNI plugins, /etc/hosts, device dir and socket dirs.
 func (c *Cluster) prepareNode(n Node) (string, error) {
-	netns, err := c.vpc.EnsureNode(vpc.Node{Name: n.Name, IP: n.IP, MAC: n.MAC})
+	netns, err := c.vpc.EnsureNode(vpc.Node{Name: n.Name, IP: n.IP, MAC: n.MAC, InstanceID: n.InstanceID})
 	if err != nil {
 		return "", fmt.Errorf("cluster: %w", err)
 	}

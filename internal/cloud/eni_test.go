@@ -533,3 +533,36 @@ func TestPickAddresses(t *testing.T) {
 		t.Errorf("241st instance's offset %d, want 257 (x.1 of the next /24)", got)
 	}
 }
+
+// DescribeNetworkInterfaces pages with MaxResults and NextToken, as the SDK's paginator
+// reads them, and filters by tag key and subnet.
+func TestDescribeNetworkInterfacesPages(t *testing.T) {
+	r := startCloud(t, Config{Hollow: true})
+	ctx := context.Background()
+	subnet := aws.ToString(r.subnetOf(t, "us-east-1c").SubnetId)
+	want := map[string]bool{}
+	for i := 0; i < 7; i++ {
+		n := r.createENI(t, subnet, 0, types.Tag{Key: aws.String("pool"), Value: aws.String("x")})
+		want[aws.ToString(n.NetworkInterfaceId)] = true
+	}
+	r.runInstance(t, "us-east-1a") // its primary interface is in another subnet
+	p := ec2.NewDescribeNetworkInterfacesPaginator(r.ec2, &ec2.DescribeNetworkInterfacesInput{MaxResults: aws.Int32(5),
+		Filters: []types.Filter{{Name: aws.String("tag-key"), Values: []string{"pool"}}, {Name: aws.String("subnet-id"), Values: []string{subnet}}}})
+	pages, seen := 0, map[string]bool{}
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, n := range page.NetworkInterfaces {
+			seen[aws.ToString(n.NetworkInterfaceId)] = true
+		}
+	}
+	if pages != 2 || len(seen) != 7 {
+		t.Errorf("%d pages, %d interfaces; want 2 and 7", pages, len(seen))
+	}
+	_, err := r.ec2.DescribeNetworkInterfaces(ctx, &ec2.DescribeNetworkInterfacesInput{MaxResults: aws.Int32(5),
+		NetworkInterfaceIds: []string{"eni-0123456789abcdef0"}})
+	wantCode(t, err, "InvalidParameterCombination")
+}

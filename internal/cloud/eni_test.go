@@ -204,6 +204,12 @@ func TestNetworkInterfaceLifecycle(t *testing.T) {
 	if nis := d.Reservations[0].Instances[0].NetworkInterfaces; len(nis) != 2 || len(nis[1].PrivateIpAddresses) != 7 {
 		t.Errorf("DescribeInstances lists interfaces %+v", nis)
 	}
+	// The instance whose interface has an address, as a node agent finds the owner of one.
+	byAddr, err := r.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []types.Filter{
+		{Name: aws.String("network-interface.addresses.private-ip-address"), Values: []string{named}}}})
+	if err != nil || len(byAddr.Reservations) != 1 || aws.ToString(byAddr.Reservations[0].Instances[0].InstanceId) != inst {
+		t.Errorf("instances with %s: %+v %v", named, byAddr, err)
+	}
 
 	drop := []string{named, aws.ToString(as.AssignedPrivateIpAddresses[0].PrivateIpAddress)}
 	if _, err := r.ec2.UnassignPrivateIpAddresses(ctx, &ec2.UnassignPrivateIpAddressesInput{NetworkInterfaceId: aws.String(eni),

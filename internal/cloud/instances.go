@@ -560,6 +560,22 @@ func instanceFields(c *Cloud, i *Instance) fieldsFunc {
 			return []string{privateDNS(i.PrivateIP, c.cfg.Region)}, true
 		case "reservation-id":
 			return []string{i.ReservationID}, true
+		case "network-interface.network-interface-id", "network-interface.addresses.private-ip-address",
+			"network-interface.mac-address", "network-interface.subnet-id":
+			var out []string
+			for _, n := range c.interfacesOfLocked(i.ID) {
+				switch name {
+				case "network-interface.network-interface-id":
+					out = append(out, n.ID)
+				case "network-interface.addresses.private-ip-address":
+					out = append(out, n.PrivateIPs...)
+				case "network-interface.mac-address":
+					out = append(out, n.MAC)
+				default:
+					out = append(out, n.SubnetID)
+				}
+			}
+			return out, true
 		case "subnet-id", "vpc-id":
 			if s := c.subnetOfZone(i.Zone); s != nil {
 				if name == "vpc-id" {

@@ -91,12 +91,13 @@ func (f *Fabric) SetInstance(instanceID string, ifaces []Interface) {
 	f.convergeLocked()
 }
 
-// bind records that node runs instanceID and converges.
+// bind records that node runs instanceID and converges; it fails if the node's own
+// namespace could not be converged.
 func (f *Fabric) bind(instanceID, node string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nodes[instanceID] = node
-	return f.convergeLocked()
+	return f.convergeLocked()[node]
 }
 
 // unbind forgets node.
@@ -111,16 +112,16 @@ func (f *Fabric) unbind(node string) {
 }
 
 // convergeLocked makes every namespace of the cluster what the desired state says; it
-// does nothing before the cloud's first Sync. Errors are logged and returned; the next
-// change tries again.
-func (f *Fabric) convergeLocked() error {
+// does nothing before the cloud's first Sync. Errors are logged and returned by
+// namespace ("" the VPC's, else the node's name); the next change tries again.
+func (f *Fabric) convergeLocked() map[string]error {
 	if !f.synced {
 		return nil
 	}
 	want := desiredState(f.desired, f.nodes)
-	var errs []error
+	errs := map[string]error{}
 	if err := f.v.converge(f.v.Path(), Bridge, want[""], false); err != nil {
-		errs = append(errs, fmt.Errorf("vpc fabric: %s: %w", f.v.Name(), err))
+		errs[""] = fmt.Errorf("vpc fabric: %s: %w", f.v.Name(), err)
 	}
 	for _, node := range sortedValues(f.nodes) {
 		path := f.v.NodePath(node)
@@ -128,14 +129,13 @@ func (f *Fabric) convergeLocked() error {
 			continue
 		}
 		if err := f.v.converge(path, NodeInterface, want[node], true); err != nil {
-			errs = append(errs, fmt.Errorf("vpc fabric: node %s: %w", node, err))
+			errs[node] = fmt.Errorf("vpc fabric: node %s: %w", node, err)
 		}
 	}
-	err := errors.Join(errs...)
-	if err != nil {
+	for _, err := range errs {
 		f.v.cfg.Logger.Error("vpc fabric did not converge", "err", err)
 	}
-	return err
+	return errs
 }
 
 func sortedValues(m map[string]string) []string {

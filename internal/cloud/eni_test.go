@@ -371,7 +371,11 @@ func TestNetworkInterfaceErrors(t *testing.T) {
 		t.Errorf("primary interface has %v", got)
 	}
 
-	// An injected fault answers with its code and assigns nothing.
+	// An injected fault answers with its code and assigns nothing; only attachments and
+	// detachments have a transition to hold.
+	if _, err := r.InjectFault(Fault{Action: "AssignPrivateIpAddresses", Mode: "hang"}); err == nil {
+		t.Errorf("a hang fault of AssignPrivateIpAddresses was accepted")
+	}
 	if _, err := r.InjectFault(Fault{Action: "AssignPrivateIpAddresses", Mode: "fail", Code: "RequestLimitExceeded", NetworkInterfaceID: primary, Count: 1}); err != nil {
 		t.Fatal(err)
 	}

@@ -176,6 +176,9 @@ func (c *Cloud) load() error {
 	if err := c.ensureNetworkLocked(); err != nil {
 		return fmt.Errorf("make the default vpc: %w", err)
 	}
+	if err := c.store.ensureBucket(bucketNetworkInterfaces); err != nil {
+		return err
+	}
 	if err := loadAll(c.store, bucketNetworkInterfaces, func(n *NetworkInterface) { c.enis[n.ID] = n }); err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // Elastic network interfaces: every instance has a primary one (device index 0, made by
@@ -17,6 +19,19 @@ import (
 // subnet, the primary one first and secondary ones assigned and unassigned with
 // AssignPrivateIpAddresses / UnassignPrivateIpAddresses, up to the instance type's limit
 // per interface. Config.Fabric carries the VPC's traffic to them.
+
+// bucketNetworkInterfaces is state.db's bucket of the network interfaces.
+var bucketNetworkInterfaces = []byte("networkinterfaces")
+
+// ensureBucket makes a bucket of state.db unless it exists.
+func (s *store) ensureBucket(name []byte) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("init state bucket %s: %w", name, err)
+		}
+		return nil
+	})
+}
 
 // NetworkInterface is an elastic network interface.
 type NetworkInterface struct {

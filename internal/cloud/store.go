@@ -27,8 +27,6 @@ var (
 	bucketPolicies      = []byte("iam-policies")
 	bucketProfiles      = []byte("iam-instance-profiles")
 	bucketSessions      = []byte("sts-sessions")
-	// bucketNetworkInterfaces holds the elastic network interfaces.
-	bucketNetworkInterfaces = []byte("networkinterfaces")
 )
 
 // store persists the cloud's objects in a bbolt file.
@@ -42,7 +40,7 @@ func openStore(path string) (*store, error) {
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketVolumes, bucketInstances, bucketSnapshots, bucketModifications, bucketTokens, bucketMeta,
 			bucketVPCs, bucketSubnets, bucketLoadBalancers, bucketTargetGroups, bucketListeners, bucketRules,
-			bucketOIDCProviders, bucketRoles, bucketPolicies, bucketProfiles, bucketSessions, bucketNetworkInterfaces} {
+			bucketOIDCProviders, bucketRoles, bucketPolicies, bucketProfiles, bucketSessions} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

@@ -90,11 +90,11 @@ func primaryAttachmentID(instanceID string) string {
 	return "eni-attach-" + strings.TrimPrefix(instanceID, "i-")
 }
 
-// primaryENILocked is the primary interface RunInstances makes for inst in subnet.
+// primaryENI is the primary interface RunInstances makes for inst in subnet.
 func (c *Cloud) primaryENI(inst *Instance, subnet *Subnet) *NetworkInterface {
 	n := &NetworkInterface{
 		ID: primaryENIID(inst.ID), Zone: inst.Zone, MAC: inst.MAC, PrivateIPs: []string{inst.PrivateIP},
-		SourceDestCheck: true, Description: "",
+		SourceDestCheck: true,
 		Attachment: &ENIAttachment{ID: primaryAttachmentID(inst.ID), InstanceID: inst.ID, DeviceIndex: 0, State: "attached",
 			AttachTime: inst.LaunchTime, DeleteOnTermination: true},
 	}
@@ -406,21 +406,16 @@ func (c *Cloud) eniFields(n *NetworkInterface) fieldsFunc {
 			return []string{"false"}, true
 		case "group-id":
 			return n.Groups, true
-		case "private-ip-address", "addresses.private-ip-address", "private-dns-name":
-			ips := n.PrivateIPs
-			if name == "private-ip-address" && len(ips) > 0 {
-				ips = ips[:1]
+		case "addresses.private-ip-address":
+			return n.PrivateIPs, true
+		case "private-ip-address", "private-dns-name": // the primary address
+			if len(n.PrivateIPs) == 0 {
+				return nil, true
 			}
 			if name == "private-dns-name" {
-				var out []string
-				for _, ip := range ips[:min(1, len(ips))] {
-					out = append(out, privateDNS(ip, c.cfg.Region))
-				}
-				return out, true
+				return []string{privateDNS(n.PrivateIPs[0], c.cfg.Region)}, true
 			}
-			return ips, true
-		case "addresses.primary":
-			return []string{"true", "false"}[:min(len(n.PrivateIPs), 2)], true
+			return n.PrivateIPs[:1], true
 		case "attachment.instance-id":
 			return att(func(a *ENIAttachment) string { return a.InstanceID })
 		case "attachment.attachment-id":

@@ -5,9 +5,9 @@
 // route out; what a pod or node sends outside the cluster leaves only through the NAT
 // gateway (internal/natgateway), whose rules and listener are in this namespace. The VPC
 // router's address RouterIP, the nodes' default gateway, is on that bridge (it forwards
-// within the VPC only, and drops the rest; the NAT gateway listens there), and so is the control plane's,
-// ControlPlaneIP; the API server, the EC2 endpoint and the cluster DNS listen
-// there (Listen and ListenPacket make sockets inside a namespace for a process that runs in
+// within the VPC only and drops the rest; the NAT gateway listens there), and so is the
+// control plane's, ControlPlaneIP; the API server, the EC2 endpoint and the cluster DNS
+// listen there (Listen and ListenPacket make sockets inside a namespace for a process that runs in
 // the host's). Each node is a namespace of its own with eth0 on vpc0, addressed with the
 // private IP and MAC the cloud gave its instance at RunInstances, a default route via the
 // router, the instance metadata

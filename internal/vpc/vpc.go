@@ -115,6 +115,15 @@ func (v *VPC) Ensure() error {
 				return fmt.Errorf("bridge %s: %w", Bridge, err)
 			}
 		}
+		// A bridge whose MAC was never set takes its ports' lowest one, and a change of
+		// its MAC flushes its neighbour entries, the fabric's permanent ones too: a
+		// port added with a lower MAC would make every secondary address of the VPC
+		// unreachable from it. A MAC set once stays.
+		if mac := v.bridgeMAC(); br.Attrs().HardwareAddr.String() != mac.String() {
+			if err := h.LinkSetHardwareAddr(br, mac); err != nil {
+				return fmt.Errorf("set the MAC of bridge %s: %w", Bridge, err)
+			}
+		}
 		for _, a := range []string{RouterIP, ControlPlaneIP, EC2EndpointIP} {
 			if err := ensureAddr(h, br, a+"/16"); err != nil {
 				return err
@@ -126,6 +135,13 @@ func (v *VPC) Ensure() error {
 		return fmt.Errorf("vpc %s: %w", v.Name(), err)
 	}
 	return nil
+}
+
+// bridgeMAC is vpc0's MAC: locally administered, unicast, from the namespaces' prefix so
+// that two clusters' bridges differ.
+func (v *VPC) bridgeMAC() net.HardwareAddr {
+	sum := sha256.Sum256([]byte(v.prefix + Bridge))
+	return net.HardwareAddr{0x0a, sum[0], sum[1], sum[2], sum[3], sum[4]}
 }
 
 // Node is one node's place on the VPC.

@@ -166,3 +166,55 @@ func TestBadNodeAddress(t *testing.T) {
 		t.Errorf("namespaces after refused nodes: %v; want only the VPC's", left)
 	}
 }
+
+// A port with a MAC lower than the bridge's does not change vpc0's MAC, and so does not
+// flush the permanent neighbour entries the fabric keeps on it.
+func TestBridgeKeepsItsMAC(t *testing.T) {
+	v := newTestVPC(t)
+	err := withHandle(v.Path(), func(h *netlink.Handle) error {
+		br, err := h.LinkByName(Bridge)
+		if err != nil {
+			return err
+		}
+		if got := br.Attrs().HardwareAddr.String(); got != v.bridgeMAC().String() {
+			t.Errorf("vpc0 MAC %s, want %s", got, v.bridgeMAC())
+		}
+		entry := &netlink.Neigh{LinkIndex: br.Attrs().Index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
+			IP: net.ParseIP("172.31.9.9"), HardwareAddr: net.HardwareAddr{0x0e, 0, 0, 0, 0x09, 0x09}}
+		if err := h.NeighSet(entry); err != nil {
+			return err
+		}
+		attrs := netlink.NewLinkAttrs()
+		attrs.Name, attrs.HardwareAddr, attrs.MasterIndex = "lowmac0", net.HardwareAddr{0x02, 0, 0, 0, 0, 0x01}, br.Attrs().Index
+		if err := h.LinkAdd(&netlink.Veth{LinkAttrs: attrs, PeerName: "lowmac1"}); err != nil {
+			return err
+		}
+		port, err := h.LinkByName("lowmac0")
+		if err != nil {
+			return err
+		}
+		if err := h.LinkSetUp(port); err != nil {
+			return err
+		}
+		if br, err = h.LinkByName(Bridge); err != nil {
+			return err
+		}
+		if got := br.Attrs().HardwareAddr.String(); got != v.bridgeMAC().String() {
+			t.Errorf("vpc0 MAC %s after a port with a lower MAC joined, want %s", got, v.bridgeMAC())
+		}
+		list, err := h.NeighList(br.Attrs().Index, netlink.FAMILY_V4)
+		if err != nil {
+			return err
+		}
+		for _, n := range list {
+			if n.IP.Equal(entry.IP) && n.State&netlink.NUD_PERMANENT != 0 {
+				return nil
+			}
+		}
+		t.Errorf("the permanent neighbour entry of %s is gone from vpc0: %v", entry.IP, list)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubelab/kubelab/internal/apiserver/auth/serviceaccount"
 )
 
 // DefaultServiceRepairInterval is how often the Service allocations are checked against
@@ -73,6 +76,18 @@ type Config struct {
 	// nil dials from the process's own namespace (a net.Dialer).
 	ClusterDial func(ctx context.Context, network, addr string) (net.Conn, error)
 
+	// ServiceAccountIssuers are kube-apiserver's --service-account-issuer values: the
+	// first is the iss of the service account tokens the server signs and the issuer of
+	// its OpenID Connect discovery document; tokens of any of them are accepted, and all
+	// of them are the server's own audiences (what a TokenRequest without audiences
+	// gets). [serviceaccount.DefaultIssuer] when empty. Discovery is served only when the
+	// first is an https URL without query or fragment, as upstream.
+	ServiceAccountIssuers []string
+	// ServiceAccountJWKSURI is --service-account-jwks-uri: the jwks_uri of the discovery
+	// document (an https URL). Empty: the key set's path at AdvertiseAddress:AdvertisePort
+	// when set, else at the address the server listens on.
+	ServiceAccountJWKSURI string
+
 	// Logger receives the server's own logs; slog.Default() when nil.
 	Logger *slog.Logger
 }
@@ -92,6 +107,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.AdvertiseAddress != "" && c.AdvertisePort == 0 {
 		c.AdvertisePort = 443
+	}
+	if len(c.ServiceAccountIssuers) == 0 {
+		c.ServiceAccountIssuers = []string{serviceaccount.DefaultIssuer}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -146,10 +164,39 @@ func (c *Config) validate() error {
 	if c.AdvertisePort < 0 || c.AdvertisePort > 65535 {
 		errs = append(errs, fmt.Errorf("advertise port %d is out of range", c.AdvertisePort))
 	}
+	errs = append(errs, validateServiceAccountIssuers(c.ServiceAccountIssuers, c.ServiceAccountJWKSURI)...)
 	for i, l := range c.ExtraListeners {
 		if l == nil {
 			errs = append(errs, fmt.Errorf("extra listener %d is nil", i))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateServiceAccountIssuers checks the issuers and the JWKS URI as kube-apiserver
+// does: no issuer empty or given twice, one with a colon a URL, the JWKS URI https.
+func validateServiceAccountIssuers(issuers []string, jwksURI string) []error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, iss := range issuers {
+		switch {
+		case iss == "":
+			errs = append(errs, errors.New("service-account-issuer must not be empty"))
+		case seen[iss]:
+			errs = append(errs, fmt.Errorf("service-account-issuer %q is already specified", iss))
+		case strings.Contains(iss, ":"):
+			if _, err := url.Parse(iss); err != nil {
+				errs = append(errs, fmt.Errorf("service-account-issuer %q contained a ':' but was not a valid URL: %w", iss, err))
+			}
+		}
+		seen[iss] = true
+	}
+	if jwksURI != "" {
+		if u, err := url.Parse(jwksURI); err != nil {
+			errs = append(errs, fmt.Errorf("service-account-jwks-uri must be a valid URL: %w", err))
+		} else if u.Scheme != "https" {
+			errs = append(errs, fmt.Errorf("service-account-jwks-uri requires https scheme, parsed as: %s", u))
+		}
+	}
+	return errs
 }

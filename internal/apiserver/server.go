@@ -67,6 +67,7 @@ import (
 
 	"github.com/kubelab/kubelab/internal/apiserver/admission"
 	"github.com/kubelab/kubelab/internal/apiserver/auth"
+	"github.com/kubelab/kubelab/internal/apiserver/auth/serviceaccount"
 	"github.com/kubelab/kubelab/internal/apiserver/openapi"
 	"github.com/kubelab/kubelab/internal/version"
 )
@@ -273,7 +274,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	factory := informers.NewSharedInformerFactory(client, 10*time.Minute)
-	if s.serviceAccounts, err = newServiceAccountTokens(s.pki, client, factory); err != nil {
+	if s.serviceAccounts, err = newServiceAccountTokens(s.pki, s.cfg.ServiceAccountIssuers, client, factory); err != nil {
 		listener.Close()
 		return fmt.Errorf("apiserver: %w", err)
 	}
@@ -383,7 +384,9 @@ func (s *Server) Run(ctx context.Context) error {
 		listener.Close()
 		return fmt.Errorf("apiserver: %w", err)
 	}
-	if err := installOpenIDMetadata(server.Handler.NonGoRestfulMux, s.serviceAccounts, s.jwksURI(listener.Addr())); err != nil {
+	if err := discoverableIssuer(s.serviceAccounts.issuer.Name()); err != nil {
+		s.log.InfoContext(ctx, "service account issuer discovery not served", "err", err)
+	} else if err := installOpenIDMetadata(server.Handler.NonGoRestfulMux, s.serviceAccounts, s.jwksURI(listener.Addr())); err != nil {
 		listener.Close()
 		return fmt.Errorf("apiserver: %w", err)
 	}
@@ -537,7 +540,8 @@ func (s *Server) applyServing(cfg *genericapiserver.Config, listener net.Listene
 // Authentication: x509 client certificates signed by the cluster CA (CN user, O
 // groups), bearer tokens (the token file and the token authenticators after it), and
 // anonymous requests, as system:anonymous in group system:unauthenticated, only on the
-// public health and version paths; anywhere else an unauthenticated request gets 401.
+// public health and version paths and the issuer's discovery paths; anywhere else an
+// unauthenticated request gets 401.
 //
 // Authorization, first opinion wins: the group system:masters may do everything; the
 // Node authorizer decides for kubelets; RBAC for everyone; what none allows is 403.
@@ -587,9 +591,13 @@ func (s *Server) applyAuth(cfg *genericapiserver.Config, factory informers.Share
 	return nil
 }
 
-// publicPaths are what anonymous requests may reach, as the bootstrap policy's
-// system:public-info-viewer role allows.
-var publicPaths = []string{"/healthz", "/livez", "/readyz", "/version", "/version/"}
+// publicPaths are what anonymous requests may reach: what the bootstrap policy's
+// system:public-info-viewer role allows, and the service account issuer's discovery
+// paths, which a relying party (a cloud's STS) reads without credentials where the
+// role system:service-account-issuer-discovery is bound to system:unauthenticated (RBAC
+// refuses them otherwise).
+var publicPaths = []string{"/healthz", "/livez", "/readyz", "/version", "/version/",
+	serviceaccount.OpenIDConfigurationPath, serviceaccount.JWKSPath}
 
 // anonymousOnPublicPaths authenticates requests without credentials as
 // system:anonymous, but only on publicPaths exactly; elsewhere it leaves

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto"
 	"fmt"
+	"slices"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -57,8 +58,9 @@ type serviceAccountTokens struct {
 }
 
 // newServiceAccountTokens loads the PKI's service account key pair and registers the
-// informers the authenticator reads on factory.
-func newServiceAccountTokens(p PKI, client kubernetes.Interface, factory informers.SharedInformerFactory) (*serviceAccountTokens, error) {
+// informers the authenticator reads on factory. The first of issuers signs; tokens of
+// any are accepted, and all are the API server's audiences.
+func newServiceAccountTokens(p PKI, issuers []string, client kubernetes.Interface, factory informers.SharedInformerFactory) (*serviceAccountTokens, error) {
 	key, err := serviceaccount.LoadSigningKey(p.ServiceAccountKey())
 	if err != nil {
 		return nil, err
@@ -67,12 +69,15 @@ func newServiceAccountTokens(p PKI, client kubernetes.Interface, factory informe
 	if err != nil {
 		return nil, err
 	}
-	issuer, err := serviceaccount.NewIssuer(serviceaccount.IssuerConfig{Key: key})
+	if len(issuers) == 0 {
+		issuers = []string{serviceaccount.DefaultIssuer}
+	}
+	issuer, err := serviceaccount.NewIssuer(serviceaccount.IssuerConfig{Issuer: issuers[0], Key: key})
 	if err != nil {
 		return nil, err
 	}
-	audiences := []string{issuer.Name()}
-	authn, err := serviceaccount.NewAuthenticator(serviceaccount.AuthenticatorConfig{Issuer: issuer.Name(), Keys: pubs, Audiences: audiences},
+	audiences := slices.Clone(issuers)
+	authn, err := serviceaccount.NewAuthenticator(serviceaccount.AuthenticatorConfig{Issuers: issuers, Keys: pubs, Audiences: audiences},
 		serviceaccount.NewClusterGetter(client, factory))
 	if err != nil {
 		return nil, err

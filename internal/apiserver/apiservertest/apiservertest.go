@@ -51,6 +51,10 @@ type Options struct {
 	// NoDefaultServiceAccounts: the helper does not create the "default" ServiceAccount
 	// of each namespace (see keepDefaultServiceAccounts), for tests of whatever does.
 	NoDefaultServiceAccounts bool
+	// ServiceAccountIssuers and ServiceAccountJWKSURI are passed to the API server's
+	// Config (--service-account-issuer, --service-account-jwks-uri).
+	ServiceAccountIssuers []string
+	ServiceAccountJWKSURI string
 	// ClusterDial is the API server's Config.ClusterDial (ClusterNetwork.Dial, say).
 	ClusterDial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
@@ -116,7 +120,8 @@ func Start(t testing.TB, opts Options) *Server {
 	api, err := apiserver.New(apiserver.Config{DataDir: opts.DataDir, Port: opts.Port, EtcdServers: servers,
 		EtcdCAFile: etcdCA, EtcdCertFile: etcdCert, EtcdKeyFile: etcdKey,
 		ServiceCIDR: opts.ServiceCIDR, ServiceRepairInterval: opts.ServiceRepairInterval,
-		AdvertiseAddress: opts.AdvertiseAddress, AdvertisePort: opts.AdvertisePort, ClusterDial: opts.ClusterDial})
+		AdvertiseAddress: opts.AdvertiseAddress, AdvertisePort: opts.AdvertisePort, ClusterDial: opts.ClusterDial,
+		ServiceAccountIssuers: opts.ServiceAccountIssuers, ServiceAccountJWKSURI: opts.ServiceAccountJWKSURI})
 	if err == nil {
 		for _, l := range opts.Listeners {
 			if err = api.AddListener(l); err != nil {

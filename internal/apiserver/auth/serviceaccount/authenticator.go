@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,12 +31,13 @@ const StaleTokenAnnotation = "authentication.k8s.io/stale-token"
 
 // AuthenticatorConfig configures an Authenticator.
 type AuthenticatorConfig struct {
-	// Issuer is the iss tokens must have (DefaultIssuer when empty).
-	Issuer string
+	// Issuers are the iss values tokens may have ([DefaultIssuer] when empty), as
+	// kube-apiserver accepts every --service-account-issuer.
+	Issuers []string
 	// Keys are the public keys tokens may be signed with (LoadPublicKeys).
 	Keys []crypto.PublicKey
 	// Audiences are the audiences a request's token must share one of when the request
-	// does not name its own (authenticator.WithAudiences); [Issuer] when empty.
+	// does not name its own (authenticator.WithAudiences); Issuers when empty.
 	Audiences []string
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -72,11 +74,11 @@ func NewAuthenticator(cfg AuthenticatorConfig, getter Getter) (*Authenticator, e
 	if getter == nil {
 		return nil, errors.New("service account token authenticator: a getter is required")
 	}
-	if cfg.Issuer == "" {
-		cfg.Issuer = DefaultIssuer
+	if len(cfg.Issuers) == 0 {
+		cfg.Issuers = []string{DefaultIssuer}
 	}
 	if len(cfg.Audiences) == 0 {
-		cfg.Audiences = []string{cfg.Issuer}
+		cfg.Audiences = slices.Clone(cfg.Issuers)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -96,7 +98,7 @@ func NewAuthenticator(cfg AuthenticatorConfig, getter Getter) (*Authenticator, e
 
 // AuthenticateToken implements authenticator.Token (see the package's contract).
 func (a *Authenticator) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
-	if issuerOf(token) != a.cfg.Issuer {
+	if !slices.Contains(a.cfg.Issuers, issuerOf(token)) {
 		return nil, false, nil
 	}
 	claims := &Claims{}
@@ -104,7 +106,7 @@ func (a *Authenticator) AuthenticateToken(ctx context.Context, token string) (*a
 		return nil, false, fmt.Errorf("service account token: %w", err)
 	}
 	// The unverified iss chose this authenticator; the signed one must agree.
-	if claims.Issuer != a.cfg.Issuer {
+	if !slices.Contains(a.cfg.Issuers, claims.Issuer) {
 		return nil, false, fmt.Errorf("token issuer %q is invalid", claims.Issuer)
 	}
 	tokenAuds := authenticator.Audiences(claims.Audience)

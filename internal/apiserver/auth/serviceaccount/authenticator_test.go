@@ -244,6 +244,54 @@ func TestForeignTokensAreNotOurs(t *testing.T) {
 	}
 }
 
+// With several issuers, the tokens of each are accepted, for the audiences of all of
+// them by default; a token of an issuer not named stays another authenticator's.
+func TestSeveralIssuers(t *testing.T) {
+	key := ecKey(t)
+	f := newFixture(t, key)
+	const newIssuer = "https://172.31.0.2:443"
+	authn, err := NewAuthenticator(AuthenticatorConfig{Issuers: []string{newIssuer, DefaultIssuer},
+		Keys: []crypto.PublicKey{key.Public()}, Now: func() time.Time { return f.now }}, f.getter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	current, err := NewIssuer(IssuerConfig{Issuer: newIssuer, Key: key, Now: func() time.Time { return f.now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newTok, _, err := current.Issue(TokenSpec{ServiceAccount: f.sa, Expiration: time.Hour, Audiences: []string{newIssuer}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A token of the old issuer, for its audience, as an existing pod holds.
+	oldTok := f.issue(t, TokenSpec{})
+	for name, tok := range map[string]string{"first issuer": newTok, "second issuer": oldTok} {
+		resp, ok, err := authn.AuthenticateToken(context.Background(), tok)
+		if !ok || err != nil || resp.User.GetName() != "system:serviceaccount:team:builder" {
+			t.Errorf("%s: authenticate = %v, %v, %v", name, resp, ok, err)
+		}
+	}
+	other, err := NewIssuer(IssuerConfig{Issuer: "https://elsewhere.example", Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, _, err := other.Issue(TokenSpec{ServiceAccount: f.sa, Expiration: time.Hour, Audiences: []string{newIssuer}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, ok, err := authn.AuthenticateToken(context.Background(), foreign); resp != nil || ok || err != nil {
+		t.Errorf("another issuer's token: authenticate = %v, %v, %v; want not ours", resp, ok, err)
+	}
+	// Only the issuer may be the audience by default: one for STS is not the API server's.
+	sts, _, err := current.Issue(TokenSpec{ServiceAccount: f.sa, Expiration: time.Hour, Audiences: []string{"sts.amazonaws.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := authn.AuthenticateToken(context.Background(), sts); ok || err == nil || !strings.Contains(err.Error(), "audiences") {
+		t.Errorf("a token for sts.amazonaws.com: authenticate = %v, %v; want refused for its audience", ok, err)
+	}
+}
+
 func TestSignatureIsChecked(t *testing.T) {
 	f := newFixture(t, ecKey(t))
 	// Same issuer, another key.

@@ -12,17 +12,18 @@
 // A token is a JWT signed with the key pair of the PKI (<data-dir>/pki/sa.key and
 // sa.pub, EnsureKeyPair): ES256 for the ECDSA P-256 key kubelab makes, RS256 for an RSA
 // key put there instead. Its header names the key (kid: the unpadded base64url SHA-256
-// of the public key's PKIX DER form). Its claims are iss (DefaultIssuer), sub
-// (system:serviceaccount:<ns>:<name>), aud, exp, iat, nbf, jti (a random UUID) and the
-// private claim "kubernetes.io": {namespace, serviceaccount{name,uid}} plus pod{name,uid}
-// or secret{name,uid} when the token is bound to that object, node{name,uid} when it is
-// bound to a node or to a pod on a node, and warnafter when its expiration was extended.
+// of the public key's PKIX DER form). Its claims are iss (the issuer's name,
+// DefaultIssuer unless configured), sub (system:serviceaccount:<ns>:<name>), aud, exp,
+// iat, nbf, jti (a random UUID) and the private claim "kubernetes.io": {namespace,
+// serviceaccount{name,uid}} plus pod{name,uid} or secret{name,uid} when the token is
+// bound to that object, node{name,uid} when it is bound to a node or to a pod on a node,
+// and warnafter when its expiration was extended.
 //
 // Contract of Authenticator.AuthenticateToken:
-//   - a token that is no JWT, or whose iss is not the issuer, is not ours: (nil, false,
-//     nil), so that the other token authenticators may try it;
+//   - a token that is no JWT, or whose iss is none of the accepted issuers, is not
+//     ours: (nil, false, nil), so that the other token authenticators may try it;
 //   - ours but not signed by a key of sa.pub, without an audience the request's API
-//     audiences (default: the issuer) share, expired (exp plus a minute of leeway),
+//     audiences (default: the accepted issuers) share, expired (exp plus a minute of leeway),
 //     not yet valid or issued in the future: an error;
 //   - the ServiceAccount must exist with the token's uid, and so must the bound pod or
 //     secret (or node, for a node-bound token); an object whose deletionTimestamp is more

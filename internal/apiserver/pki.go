@@ -215,18 +215,27 @@ func (p PKI) IssueKubeletServingCert(dir, nodeName string, ips []net.IP) (certFi
 }
 
 // IssueServingCert makes sure dir/name.crt and dir/name.key hold a serving certificate
-// for dnsNames, signed by the cluster CA, and returns their paths (kept as
-// IssueKubeletServingCert keeps its own).
-func (p PKI) IssueServingCert(dir, name string, dnsNames []string) (certFile, keyFile string, err error) {
-	if len(dnsNames) == 0 {
+// for names (DNS names, and IP addresses for those that parse as one), signed by the
+// cluster CA, and returns their paths (kept as IssueKubeletServingCert keeps its own).
+func (p PKI) IssueServingCert(dir, name string, names []string) (certFile, keyFile string, err error) {
+	if len(names) == 0 {
 		return "", "", errors.New("pki: a serving certificate needs a name")
 	}
 	caCert, caKey, err := p.loadCA()
 	if err != nil {
 		return "", "", fmt.Errorf("pki: load CA: %w", err)
 	}
+	var dnsNames []string
+	var ips []net.IP
+	for _, n := range names {
+		if ip := net.ParseIP(n); ip != nil {
+			ips = append(ips, ip)
+		} else {
+			dnsNames = append(dnsNames, n)
+		}
+	}
 	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
-	if err := issueServing(certFile, keyFile, caCert, caKey, pkix.Name{CommonName: dnsNames[0]}, dnsNames, nil); err != nil {
+	if err := issueServing(certFile, keyFile, caCert, caKey, pkix.Name{CommonName: names[0]}, dnsNames, ips); err != nil {
 		return "", "", err
 	}
 	return certFile, keyFile, nil

@@ -26,6 +26,8 @@ type controlPlaneFlags struct {
 	serviceCIDR    string
 	gcPercent      int
 	memoryLimit    string
+	saIssuers      []string
+	saJWKSURI      string
 }
 
 func (f *controlPlaneFlags) register(cmd *cobra.Command) {
@@ -42,6 +44,8 @@ func (f *controlPlaneFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.etcdKeyFile, "etcd-keyfile", "", "key of the client certificate toward an external etcd")
 	fs.StringVar(&f.serviceCIDR, "service-cluster-ip-range", "10.96.0.0/12", "range Service ClusterIPs come from")
 	fs.IntVar(&f.gcPercent, "gc-percent", 0, "garbage collector target of the process (0: the API server's default 400, or $GOGC; -1: Go's own)")
+	fs.StringArrayVar(&f.saIssuers, "service-account-issuer", nil, "issuer of service account tokens, their iss and the discovery document's issuer; repeatable: the first signs, all are accepted (default: kubelab up, the API server's URL on the cluster network, then https://kubernetes.default.svc.cluster.local; kubelab apiserver, the latter)")
+	fs.StringVar(&f.saJWKSURI, "service-account-jwks-uri", "", "jwks_uri of the issuer's discovery document, an https URL (default: the key set's path at the API server's advertised or listening address)")
 	fs.StringVar(&f.memoryLimit, "memory-limit", "", "soft memory limit of the process, a quantity such as 4Gi (default $GOMEMLIMIT, or none)")
 }
 
@@ -52,6 +56,7 @@ func (f *controlPlaneFlags) config() (cluster.ControlPlaneConfig, error) {
 		EtcdServers: f.etcdServers, EtcdPrefix: f.etcdPrefix, EtcdClientPort: f.etcdClientPort,
 		EtcdPeerPort: f.etcdPeerPort, EtcdCAFile: f.etcdCAFile, EtcdCertFile: f.etcdCertFile, EtcdKeyFile: f.etcdKeyFile,
 		ServiceCIDR: f.serviceCIDR, GCPercent: f.gcPercent,
+		ServiceAccountIssuers: f.saIssuers, ServiceAccountJWKSURI: f.saJWKSURI,
 	}
 	if f.memoryLimit != "" {
 		q, err := resource.ParseQuantity(f.memoryLimit)

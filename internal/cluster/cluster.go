@@ -96,6 +96,9 @@ func New(cfg Config) (*Cluster, error) {
 			cpCfg.KubeletPreferredAddressTypes = []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeHostName}
 		}
 	}
+	if len(cpCfg.ServiceAccountIssuers) == 0 {
+		cpCfg.ServiceAccountIssuers = defaultServiceAccountIssuers(cpCfg)
+	}
 	cp, err := NewControlPlane(cpCfg)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,6 +62,27 @@ func TestSocketsFitWhateverDataDir(t *testing.T) {
 			if strings.HasPrefix(sock, dir) || !strings.HasPrefix(sock, c.runDir()+"/") {
 				t.Errorf("socket %s is not in the run dir %s", sock, c.runDir())
 			}
+		}
+	}
+}
+
+// A cluster's service account issuer is a URL of its API server: on the VPC (port 443,
+// unnamed) for real nodes, on loopback at a fixed port otherwise; the old default stays
+// accepted second. Issuers given are kept as they are.
+func TestDefaultServiceAccountIssuers(t *testing.T) {
+	const old = "https://kubernetes.default.svc.cluster.local"
+	for _, c := range []struct {
+		cfg  ControlPlaneConfig
+		want []string
+	}{
+		{ControlPlaneConfig{AdvertiseAddress: "172.31.0.2", SecurePort: 6443}, []string{"https://172.31.0.2", old}},
+		{ControlPlaneConfig{SecurePort: 6443}, []string{"https://127.0.0.1:6443", old}},
+		{ControlPlaneConfig{BindAddress: "0.0.0.0", SecurePort: 6443}, []string{"https://127.0.0.1:6443", old}},
+		{ControlPlaneConfig{BindAddress: "127.0.0.5", SecurePort: 7443}, []string{"https://127.0.0.5:7443", old}},
+		{ControlPlaneConfig{}, nil},
+	} {
+		if got := defaultServiceAccountIssuers(c.cfg); !slices.Equal(got, c.want) {
+			t.Errorf("defaultServiceAccountIssuers(%+v) = %q, want %q", c.cfg, got, c.want)
 		}
 	}
 }

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kubelab/kubelab/internal/apiserver"
+	"github.com/kubelab/kubelab/internal/apiserver/auth/serviceaccount"
 	"github.com/kubelab/kubelab/internal/etcd"
 )
 
@@ -44,6 +46,12 @@ type ControlPlaneConfig struct {
 	// ClusterDial connects the API server to the cluster's network (webhooks' Services,
 	// the proxy subresources' pods and Services); nil: from the process's namespace.
 	ClusterDial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// ServiceAccountIssuers and ServiceAccountJWKSURI are the API server's
+	// --service-account-issuer (the first signs, all are accepted) and
+	// --service-account-jwks-uri. A cluster (New) without issuers gets
+	// defaultServiceAccountIssuers; the API server alone, kube-apiserver's default.
+	ServiceAccountIssuers []string
+	ServiceAccountJWKSURI string
 	// KubeletPreferredAddressTypes are the node address types the API server tries, in
 	// order, to reach a kubelet (default: InternalDNS first, where a hollow node's kubelet
 	// names its loopback server, then InternalIP and Hostname).
@@ -106,6 +114,7 @@ func NewControlPlane(cfg ControlPlaneConfig) (*ControlPlane, error) {
 		EtcdCAFile: etcdCA, EtcdCertFile: etcdCert, EtcdKeyFile: etcdKey,
 		GCPercent: cfg.GCPercent, MemoryLimit: cfg.MemoryLimit, ClusterDial: cfg.ClusterDial,
 		KubeletPreferredAddressTypes: cfg.KubeletPreferredAddressTypes,
+		ServiceAccountIssuers:        cfg.ServiceAccountIssuers, ServiceAccountJWKSURI: cfg.ServiceAccountJWKSURI,
 	})
 	if err != nil {
 		return nil, err
@@ -137,4 +146,27 @@ func (cp *ControlPlane) Start(ctx context.Context, g *errgroup.Group) {
 		}
 		return cp.APIServer.Run(ctx)
 	})
+}
+
+// defaultServiceAccountIssuers are the issuers of a cluster whose config names none: a
+// URL of the API server where relying parties (the cloud's STS) read the discovery
+// document, its address on the VPC when it has one (real nodes), else its loopback
+// address when its port is fixed, followed by kube-apiserver's default, which the tokens
+// of a data dir made before carry. Nil (the default alone) when the port is not known
+// yet.
+func defaultServiceAccountIssuers(cfg ControlPlaneConfig) []string {
+	host := ""
+	switch {
+	case cfg.AdvertiseAddress != "":
+		host = cfg.AdvertiseAddress // port 443
+	case cfg.SecurePort > 0:
+		bind := cfg.BindAddress
+		if ip := net.ParseIP(bind); bind == "" || ip == nil || ip.IsUnspecified() {
+			bind = "127.0.0.1"
+		}
+		host = net.JoinHostPort(bind, strconv.Itoa(cfg.SecurePort))
+	default:
+		return nil
+	}
+	return []string{"https://" + host, serviceaccount.DefaultIssuer}
 }

@@ -298,6 +298,11 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 		g.Go(func() error { return u.supervise(ctx) })
 		return u
 	}
+	// Before any pod of the add-ons is made, so that those of annotated service
+	// accounts get their identity.
+	if err := c.startPodIdentityWebhook(ctx, admin, start); err != nil {
+		return err
+	}
 	// The add-on as an earlier run left it goes: the mirror pods of an in-process run (this
 	// run's, if in process, are made anew), the workloads of a run with pods.
 	if err := c.removeAddonMirrorPods(ctx, admin); err != nil {

@@ -3,7 +3,9 @@
 // mounted, in the order they start:
 //
 //   - the control plane: embedded etcd (or an external one) and the API server, which
-//     writes the admin kubeconfig;
+//     writes the admin kubeconfig, with the pod identity webhook on loopback (the
+//     MutatingWebhookConfiguration pod-identity-webhook, podidentity.go); the service
+//     account issuer is the API server's URL on the VPC (or its loopback port);
 //   - the cloud: the EC2/EBS-compatible API (real loop devices, or hollow);
 //   - the CSI driver ebs.csi.aws.com's controller plugin on RUN-DIR/csi/controller.sock
 //     (the cluster's sockets are in its run directory, /run/kubelab/<hash of DATA-DIR>:

@@ -29,6 +29,7 @@ var (
 	OverlayIdentity           = overlayIdentity
 	NetpolIdentity            = netpolIdentity
 	NodeIdentity              = nodeIdentity
+	PodIdentityIdentity       = podIdentityIdentity
 )
 
 // The names of the EBS CSI add-on's service accounts and of its controller's app.

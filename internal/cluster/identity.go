@@ -34,7 +34,9 @@ import (
 //   - kube-proxy: system:kube-proxy (system:node-proxier);
 //   - the cluster DNS: the service account kube-system/coredns (system:coredns);
 //   - the overlay and NetworkPolicy agents: the service accounts kube-system/kubelab-overlay
-//     and kube-system/kubelab-netpol (kubelab:overlay, kubelab:netpol).
+//     and kube-system/kubelab-netpol (kubelab:overlay, kubelab:netpol);
+//   - the pod identity webhook: the service account kube-system/pod-identity-webhook
+//     (kubelab:pod-identity-webhook).
 //
 // The EBS CSI node plugin and its registrar do not call the API server; the service
 // account kube-system/ebs-csi-node-sa and its role exist as the driver deploys them.
@@ -61,6 +63,7 @@ var (
 	overlayIdentity           = serviceAccountIdentity(metav1.NamespaceSystem, overlaySA)
 	netpolIdentity            = serviceAccountIdentity(metav1.NamespaceSystem, netpolSA)
 	ccmIdentity               = serviceAccountIdentity(metav1.NamespaceSystem, ccmSA)
+	podIdentityIdentity       = serviceAccountIdentity(metav1.NamespaceSystem, podIdentitySA)
 )
 
 // nodeIdentity is the identity of node's kubelet.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -48,6 +49,7 @@ func TestComponentIdentities(t *testing.T) {
 		"kube-controller-manager/attachdetach-controller":  cluster.ServiceAccountIdentity("kube-system", "attachdetach-controller"),
 		"kube-controller-manager/persistent-volume-binder": cluster.ServiceAccountIdentity("kube-system", "persistent-volume-binder"),
 		"kube-controller-manager/deployment-controller":    cluster.ServiceAccountIdentity("kube-system", "deployment-controller"),
+		"pod-identity-webhook":                             cluster.PodIdentityIdentity,
 	}
 	for _, n := range nodes {
 		want["kubelet/"+n.Name] = cluster.Identity{User: "system:node:" + n.Name, Groups: []string{"system:nodes"}}
@@ -143,6 +145,8 @@ func TestComponentIdentities(t *testing.T) {
 		{cluster.OverlayIdentity, attrs{Verb: "list", Resource: "pods"}, false},
 		{cluster.NetpolIdentity, attrs{Verb: "list", Group: "networking.k8s.io", Resource: "networkpolicies"}, true},
 		{cluster.NetpolIdentity, attrs{Verb: "create", Resource: "pods", Namespace: "default"}, false},
+		{cluster.PodIdentityIdentity, attrs{Verb: "watch", Resource: "serviceaccounts"}, true},
+		{cluster.PodIdentityIdentity, attrs{Verb: "get", Resource: "secrets", Namespace: "kube-system"}, false},
 	}
 	// The calls of the components of real nodes and of the VPC (not run by hollow
 	// clusters), each allowed.
@@ -180,6 +184,57 @@ func TestComponentIdentities(t *testing.T) {
 		if review.Status.Allowed != c.allow {
 			t.Errorf("%v may %s %s/%s %s in %q: %t (%s), want %t", c.who, what.Verb, what.Group, what.Resource, what.Subresource,
 				what.Namespace, review.Status.Allowed, review.Status.Reason, c.allow)
+		}
+	}
+	checkPodIdentity(t, tc)
+}
+
+// checkPodIdentity: the pod identity webhook runs with the control plane (a pod of a
+// ServiceAccount annotated with a role is created with the role's environment), and
+// anonymous requests may read the service account issuer's discovery paths and nothing
+// more.
+func checkPodIdentity(t *testing.T, tc *testCluster) {
+	t.Helper()
+	ctx := context.Background()
+	mwc, err := tc.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "pod-identity-webhook", metav1.GetOptions{})
+	if err != nil || len(mwc.Webhooks) != 1 || mwc.Webhooks[0].ClientConfig.URL == nil ||
+		!strings.HasPrefix(*mwc.Webhooks[0].ClientConfig.URL, "https://127.0.0.1:") {
+		t.Fatalf("MutatingWebhookConfiguration pod-identity-webhook: %v %+v", err, mwc)
+	}
+	const role = "arn:aws:iam::111122223333:role/irsa-test"
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "irsa-test",
+		Annotations: map[string]string{"eks.amazonaws.com/role-arn": role}}}
+	if _, err := tc.Client.CoreV1().ServiceAccounts("default").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = tc.Client.CoreV1().ServiceAccounts("default").Delete(context.Background(), sa.Name, metav1.DeleteOptions{})
+	})
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "irsa-test"}, Spec: corev1.PodSpec{ServiceAccountName: sa.Name,
+		Containers: []corev1.Container{{Name: "app", Image: "busybox"}}}}
+	var env []corev1.EnvVar
+	testutil.EventuallyWithin(t, time.Minute, "a pod of the annotated service account to get its role", func() bool {
+		// A dry run: the webhook has no side effects, and nothing is left to delete.
+		p, err := tc.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false
+		}
+		env = p.Spec.Containers[0].Env
+		return slices.ContainsFunc(env, func(e corev1.EnvVar) bool { return e.Name == "AWS_ROLE_ARN" && e.Value == role })
+	})
+	if !slices.ContainsFunc(env, func(e corev1.EnvVar) bool { return e.Name == "AWS_REGION" && e.Value == "us-east-1" }) {
+		t.Errorf("env %v, want AWS_REGION us-east-1", env)
+	}
+
+	for path, allow := range map[string]bool{"/.well-known/openid-configuration": true, "/openid/v1/jwks": true, "/api": false} {
+		review, err := tc.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{User: "system:anonymous", Groups: []string{"system:unauthenticated"},
+				NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: "get"}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if review.Status.Allowed != allow {
+			t.Errorf("anonymous may get %s: %t, want %t", path, review.Status.Allowed, allow)
 		}
 	}
 }

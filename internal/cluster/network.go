@@ -36,11 +36,13 @@ import (
 // cluster DNS), each node's metadata service, and the per-node agents that give pods their
 // network: the overlay, the service proxy and the NetworkPolicy rules.
 
-// runEC2Endpoint serves the cloud's EC2 API on the VPC, as a VPC endpoint does: at
-// ControlPlaneIP:80, and with TLS at EC2EndpointIP:443 under the region's EC2 and ELB names
-// (ec2.<region>.amazonaws.com, elasticloadbalancing.<region>.amazonaws.com, with a
-// certificate of the cluster CA), where the nodes' hosts file (writeNodeHosts) points
-// those names, so that an AWS client on a node reaches it without an endpoint of its own.
+// runEC2Endpoint serves the cloud's API on the VPC, as VPC endpoints do: at
+// ControlPlaneIP:80, and with TLS at EC2EndpointIP:443 under the names of its services
+// (ec2Names, with a certificate of the cluster CA), where the nodes' hosts file
+// (writeNodeHosts) and the cluster DNS point those names, so that an AWS client on a
+// node or in a pod reaches it without an endpoint of its own. The cloud tells the
+// services apart by the request (its SigV4 signing service, or the action of an
+// unsigned STS request).
 func (c *Cluster) runEC2Endpoint(ctx context.Context) error {
 	cert, key, err := c.cp.APIServer.PKI().IssueServingCert(filepath.Join(c.cfg.DataDir, "pki", "ec2-endpoint"), "ec2", c.ec2Names())
 	if err != nil {
@@ -67,14 +69,16 @@ func (c *Cluster) runEC2Endpoint(ctx context.Context) error {
 	return g.Wait()
 }
 
-// ec2Names are the names of the cloud's APIs in the cluster's region, which its endpoint
-// serves together: EC2's and Elastic Load Balancing's.
+// ec2Names are the names of the cloud's APIs, which its endpoint serves together: EC2's
+// and Elastic Load Balancing's in the cluster's region, STS's (regional, and the global
+// name older clients use) and IAM's (global).
 func (c *Cluster) ec2Names() []string {
-	return []string{"ec2." + c.cfg.Region + ".amazonaws.com", "elasticloadbalancing." + c.cfg.Region + ".amazonaws.com"}
+	return []string{"ec2." + c.cfg.Region + ".amazonaws.com", "elasticloadbalancing." + c.cfg.Region + ".amazonaws.com",
+		"sts." + c.cfg.Region + ".amazonaws.com", "sts.amazonaws.com", "iam.amazonaws.com"}
 }
 
 // writeNodeHosts writes node n's hosts file, <node dir>/hosts, which `kubelab node shell`
-// puts in place of /etc/hosts: the node's own name and the EC2 API's names at its VPC
+// puts in place of /etc/hosts: the node's own name and the cloud's API names at its VPC
 // endpoint, as an instance resolves them.
 func (c *Cluster) writeNodeHosts(n Node) error {
 	hosts := "127.0.0.1\tlocalhost\n::1\tlocalhost\n" + n.IP + "\t" + n.Name + "\n"

@@ -22,7 +22,13 @@ import (
 //     kube-system/cloud-controller-manager, bound to system:cloud-controller-manager;
 //   - the overlay agent's (kube-system/kubelab-overlay, kubelab:overlay: it watches Nodes
 //     and annotates its own) and the NetworkPolicy agent's (kube-system/kubelab-netpol,
-//     kubelab:netpol: it watches Pods, Namespaces and NetworkPolicies).
+//     kubelab:netpol: it watches Pods, Namespaces and NetworkPolicies);
+//   - the pod identity webhook's (kube-system/pod-identity-webhook,
+//     kubelab:pod-identity-webhook: it reads ServiceAccounts);
+//   - the binding of the bootstrap role system:service-account-issuer-discovery to
+//     system:unauthenticated (issuerDiscoveryBinding), so that relying parties outside
+//     the cluster, the cloud's STS among them, read the issuer's discovery document and
+//     keys without credentials, as they read an EKS cluster's OIDC issuer.
 
 // The add-ons' service accounts, all in kube-system.
 const (
@@ -32,6 +38,7 @@ const (
 	overlaySA       = "kubelab-overlay"
 	netpolSA        = "kubelab-netpol"
 	ccmSA           = "cloud-controller-manager"
+	podIdentitySA   = "pod-identity-webhook"
 )
 
 // API groups of the rules.
@@ -64,6 +71,7 @@ var (
 	overlayLabels = map[string]string{"app.kubernetes.io/name": "kubelab-overlay"}
 	netpolLabels  = map[string]string{"app.kubernetes.io/name": "kubelab-netpol"}
 	ccmLabels     = map[string]string{"app.kubernetes.io/name": "aws-cloud-controller-manager"}
+	podIDLabels   = map[string]string{"app.kubernetes.io/name": "pod-identity-webhook"}
 )
 
 // eventRule lets a sidecar record Events.
@@ -149,6 +157,10 @@ func addonRoles() []addonRole {
 				rule(coreGroup, res("pods", "namespaces"), "list", "watch"),
 				rule(networkingGroup, res("networkpolicies"), "list", "watch"),
 			}},
+		{role: "kubelab:pod-identity-webhook", binding: "kubelab:pod-identity-webhook", account: podIdentitySA, labels: podIDLabels,
+			rules: []rbacv1.PolicyRule{
+				rule(coreGroup, res("serviceaccounts"), "get", "list", "watch"),
+			}},
 	}
 }
 
@@ -172,7 +184,17 @@ func addonRBAC() ([]*corev1.ServiceAccount, []*rbacv1.ClusterRole, []*rbacv1.Clu
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: r.account, Namespace: metav1.NamespaceSystem}},
 		})
 	}
-	return accounts, roles, bindings
+	return accounts, roles, append(bindings, issuerDiscoveryBinding())
+}
+
+// issuerDiscoveryBinding lets anonymous requests read the service account issuer's
+// discovery document and keys.
+func issuerDiscoveryBinding() *rbacv1.ClusterRoleBinding {
+	return &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "service-account-issuer-discovery-unauthenticated"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:service-account-issuer-discovery"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:unauthenticated"}},
+	}
 }
 
 // leasesRole lets the EBS CSI controller's sidecars hold their Leases in kube-system.

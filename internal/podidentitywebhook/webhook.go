@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 )
 
 // Config configures the webhook.
@@ -79,7 +78,8 @@ func (w *Webhook) Run(ctx context.Context) error {
 }
 
 // Serve serves HTTPS on l until ctx ends, then closes it: MutatePath answers
-// AdmissionReviews once the ServiceAccounts' cache has synced, /healthz says it is up.
+// AdmissionReviews (from the start: until the ServiceAccounts' cache has synced, they
+// are read from the API), /healthz says it is up.
 func (w *Webhook) Serve(ctx context.Context, l net.Listener) error {
 	defer l.Close()
 	pair, err := tls.LoadX509KeyPair(w.cfg.CertFile, w.cfg.KeyFile)
@@ -92,17 +92,17 @@ func (w *Webhook) Serve(ctx context.Context, l net.Listener) error {
 	informer := sas.Informer()
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
-		return nil // ctx ended
-	}
 	h := &handler{settings: w.cfg.Settings, log: w.cfg.Logger,
 		serviceAccounts: func(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error) {
-			sa, err := lister.ServiceAccounts(namespace).Get(name)
-			if apierrors.IsNotFound(err) {
-				// Created a moment ago, before the cache heard of it.
-				return w.client.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})
+			if informer.HasSynced() {
+				sa, err := lister.ServiceAccounts(namespace).Get(name)
+				if !apierrors.IsNotFound(err) {
+					return sa, err
+				}
 			}
-			return sa, err
+			// Before the cache has synced, or created a moment ago, before the cache
+			// heard of it: from the API.
+			return w.client.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})
 		}}
 	mux := http.NewServeMux()
 	mux.Handle(MutatePath, h)

@@ -31,7 +31,10 @@ func (s *Server) jwksURI(listener net.Addr) string {
 		return s.cfg.ServiceAccountJWKSURI
 	}
 	host := listener.String()
-	if s.cfg.AdvertiseAddress != "" {
+	switch {
+	case s.cfg.AdvertiseAddress != "" && s.cfg.AdvertisePort == 443:
+		host = s.cfg.AdvertiseAddress // https's own port, unnamed as in the issuer's URL
+	case s.cfg.AdvertiseAddress != "":
 		host = net.JoinHostPort(s.cfg.AdvertiseAddress, strconv.Itoa(s.cfg.AdvertisePort))
 	}
 	return "https://" + host + serviceaccount.JWKSPath

@@ -118,20 +118,35 @@ func TestServiceAccountIssuerURL(t *testing.T) {
 	}
 }
 
-// A jwks_uri given (--service-account-jwks-uri) is the one the document names.
+// The document's jwks_uri is the one given (--service-account-jwks-uri), else the key
+// set's path at the advertised address (its port unnamed when it is https's own).
 func TestServiceAccountJWKSURI(t *testing.T) {
-	const jwks = "https://oidc.example.com/keys"
-	s := apiservertest.Start(t, apiservertest.Options{ServiceAccountJWKSURI: jwks})
-	raw, err := s.Client.Discovery().RESTClient().Get().AbsPath(serviceaccount.OpenIDConfigurationPath).DoRaw(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
-	if doc["jwks_uri"] != jwks || doc["issuer"] != serviceaccount.DefaultIssuer {
-		t.Errorf("discovery document %s, want jwks_uri %s", raw, jwks)
+	for _, tc := range []struct {
+		name string
+		opts apiservertest.Options
+		want string
+	}{
+		{"given", apiservertest.Options{ServiceAccountJWKSURI: "https://oidc.example.com/keys", AdvertiseAddress: "172.31.0.2"},
+			"https://oidc.example.com/keys"},
+		{"advertised on 443", apiservertest.Options{AdvertiseAddress: "172.31.0.2", AdvertisePort: 443},
+			"https://172.31.0.2/openid/v1/jwks"},
+		{"advertised on 6443", apiservertest.Options{AdvertiseAddress: "172.31.0.2", AdvertisePort: 6443},
+			"https://172.31.0.2:6443/openid/v1/jwks"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := apiservertest.Start(t, tc.opts)
+			raw, err := s.Client.Discovery().RESTClient().Get().AbsPath(serviceaccount.OpenIDConfigurationPath).DoRaw(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc map[string]any
+			if err := json.Unmarshal(raw, &doc); err != nil {
+				t.Fatal(err)
+			}
+			if doc["jwks_uri"] != tc.want || doc["issuer"] != serviceaccount.DefaultIssuer {
+				t.Errorf("discovery document %s, want jwks_uri %s", raw, tc.want)
+			}
+		})
 	}
 }
 

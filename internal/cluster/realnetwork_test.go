@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubelab/kubelab/internal/cluster"
 	"github.com/kubelab/kubelab/internal/cluster/clustertest"
@@ -305,6 +307,42 @@ func TestRealNetwork(t *testing.T) {
 	} else if v, err := cs.Discovery().ServerVersion(); err != nil || v.GitVersion == "" {
 		t.Errorf("API server at https://10.96.0.1 from node %s: %v %+v", n1.Name, err, v)
 	}
+	// The service account issuer is the API server's URL on the VPC: its discovery
+	// document, read there without credentials (as the cloud's STS reads it), names it
+	// exactly, and the key set answers at its jwks_uri.
+	anon := &rest.Config{Host: "https://" + vpc.ControlPlaneIP, Dial: inCluster.Dial,
+		TLSClientConfig: rest.TLSClientConfig{CAData: inCluster.CAData}}
+	if rt, err := rest.TransportFor(anon); err != nil {
+		t.Fatal(err)
+	} else {
+		hc := &http.Client{Transport: rt, Timeout: 20 * time.Second}
+		get := func(url string) []byte {
+			res, err := hc.Get(url)
+			if err != nil {
+				t.Errorf("anonymous GET %s from node %s: %v", url, n1.Name, err)
+				return nil
+			}
+			defer res.Body.Close()
+			b, _ := io.ReadAll(res.Body)
+			if res.StatusCode != http.StatusOK {
+				t.Errorf("anonymous GET %s from node %s: %s %s", url, n1.Name, res.Status, b)
+				return nil
+			}
+			return b
+		}
+		issuer := "https://" + vpc.ControlPlaneIP
+		var doc struct {
+			Issuer  string `json:"issuer"`
+			JWKSURI string `json:"jwks_uri"`
+		}
+		if b := get(issuer + "/.well-known/openid-configuration"); b != nil {
+			if err := json.Unmarshal(b, &doc); err != nil || doc.Issuer != issuer || doc.JWKSURI != issuer+"/openid/v1/jwks" {
+				t.Errorf("discovery document %s (%v), want issuer %s", b, err, issuer)
+			} else if keys := get(doc.JWKSURI); !strings.Contains(string(keys), `"kid"`) {
+				t.Errorf("key set %s", keys)
+			}
+		}
+	}
 	if eps, err := tc.Client.DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{}); err != nil ||
 		len(eps.Endpoints) != 1 || eps.Endpoints[0].Addresses[0] != vpc.ControlPlaneIP || *eps.Ports[0].Port != 443 {
 		t.Errorf("the kubernetes EndpointSlice: %v %+v; want %s:443", err, eps, vpc.ControlPlaneIP)
@@ -318,9 +356,10 @@ func TestRealNetwork(t *testing.T) {
 	if out, err := httpVia(tc.VPC().NodePath(n1.Name), "http://"+internetWeb+"/"); err != nil || out != internetPage {
 		t.Errorf("node %s → http://%s/: %v %q", n1.Name, internetWeb, err, out)
 	}
-	// The cloud endpoint's names (EC2, ELB) are the VPC's own: answered by the cluster
+	// The cloud endpoint's names (EC2, ELB, STS, IAM) are the VPC's own: answered by the cluster
 	// DNS, not upstream.
-	for _, name := range []string{"ec2.us-east-1.amazonaws.com", "elasticloadbalancing.us-east-1.amazonaws.com"} {
+	for _, name := range []string{"ec2.us-east-1.amazonaws.com", "elasticloadbalancing.us-east-1.amazonaws.com",
+		"sts.us-east-1.amazonaws.com", "iam.amazonaws.com"} {
 		if out, err := kexec("client", "nslookup", name); err != nil || !strings.Contains(out, vpc.EC2EndpointIP) {
 			t.Errorf("nslookup %s in a pod: %v\n%s\nwant %s", name, err, out, vpc.EC2EndpointIP)
 		}

@@ -197,6 +197,18 @@ func assertUpAgain(t *testing.T, kc, nodes string, restarted time.Time) {
 	if got := run("get", "pvc", "my-app-pvc", "-o", "jsonpath={.status.phase}"); got != "Bound" {
 		t.Errorf("claim after restart: %q", got)
 	}
+	// The pod identity webhook of this run is the one the MutatingWebhookConfiguration
+	// calls: a pod of an annotated service account gets its role.
+	run("create", "serviceaccount", "irsa-again")
+	run("annotate", "serviceaccount", "irsa-again", "eks.amazonaws.com/role-arn=arn:aws:iam::111122223333:role/again")
+	testutil.EventuallyWithin(t, time.Minute, "a pod of an annotated service account to get its role after the restart", func() bool {
+		env := run("run", "irsa-again", "--image=busybox", "--restart=Never", "--dry-run=server",
+			`--overrides={"spec":{"serviceAccountName":"irsa-again"}}`, "-o", "jsonpath={.spec.containers[0].env[*].name}")
+		return strings.Contains(env, "AWS_ROLE_ARN") && strings.Contains(env, "AWS_WEB_IDENTITY_TOKEN_FILE")
+	})
+	if n := strings.TrimSpace(run("get", "mutatingwebhookconfigurations", "-o", "name")); n != "mutatingwebhookconfiguration.admissionregistration.k8s.io/pod-identity-webhook" {
+		t.Errorf("mutating webhook configurations after the restart: %q, want pod-identity-webhook once", n)
+	}
 }
 
 func TestHostsFileFor(t *testing.T) {

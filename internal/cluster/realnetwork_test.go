@@ -343,6 +343,29 @@ func TestRealNetwork(t *testing.T) {
 			}
 		}
 	}
+	// A pod of a service account with a role: the pod identity webhook gave it the
+	// projected token for STS, of the issuer above; the SDK's default chain in it takes
+	// the token to STS at the cloud's endpoint by its regional name, over TLS with the
+	// cluster CA, and gets an answer of STS (whatever the cloud's IAM says of the role).
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "irsa",
+		Annotations: map[string]string{"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/irsa-network"}}}
+	if _, err := tc.Client.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	awsClientImage(t, tc)
+	create(irsaPod(ns, "irsa", n1.Name, sa.Name, "-timeout", "20s"))
+	tc.waitContainer(ns, "irsa", "terminated", func(cs corev1.ContainerStatus) bool { return cs.State.Terminated != nil })
+	irsa := parseIRSAOutput(t, tc.Kubectl("logs", "-n", ns, "irsa"))
+	if c := irsa.Claims; c.Issuer != "https://"+vpc.ControlPlaneIP || len(c.Audience) != 1 || c.Audience[0] != "sts.amazonaws.com" ||
+		c.Subject != "system:serviceaccount:"+ns+":irsa" {
+		t.Errorf("the IRSA pod's token claims %+v", c)
+	}
+	errs, _ := irsa.Result["errors"].(map[string]any)
+	credErr, _ := errs["credentials"].(map[string]any)
+	if status, _ := credErr["httpStatus"].(float64); irsa.Result["identity"] == nil && (status < 400 || status >= 500) {
+		got, _ := json.Marshal(irsa.Result)
+		t.Errorf("the IRSA pod's program: %s\nwant an answer of STS at the endpoint (the identity, or a refusal)", got)
+	}
 	if eps, err := tc.Client.DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{}); err != nil ||
 		len(eps.Endpoints) != 1 || eps.Endpoints[0].Addresses[0] != vpc.ControlPlaneIP || *eps.Ports[0].Port != 443 {
 		t.Errorf("the kubernetes EndpointSlice: %v %+v; want %s:443", err, eps, vpc.ControlPlaneIP)

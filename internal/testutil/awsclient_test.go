@@ -124,7 +124,7 @@ func TestAWSClient(t *testing.T) {
 	for _, want := range []string{
 		`"source":"WebIdentityCredentials"`, `"accessKeyId":"` + fakeKeyID + `"`, `"sessionToken":true`,
 		`"arn":"arn:aws:sts::111122223333:assumed-role/irsa-test/s1"`, `"account":"111122223333"`,
-		`"volumes":["vol-0123456789abcdef0"]`, `"ec2:CreateVolume":{"code":"UnauthorizedOperation"`,
+		`"volumes":["vol-0123456789abcdef0"]`, `"ec2:CreateVolume":{"code":"UnauthorizedOperation","httpStatus":403`,
 	} {
 		if !strings.Contains(string(got), want) {
 			t.Errorf("output %s\nlacks %s", got, want)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -51,18 +52,27 @@ type identity struct {
 	UserID  string `json:"userId"`
 }
 
-// apiError is an error as AWS answered it (its code), or the SDK's message.
+// apiError is an error as AWS answered it (its code and HTTP status), or the SDK's
+// message when no answer came.
 type apiError struct {
-	Code    string `json:"code,omitempty"`
-	Message string `json:"message"`
+	Code       string `json:"code,omitempty"`
+	HTTPStatus int    `json:"httpStatus,omitempty"`
+	Message    string `json:"message"`
 }
 
 func errorOf(err error) apiError {
+	var out apiError
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		out.HTTPStatus = re.HTTPStatusCode()
+	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
-		return apiError{Code: ae.ErrorCode(), Message: ae.ErrorMessage()}
+		out.Code, out.Message = ae.ErrorCode(), ae.ErrorMessage()
+		return out
 	}
-	return apiError{Message: err.Error()}
+	out.Message = err.Error()
+	return out
 }
 
 func main() {

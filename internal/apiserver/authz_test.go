@@ -149,7 +149,10 @@ func TestAnonymous(t *testing.T) {
 	roots.AppendCertsFromPEM(caPEM)
 	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
 	for path, want := range map[string]int{"/version": 200, "/healthz": 200, "/livez": 200, "/readyz": 200,
-		"/api": 401, "/api/v1/namespaces/default/secrets": 401, "/apis": 401, "/metrics": 401, "/openapi/v2": 401} {
+		"/api": 401, "/api/v1/namespaces/default/secrets": 401, "/apis": 401, "/metrics": 401, "/openapi/v2": 401,
+		// Authenticated as system:anonymous, but the bootstrap policy binds the issuer's
+		// discovery to service accounts only.
+		"/.well-known/openid-configuration": 403, "/openid/v1/jwks": 403, "/openid/v1/jwks/x": 401} {
 		resp, err := c.Get(s.URL + path)
 		if err != nil {
 			t.Fatal(err)

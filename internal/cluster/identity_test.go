@@ -213,7 +213,7 @@ func checkPodIdentity(t *testing.T, tc *testCluster) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "irsa-test"}, Spec: corev1.PodSpec{ServiceAccountName: sa.Name,
 		Containers: []corev1.Container{{Name: "app", Image: "busybox"}}}}
 	var env []corev1.EnvVar
-	testutil.EventuallyWithin(t, time.Minute, "a pod of the annotated service account to get its role", func() bool {
+	mutated := func() bool {
 		// A dry run: the webhook has no side effects, and nothing is left to delete.
 		p, err := tc.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
@@ -221,10 +221,23 @@ func checkPodIdentity(t *testing.T, tc *testCluster) {
 		}
 		env = p.Spec.Containers[0].Env
 		return slices.ContainsFunc(env, func(e corev1.EnvVar) bool { return e.Name == "AWS_ROLE_ARN" && e.Value == role })
-	})
+	}
+	testutil.EventuallyWithin(t, time.Minute, "a pod of the annotated service account to get its role", mutated)
 	if !slices.ContainsFunc(env, func(e corev1.EnvVar) bool { return e.Name == "AWS_REGION" && e.Value == "us-east-1" }) {
 		t.Errorf("env %v, want AWS_REGION us-east-1", env)
 	}
+	// Stopped, pods are created as they are (failurePolicy Ignore); started again, it
+	// serves where the configuration points.
+	if err := tc.Stop(ctx, "pod-identity-webhook"); err != nil {
+		t.Fatal(err)
+	}
+	if mutated() {
+		t.Error("a pod was mutated while the webhook was stopped")
+	}
+	if err := tc.Start(ctx, "pod-identity-webhook"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.EventuallyWithin(t, time.Minute, "a pod of the annotated service account to get its role once the webhook is back", mutated)
 
 	for path, allow := range map[string]bool{"/.well-known/openid-configuration": true, "/openid/v1/jwks": true, "/api": false} {
 		review, err := tc.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{

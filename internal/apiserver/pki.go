@@ -69,13 +69,8 @@ const KubeletClientUser = "kube-apiserver-kubelet-client"
 // advertised address); one lacking any of them, not signed by the CA or expiring within
 // 30 days is replaced (clients trust the CA, not the certificate).
 func (p PKI) ensure(servingIPs ...net.IP) error {
-	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
-		return fmt.Errorf("create pki dir: %w", err)
-	}
-	if !exists(p.CACert()) || !exists(p.CAKey()) {
-		if err := createCA(p.CACert(), p.CAKey(), "kubelab-ca"); err != nil {
-			return err
-		}
+	if err := p.EnsureCA(); err != nil {
+		return err
 	}
 	caCert, caKey, err := p.loadCA()
 	if err != nil {
@@ -130,6 +125,18 @@ func (p PKI) ensure(servingIPs ...net.IP) error {
 		return err
 	}
 	return p.ensureFrontProxy()
+}
+
+// EnsureCA makes the cluster CA (ca.crt, ca.key) when it is missing, as the server's
+// start does, for those who must trust it before the server runs.
+func (p PKI) EnsureCA() error {
+	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
+		return fmt.Errorf("create pki dir: %w", err)
+	}
+	if !exists(p.CACert()) || !exists(p.CAKey()) {
+		return createCA(p.CACert(), p.CAKey(), "kubelab-ca")
+	}
+	return nil
 }
 
 // createCA writes a new self-signed CA, valid for 10 years, named cn.

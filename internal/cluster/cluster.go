@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubelab/kubelab/internal/apiserver"
 	"github.com/kubelab/kubelab/internal/cloud"
 	"github.com/kubelab/kubelab/internal/controller/cloudnode"
 	"github.com/kubelab/kubelab/internal/image"
@@ -112,9 +115,16 @@ func New(cfg Config) (*Cluster, error) {
 		HostsFile:     cfg.HostsFile,
 		Logger:        cfg.Logger.With("component", "cloud"),
 	}
+	// STS checks the pods' web identity tokens as a relying party of the cluster's
+	// issuer, the API server: it reads the discovery document over HTTPS, trusting the
+	// cluster CA, and, with real nodes, on the VPC.
+	if cloudCfg.IssuerRootCAs, err = clusterCAPool(cp.APIServer.PKI()); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
 	if v != nil {
 		cloudCfg.Dial = loadBalancerDial(v, network)
 		cloudCfg.Fabric = vpcFabric{v.Fabric()}
+		cloudCfg.IssuerDial = cloudCfg.Dial
 	}
 	c, err := cloud.New(cloudCfg)
 	if err != nil {
@@ -434,4 +444,20 @@ func readySince(n *corev1.Node, since time.Time) bool {
 		}
 	}
 	return false
+}
+
+// clusterCAPool is the cluster CA (made now when the data dir has none yet) as a pool.
+func clusterCAPool(p apiserver.PKI) (*x509.CertPool, error) {
+	if err := p.EnsureCA(); err != nil {
+		return nil, err
+	}
+	caPEM, err := os.ReadFile(p.CACert())
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("no certificate in %s", p.CACert())
+	}
+	return pool, nil
 }

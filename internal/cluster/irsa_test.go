@@ -4,14 +4,20 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubelab/kubelab/internal/cloud"
 	"github.com/kubelab/kubelab/internal/image"
 	"github.com/kubelab/kubelab/internal/testutil"
 )
@@ -79,4 +85,62 @@ func parseIRSAOutput(t *testing.T, log string) irsaOutput {
 		t.Fatalf("IRSA pod's token payload %q: %v", parts[1], err)
 	}
 	return out
+}
+
+// irsaRole makes, in the cluster's cloud, the OIDC provider of the cluster's issuer
+// (trusted by the thumbprint of the cluster CA, which signed the API server's
+// certificate) unless it exists, and the role name that service account ns/sa of that
+// issuer may assume for the audience sts.amazonaws.com, allowed the EC2 actions given;
+// it returns the role's ARN.
+func irsaRole(t *testing.T, tc *testCluster, issuer, ns, sa, name string, actions ...string) string {
+	t.Helper()
+	ctx := context.Background()
+	ak, sk := tc.Cloud().Credentials()
+	ic := iam.New(iam.Options{Region: tc.Cloud().Region(), BaseEndpoint: aws.String(tc.Cloud().Endpoint()),
+		Credentials: credentials.NewStaticCredentialsProvider(ak, sk, "")})
+	caPEM, err := os.ReadFile(filepath.Join(tc.DataDir(), "pki", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(caPEM)
+	if block == nil {
+		t.Fatal("no cluster CA certificate")
+	}
+	host := strings.TrimPrefix(issuer, "https://")
+	var providerARN string
+	prov, err := ic.CreateOpenIDConnectProvider(ctx, &iam.CreateOpenIDConnectProviderInput{Url: aws.String(issuer),
+		ClientIDList: []string{"sts.amazonaws.com"}, ThumbprintList: []string{cloud.Thumbprint(block.Bytes)}})
+	switch {
+	case err == nil:
+		providerARN = aws.ToString(prov.OpenIDConnectProviderArn)
+	case strings.Contains(err.Error(), "EntityAlreadyExists"):
+		list, lerr := ic.ListOpenIDConnectProviders(ctx, &iam.ListOpenIDConnectProvidersInput{})
+		if lerr != nil {
+			t.Fatal(lerr)
+		}
+		for _, p := range list.OpenIDConnectProviderList {
+			if strings.HasSuffix(aws.ToString(p.Arn), ":oidc-provider/"+host) {
+				providerARN = aws.ToString(p.Arn)
+			}
+		}
+	default:
+		t.Fatalf("create the OIDC provider of %s: %v", issuer, err)
+	}
+	trust, _ := json.Marshal(map[string]any{"Version": "2012-10-17", "Statement": []any{map[string]any{
+		"Effect": "Allow", "Principal": map[string]string{"Federated": providerARN}, "Action": "sts:AssumeRoleWithWebIdentity",
+		"Condition": map[string]any{"StringEquals": map[string]string{
+			host + ":sub": "system:serviceaccount:" + ns + ":" + sa, host + ":aud": "sts.amazonaws.com"}}}}})
+	role, err := ic.CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String(name), AssumeRolePolicyDocument: aws.String(string(trust))})
+	if err != nil {
+		t.Fatalf("create role %s: %v", name, err)
+	}
+	if len(actions) > 0 {
+		policy, _ := json.Marshal(map[string]any{"Version": "2012-10-17", "Statement": []any{map[string]any{
+			"Effect": "Allow", "Action": actions, "Resource": "*"}}})
+		if _, err := ic.PutRolePolicy(ctx, &iam.PutRolePolicyInput{RoleName: aws.String(name), PolicyName: aws.String(name),
+			PolicyDocument: aws.String(string(policy))}); err != nil {
+			t.Fatalf("put the policy of role %s: %v", name, err)
+		}
+	}
+	return aws.ToString(role.Role.Arn)
 }

@@ -310,7 +310,8 @@ func TestRealNetwork(t *testing.T) {
 	// The service account issuer is the API server's URL on the VPC: its discovery
 	// document, read there without credentials (as the cloud's STS reads it), names it
 	// exactly, and the key set answers at its jwks_uri.
-	anon := &rest.Config{Host: "https://" + vpc.ControlPlaneIP, Dial: inCluster.Dial,
+	issuer := "https://" + vpc.ControlPlaneIP
+	anon := &rest.Config{Host: issuer, Dial: inCluster.Dial,
 		TLSClientConfig: rest.TLSClientConfig{CAData: inCluster.CAData}}
 	if rt, err := rest.TransportFor(anon); err != nil {
 		t.Fatal(err)
@@ -330,7 +331,6 @@ func TestRealNetwork(t *testing.T) {
 			}
 			return b
 		}
-		issuer := "https://" + vpc.ControlPlaneIP
 		var doc struct {
 			Issuer  string `json:"issuer"`
 			JWKSURI string `json:"jwks_uri"`
@@ -343,28 +343,35 @@ func TestRealNetwork(t *testing.T) {
 			}
 		}
 	}
-	// A pod of a service account with a role: the pod identity webhook gave it the
-	// projected token for STS, of the issuer above; the SDK's default chain in it takes
-	// the token to STS at the cloud's endpoint by its regional name, over TLS with the
-	// cluster CA, and gets an answer of STS (whatever the cloud's IAM says of the role).
+	// IAM Roles for Service Accounts, end to end: a pod of a service account annotated
+	// with a role gets (from the pod identity webhook) the projected token of the issuer
+	// above for sts.amazonaws.com; the AWS SDK's default chain in it trades the token
+	// with STS (by its regional name at the cloud's endpoint, over TLS with the cluster
+	// CA; STS reads the issuer's keys on the VPC) for the role's credentials, with which
+	// EC2 answers what the role allows and refuses the rest.
+	roleARN := irsaRole(t, tc, issuer, ns, "irsa", "irsa-network", "ec2:DescribeVolumes")
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "irsa",
-		Annotations: map[string]string{"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/irsa-network"}}}
+		Annotations: map[string]string{"eks.amazonaws.com/role-arn": roleARN}}}
 	if _, err := tc.Client.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	awsClientImage(t, tc)
-	create(irsaPod(ns, "irsa", n1.Name, sa.Name, "-timeout", "20s"))
+	create(irsaPod(ns, "irsa", n1.Name, sa.Name, "-timeout", "30s", "-create-volume"))
 	tc.waitContainer(ns, "irsa", "terminated", func(cs corev1.ContainerStatus) bool { return cs.State.Terminated != nil })
 	irsa := parseIRSAOutput(t, tc.Kubectl("logs", "-n", ns, "irsa"))
-	if c := irsa.Claims; c.Issuer != "https://"+vpc.ControlPlaneIP || len(c.Audience) != 1 || c.Audience[0] != "sts.amazonaws.com" ||
+	if c := irsa.Claims; c.Issuer != issuer || len(c.Audience) != 1 || c.Audience[0] != "sts.amazonaws.com" ||
 		c.Subject != "system:serviceaccount:"+ns+":irsa" {
 		t.Errorf("the IRSA pod's token claims %+v", c)
 	}
-	errs, _ := irsa.Result["errors"].(map[string]any)
-	credErr, _ := errs["credentials"].(map[string]any)
-	if status, _ := credErr["httpStatus"].(float64); irsa.Result["identity"] == nil && (status < 400 || status >= 500) {
-		got, _ := json.Marshal(irsa.Result)
-		t.Errorf("the IRSA pod's program: %s\nwant an answer of STS at the endpoint (the identity, or a refusal)", got)
+	got, _ := json.Marshal(irsa.Result)
+	for _, want := range []string{`"source":"WebIdentityCredentials"`, `:assumed-role/irsa-network/`, `"volumes":[`,
+		`"ec2:CreateVolume":{"code":"UnauthorizedOperation"`} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("the IRSA pod's program: %s\nlacks %s", got, want)
+		}
+	}
+	if errs, _ := irsa.Result["errors"].(map[string]any); len(errs) != 1 {
+		t.Errorf("the IRSA pod's program failed at %v, want only CreateVolume refused", errs)
 	}
 	if eps, err := tc.Client.DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{}); err != nil ||
 		len(eps.Endpoints) != 1 || eps.Endpoints[0].Addresses[0] != vpc.ControlPlaneIP || *eps.Ports[0].Port != 443 {

@@ -21,7 +21,9 @@ import (
 // MutatingWebhookConfiguration pod-identity-webhook sends it every pod created. The
 // tokens it has projected are the API server's, whose issuer (the API server's URL)
 // serves its discovery document to anonymous readers (issuerDiscoveryBinding); the
-// cloud's STS trades them for a role's credentials at the VPC endpoint (ec2Names).
+// cloud's STS, at the VPC endpoint (ec2Names), trades them for a role's credentials,
+// checking them with the keys it reads there, on the VPC and trusting the cluster CA
+// (New).
 
 // podIdentityWebhookAddr is where the webhook listens: loopback, a port the system picks.
 const podIdentityWebhookAddr = "127.0.0.1:0"

@@ -34,7 +34,7 @@ const (
 var components = []string{
 	"internal/apiserver", "internal/scheduler", "internal/kubelet", "internal/csi/driver",
 	"internal/cloud", "internal/cni", "internal/proxy", "internal/netpol", "internal/overlay",
-	"internal/dns", "internal/vpc", "internal/natgateway", "internal/image", "internal/containerd", "internal/trace",
+	"internal/dns", "internal/vpc", "internal/ipamd", "internal/natgateway", "internal/image", "internal/containerd", "internal/trace",
 }
 
 // componentParents are directories each of whose subdirectories is a component of its

@@ -27,7 +27,11 @@ func (p *Plugin) Add(args *skel.CmdArgs) error {
 	ctx, cancel := p.context()
 	defer cancel()
 	start := time.Now()
-	result, err := p.add(ctx, conf, args)
+	add := p.add
+	if conf.vpc() {
+		add = p.addVPC
+	}
+	result, err := add(ctx, conf, args)
 	if err != nil {
 		p.cfg.Logger.Warn("add failed", "container", args.ContainerID, "ifname", args.IfName, "err", err)
 		return err

@@ -23,6 +23,9 @@ func (p *Plugin) Check(args *skel.CmdArgs) error {
 	}
 	ctx, cancel := p.context()
 	defer cancel()
+	if conf.vpc() {
+		return p.checkVPC(ctx, conf, args)
+	}
 	return p.check(ctx, conf, args)
 }
 

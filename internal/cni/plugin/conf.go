@@ -19,6 +19,17 @@ const (
 	DefaultBridge = "cni0"
 	// DefaultMTU leaves room for the 50 bytes of VXLAN encapsulation on a 1500-byte network.
 	DefaultMTU = 1450
+	// DefaultVPCMTU is the pods' MTU in VPC mode: the VPC's, nothing encapsulated.
+	DefaultVPCMTU = 1500
+)
+
+// Modes of the plugin.
+const (
+	// ModeBridge joins pods to the node's bridge with addresses of its podCIDR (the default).
+	ModeBridge = "bridge"
+	// ModeVPC gives pods secondary IPs of the node's ENIs from the node's IP address
+	// manager, routed per pod: no bridge, no overlay.
+	ModeVPC = "vpc"
 )
 
 // NetConf is the network configuration of type "kubelab-cni" that the runtime passes on
@@ -30,11 +41,17 @@ type NetConf struct {
 	// Capabilities declares "portMappings", so that the runtime passes the pod's hostPorts.
 	Capabilities map[string]bool `json:"capabilities,omitempty"`
 
+	// Mode is ModeBridge (when empty) or ModeVPC.
+	Mode string `json:"mode,omitempty"`
+	// IPAMDSocket is the node's IP address manager's API socket (ModeVPC; required there).
+	IPAMDSocket string `json:"ipamdSocket,omitempty"`
+
 	// Bridge is the node's pod bridge (default "cni0"); the gateway address goes on it.
 	Bridge string `json:"bridge,omitempty"`
-	// MTU of the pod's interface and its host end (default 1450).
+	// MTU of the pod's interface and its host end (default 1450, 1500 in ModeVPC).
 	MTU int `json:"mtu,omitempty"`
-	// Subnet is the node's podCIDR: an IPv4 network of /30 or shorter. Required.
+	// Subnet is the node's podCIDR: an IPv4 network of /30 or shorter. Required in
+	// ModeBridge, unused in ModeVPC.
 	Subnet string `json:"subnet"`
 	// DataDir is the absolute path of the IPAM store (and of the plugin's other state).
 	// Required.
@@ -89,6 +106,20 @@ func LoadNetConf(b []byte) (*NetConf, error) {
 // validate fills in the defaults and checks every field.
 func (c *NetConf) validate() error {
 	var errs []error
+	switch c.Mode {
+	case "":
+		c.Mode = ModeBridge
+	case ModeBridge, ModeVPC:
+	default:
+		errs = append(errs, fmt.Errorf("mode %q: want %q or %q", c.Mode, ModeBridge, ModeVPC))
+	}
+	if c.Mode == ModeVPC {
+		if c.IPAMDSocket == "" {
+			errs = append(errs, errors.New("ipamdSocket is required in vpc mode (the node's IP address manager)"))
+		} else if !filepath.IsAbs(c.IPAMDSocket) {
+			errs = append(errs, fmt.Errorf("ipamdSocket %q must be an absolute path", c.IPAMDSocket))
+		}
+	}
 	if c.Bridge == "" {
 		c.Bridge = DefaultBridge
 	}
@@ -97,6 +128,9 @@ func (c *NetConf) validate() error {
 	}
 	if c.MTU == 0 {
 		c.MTU = DefaultMTU
+		if c.Mode == ModeVPC {
+			c.MTU = DefaultVPCMTU
+		}
 	}
 	if c.MTU < 576 || c.MTU > 65535 {
 		errs = append(errs, fmt.Errorf("mtu %d: want 576 to 65535", c.MTU))
@@ -104,7 +138,11 @@ func (c *NetConf) validate() error {
 	if c.HairpinMode == nil {
 		c.HairpinMode = ptrTo(true)
 	}
-	if c.Subnet == "" {
+	if c.Mode == ModeVPC {
+		if c.Subnet != "" {
+			errs = append(errs, errors.New("subnet is not used in vpc mode: pod addresses come from the node's ENIs"))
+		}
+	} else if c.Subnet == "" {
 		errs = append(errs, errors.New("subnet is required (the node's podCIDR, e.g. 10.244.1.0/24)"))
 	} else if p, err := netip.ParsePrefix(c.Subnet); err != nil {
 		errs = append(errs, fmt.Errorf("subnet %q is not a CIDR", c.Subnet))
@@ -134,6 +172,9 @@ func (c *NetConf) validate() error {
 	}
 	return nil
 }
+
+// vpc says whether the configuration is of VPC mode.
+func (c *NetConf) vpc() bool { return c.Mode == ModeVPC }
 
 // normalizePortMapping checks pm and lower-cases its protocol; a mapping for an IPv6
 // host address is skipped (skip true): the pods' network is IPv4 only.

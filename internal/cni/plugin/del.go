@@ -25,7 +25,11 @@ func (p *Plugin) Del(args *skel.CmdArgs) error {
 	}
 	ctx, cancel := p.context()
 	defer cancel()
-	if err := p.del(ctx, conf, args); err != nil {
+	del := p.del
+	if conf.vpc() {
+		del = p.delVPC
+	}
+	if err := del(ctx, conf, args); err != nil {
 		p.cfg.Logger.Warn("del failed", "container", args.ContainerID, "ifname", args.IfName, "err", err)
 		return err
 	}

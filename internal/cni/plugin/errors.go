@@ -25,6 +25,8 @@ const (
 	CodeHostPort uint = 104
 	// CodeCheckFailed: CHECK found the attachment unlike what ADD set up.
 	CodeCheckFailed uint = 105
+	// CodeIPAMD: the node's IP address manager (VPC mode) could not be reached or failed.
+	CodeIPAMD uint = 106
 )
 
 // cniErrorf is a CNI error of code whose message says everything: the runtime shows it

@@ -30,16 +30,20 @@ func (p *Plugin) gc(ctx context.Context, conf *NetConf) error {
 	valid := conf.ValidAttachments
 	var errs []*types.Error
 
-	store, err := ipam.New(ipam.Config{Dir: conf.DataDir, Subnet: conf.subnet})
-	if err == nil {
-		var freed []ipam.Allocation
-		freed, err = store.GC(ctx, valid)
-		for _, al := range freed {
-			p.cfg.Logger.Info("gc: released address", "ip", al.Addr, "container", al.ContainerID, "ifname", al.IfName)
+	if conf.vpc() {
+		errs = append(errs, p.gcVPC(ctx, conf)...)
+	} else {
+		store, err := ipam.New(ipam.Config{Dir: conf.DataDir, Subnet: conf.subnet})
+		if err == nil {
+			var freed []ipam.Allocation
+			freed, err = store.GC(ctx, valid)
+			for _, al := range freed {
+				p.cfg.Logger.Info("gc: released address", "ip", al.Addr, "container", al.ContainerID, "ifname", al.IfName)
+			}
 		}
-	}
-	if err != nil {
-		errs = append(errs, ipamError("gc addresses", err))
+		if err != nil {
+			errs = append(errs, ipamError("gc addresses", err))
+		}
 	}
 
 	markers, err := hostPortMarkers(conf.DataDir)
@@ -55,8 +59,10 @@ func (p *Plugin) gc(ctx context.Context, conf *NetConf) error {
 		}
 	}
 
-	if err := p.gcVeths(conf.Bridge, valid); err != nil {
-		errs = append(errs, cniErrorf(CodeNodeNetwork, "gc veths: %v", err))
+	if !conf.vpc() {
+		if err := p.gcVeths(conf.Bridge, valid); err != nil {
+			errs = append(errs, cniErrorf(CodeNodeNetwork, "gc veths: %v", err))
+		}
 	}
 	return firstError(p.cfg.Logger, errs)
 }

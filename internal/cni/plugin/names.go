@@ -36,3 +36,24 @@ func isHostVethName(name string) bool {
 func hostPortChain(containerID, ifName string) string {
 	return "hostport-" + attachmentHash(containerID, ifName)
 }
+
+// VPCHostVethName is the name of the node's end of an attachment's veth pair in VPC
+// mode: "eni" and 8 hex digits, aws-node's prefix (no bridge holds them: DEL and GC
+// find them by name alone).
+func VPCHostVethName(containerID, ifName string) string {
+	return "eni" + attachmentHash(containerID, ifName)
+}
+
+// isVPCHostVethName says whether name is of the form VPCHostVethName makes.
+func isVPCHostVethName(name string) bool {
+	return len(name) == 11 && strings.HasPrefix(name, "eni") && isHex(name[3:])
+}
+
+func isHex(s string) bool {
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -14,7 +14,7 @@ import (
 var errVethExists = errors.New("veth name taken")
 
 // createVeth makes an attachment's veth pair: hostName in the node's namespace (host),
-// up, a port of br with hairpin mode as asked; ifName in the pod's namespace (podNS, a
+// up, a port of br with hairpin mode as asked (no bridge port when br is nil); ifName in the pod's namespace (podNS, a
 // descriptor of it), still down. Both ends get their MAC address here, which the result
 // reports. If a step after the creation fails, the pair is deleted again.
 func createVeth(host *netlink.Handle, podNS int, hostName, ifName string, mtu int, br *netlink.Bridge, hairpin bool) (*netlink.Veth, error) {
@@ -29,6 +29,9 @@ func createVeth(host *netlink.Handle, podNS int, hostName, ifName string, mtu in
 			return nil, fmt.Errorf("create veth pair %s/%s: %w", hostName, ifName, errVethExists)
 		}
 		return nil, fmt.Errorf("create veth pair %s/%s: %w", hostName, ifName, err)
+	}
+	if br == nil {
+		return veth, nil
 	}
 	err := host.LinkSetMasterByIndex(veth, br.Index)
 	if err != nil {

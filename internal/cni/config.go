@@ -39,8 +39,12 @@ type Config struct {
 	NetNS string
 	// ConfDir is the CNI conf dir the node's containerd reads.
 	ConfDir string
-	// DataDir holds the plugin's IP allocations.
+	// DataDir holds the plugin's IP allocations (its hostPort state in VPC mode).
 	DataDir string
+	// IPAMDSocket, when set, puts the node's pods in VPC mode: their addresses come from
+	// the node's IP address manager listening there, and the configuration is written at
+	// once (the node needs no podCIDR).
+	IPAMDSocket string
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -92,6 +96,34 @@ func Conflist(netns, podCIDR, dataDir string) ([]byte, error) {
 	return json.MarshalIndent(conf, "", "  ")
 }
 
+// VPCConflist is the CNI configuration list of a node in VPC mode whose namespace is
+// netns: kubelab-cni asks the node's IP address manager at ipamdSocket for each pod's
+// address (a secondary IP of the node's ENIs) and keeps its hostPort state in dataDir.
+func VPCConflist(netns, ipamdSocket, dataDir string) ([]byte, error) {
+	if !filepath.IsAbs(ipamdSocket) {
+		return nil, fmt.Errorf("ipamd socket %q: want an absolute path", ipamdSocket)
+	}
+	conf := map[string]any{
+		"cniVersion": "1.0.0",
+		"name":       "kubelab",
+		"plugins": []any{
+			map[string]any{
+				"type":         PluginType,
+				"mode":         "vpc",
+				"ipamdSocket":  ipamdSocket,
+				"mtu":          VPCPodMTU,
+				"dataDir":      dataDir,
+				"nodeNetNS":    netns,
+				"capabilities": map[string]bool{"portMappings": true},
+			},
+		},
+	}
+	return json.MarshalIndent(conf, "", "  ")
+}
+
+// VPCPodMTU is the pods' MTU in VPC mode: the VPC's own, nothing encapsulated.
+const VPCPodMTU = 1500
+
 // InstallPlugins fills binDir, the node's CNI bin dir, with links to the plugins its
 // containerd runs: kubelab-cni (the executable at plugin) and the reference loopback
 // plugin (from refDir) that containerd uses for the pods' lo.
@@ -131,17 +163,23 @@ func New(cfg Config, client kubernetes.Interface) (*Writer, error) {
 	return &Writer{cfg: cfg, client: client}, nil
 }
 
-// Run waits for the node's podCIDR, writes the configuration and returns; it keeps
-// waiting (through API server restarts) until ctx ends.
+// Run waits for the node's podCIDR (not in VPC mode), writes the configuration and
+// returns; it keeps waiting (through API server restarts) until ctx ends.
 func (w *Writer) Run(ctx context.Context) error {
-	cidr, err := w.waitPodCIDR(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
+	var b []byte
+	var cidr string
+	var err error
+	if w.cfg.IPAMDSocket != "" {
+		b, err = VPCConflist(w.cfg.NetNS, w.cfg.IPAMDSocket, w.cfg.DataDir)
+	} else {
+		if cidr, err = w.waitPodCIDR(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
 		}
-		return err
+		b, err = Conflist(w.cfg.NetNS, cidr, w.cfg.DataDir)
 	}
-	b, err := Conflist(w.cfg.NetNS, cidr, w.cfg.DataDir)
 	if err != nil {
 		return err
 	}
@@ -158,7 +196,7 @@ func (w *Writer) Run(ctx context.Context) error {
 	if err := atomicfile.WriteFile(path, b, 0o644); err != nil {
 		return fmt.Errorf("cni: %w", err)
 	}
-	w.cfg.Logger.Info("pod network configured", "node", w.cfg.NodeName, "podCIDR", cidr, "netns", w.cfg.NetNS)
+	w.cfg.Logger.Info("pod network configured", "node", w.cfg.NodeName, "podCIDR", cidr, "vpc", w.cfg.IPAMDSocket != "", "netns", w.cfg.NetNS)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/kubelab/kubelab/internal/cni/plugin"
 )
 
 func TestConflist(t *testing.T) {
@@ -119,5 +122,54 @@ func TestWriterWaitsForPodCIDR(t *testing.T) {
 	want, _ := Conflist("/run/netns/n1", "10.244.2.0/24", filepath.Join(dir, "ipam"))
 	if string(b) != string(want) {
 		t.Fatalf("conf %s, want %s", b, want)
+	}
+}
+
+func TestVPCConflist(t *testing.T) {
+	b, err := VPCConflist("/run/netns/kubelab-x-n1", "/data/nodes/n1/aws-node/ipamd.sock", "/data/cni")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		CNIVersion string           `json:"cniVersion"`
+		Name       string           `json:"name"`
+		Plugins    []map[string]any `json:"plugins"`
+	}
+	if err := json.Unmarshal(b, &c); err != nil || len(c.Plugins) != 1 {
+		t.Fatalf("conflist %s: %v", b, err)
+	}
+	// Each plugin gets the list's name and version, as the runtime passes it.
+	p := c.Plugins[0]
+	p["name"], p["cniVersion"] = c.Name, c.CNIVersion
+	conf, _ := json.Marshal(p)
+	nc, err := plugin.LoadNetConf(conf)
+	if err != nil {
+		t.Fatalf("the plugin refuses %s: %v", conf, err)
+	}
+	if nc.Mode != plugin.ModeVPC || nc.IPAMDSocket != "/data/nodes/n1/aws-node/ipamd.sock" || nc.MTU != 1500 || nc.Subnet != "" ||
+		nc.NodeNetNS != "/run/netns/kubelab-x-n1" || !nc.Capabilities["portMappings"] {
+		t.Errorf("loaded %+v from %s", nc, conf)
+	}
+	if _, err := VPCConflist("/run/netns/n", "ipamd.sock", "/d"); err == nil {
+		t.Error("a relative socket path was accepted")
+	}
+}
+
+func TestWriterVPCModeNeedsNoPodCIDR(t *testing.T) {
+	dir := t.TempDir()
+	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+	w, err := New(Config{NodeName: "n1", NetNS: "/run/netns/n1", ConfDir: filepath.Join(dir, "net.d"), DataDir: filepath.Join(dir, "cni"),
+		IPAMDSocket: filepath.Join(dir, "ipamd.sock")}, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "net.d", ConfFile))
+	if err != nil || !strings.Contains(string(b), `"mode": "vpc"`) {
+		t.Fatalf("conflist %s (%v): want VPC mode", b, err)
 	}
 }

@@ -62,6 +62,8 @@ type Cluster struct {
 // Node is one node of the cluster and the instance it runs on.
 type Node struct {
 	Name, Zone, InstanceID, IP string
+	// InstanceType is its instance's type.
+	InstanceType string
 	// MAC is the instance's interface's, which the node's eth0 has.
 	MAC string
 	// DeviceDir is where the node finds its attached volumes (xvdXX, disk/by-id).

@@ -30,6 +30,13 @@ type Config struct {
 	// VXLAN overlay over the VPC, or "direct", routes via the nodes' VPC addresses (they
 	// share one L2).
 	OverlayMode string
+	// PodNetwork is how real nodes' pods get their addresses: "overlay" (default), an
+	// address of the node's podCIDR on its pod bridge, nodes joined by OverlayMode; or
+	// "vpc", as the AWS VPC CNI does it: a secondary private IP of one of the node's ENIs,
+	// which the node's IP address manager (aws-node's ipamd) keeps in a warm pool, routed
+	// per pod, no bridge and no overlay; the nodes' max pods then follows EKS's formula
+	// ENIs × (IPv4 addresses per ENI − 1) + 2 of their instance type.
+	PodNetwork string
 	// CNIBinary is the nodes' CNI plugin, kubelab-cni (beside the running executable when
 	// empty).
 	CNIBinary string
@@ -95,6 +102,15 @@ type Config struct {
 	// Nil: nothing is told.
 	Progress func(step string)
 }
+
+// The pod networks of Config.PodNetwork.
+const (
+	PodNetworkOverlay = "overlay"
+	PodNetworkVPC     = "vpc"
+)
+
+// vpcPods says whether real nodes' pods are on the VPC (Config.PodNetwork "vpc").
+func (c *Config) vpcPods() bool { return !c.Hollow && c.PodNetwork == PodNetworkVPC }
 
 // DriverName is the CSI driver every node runs.
 const DriverName = "ebs.csi.aws.com"
@@ -168,6 +184,9 @@ func (c *Config) validate() error {
 	}
 	if c.OverlayMode != "" && c.OverlayMode != overlay.ModeVXLAN && c.OverlayMode != overlay.ModeDirect {
 		errs = append(errs, fmt.Errorf("overlay mode %q: want %q or %q", c.OverlayMode, overlay.ModeVXLAN, overlay.ModeDirect))
+	}
+	if c.PodNetwork != "" && c.PodNetwork != PodNetworkOverlay && c.PodNetwork != PodNetworkVPC {
+		errs = append(errs, fmt.Errorf("pod network %q: want %q or %q", c.PodNetwork, PodNetworkOverlay, PodNetworkVPC))
 	}
 	if c.PodStartDelay < 0 || c.NodeStatusInterval < 0 {
 		errs = append(errs, errors.New("durations must not be negative"))

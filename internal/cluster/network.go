@@ -296,6 +296,15 @@ func (c *Cluster) runNetworkPolicy(n Node, netns string) func(ctx context.Contex
 	}
 }
 
+// podRange is the range of the pods' addresses: the pod network's, or in VPC mode the
+// VPC's (pods have addresses of the nodes' subnets).
+func (c *Cluster) podRange() string {
+	if c.cfg.vpcPods() {
+		return vpc.CIDR
+	}
+	return nodeipam.DefaultClusterCIDR
+}
+
 // runProxy runs node n's service proxy: ClusterIPs and NodePorts as nftables rules in the
 // node's namespace.
 func (c *Cluster) runProxy(n Node, netns string) func(ctx context.Context) error {
@@ -304,7 +313,7 @@ func (c *Cluster) runProxy(n Node, netns string) func(ctx context.Context) error
 		if err != nil {
 			return err
 		}
-		p, err := proxy.New(proxy.Config{NodeName: n.Name, NodeIPs: []string{n.IP}, ClusterCIDR: nodeipam.DefaultClusterCIDR,
+		p, err := proxy.New(proxy.Config{NodeName: n.Name, NodeIPs: []string{n.IP}, ClusterCIDR: c.podRange(),
 			NetNS: netns, Logger: c.cfg.Logger.With("component", "kube-proxy", "node", n.Name)}, client)
 		if err != nil {
 			return err

@@ -72,7 +72,7 @@ func (c *Cluster) ensureInstances(ctx context.Context) ([]Node, error) {
 			}
 		}
 		nodes[i] = Node{Name: aws.ToString(inst.PrivateDnsName), Zone: aws.ToString(inst.Placement.AvailabilityZone),
-			InstanceID: aws.ToString(inst.InstanceId), IP: aws.ToString(inst.PrivateIpAddress), DeviceDir: slotDeviceDir(c.cfg.DataDir, i)}
+			InstanceID: aws.ToString(inst.InstanceId), InstanceType: string(inst.InstanceType), IP: aws.ToString(inst.PrivateIpAddress), DeviceDir: slotDeviceDir(c.cfg.DataDir, i)}
 		if len(inst.NetworkInterfaces) > 0 {
 			nodes[i].MAC = aws.ToString(inst.NetworkInterfaces[0].MacAddress)
 		}

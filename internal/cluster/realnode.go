@@ -108,9 +108,13 @@ func (c *Cluster) startRealNode(ctx context.Context, g *errgroup.Group, start fu
 			return ctrd.Run(ctx)
 		}),
 		start("kubelet/"+n.Name, c.runRealKubelet(n, ctrd.Endpoint(), netns)),
-		start("overlay/"+n.Name, c.runOverlay(n, netns)),
 		start("netpol/"+n.Name, c.runNetworkPolicy(n, netns)),
 		start("kube-proxy/"+n.Name, c.runProxy(n, netns)),
+	}
+	if c.cfg.vpcPods() {
+		units = append(units, start("aws-node/"+n.Name, c.runAWSNode(n, netns)))
+	} else {
+		units = append(units, start("overlay/"+n.Name, c.runOverlay(n, netns)))
 	}
 	if !c.cfg.csiInPods() {
 		units = append(units, start("ebs-csi-node/"+n.Name, c.runCSINode(n, netns)))
@@ -269,13 +273,17 @@ func (c *Cluster) runRealKubelet(n Node, criEndpoint, netns string) func(ctx con
 		if err != nil {
 			return err
 		}
+		capacity, err := c.nodeCapacity(ctx, n)
+		if err != nil {
+			return err
+		}
 		logsDir := c.podLogsDir(n)
 		factory := informers.NewSharedInformerFactory(client, 0)
 		defer factory.Shutdown()
 		rt, err := kuberuntime.New(kuberuntime.Config{
 			NodeName: n.Name, RootDir: root, PodLogsDir: logsDir, CgroupParent: c.cgroupParent(n), NodeIP: n.IP,
 			ClusterDNS: []string{ClusterDNSIP}, ClusterDomain: ClusterDomain, OfflineImages: c.cfg.Offline,
-			Allocatable: c.cfg.NodeCapacity, Logger: log, Objects: objects, ImageVolumes: cri.ImageVolumes(),
+			Allocatable: capacity, Logger: log, Objects: objects, ImageVolumes: cri.ImageVolumes(),
 			RuntimeClasses: kubelet.NewRuntimeClasses(factory, client),
 			Recorder:       broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: n.Name}),
 		}, cri.Runtime, cri.Image)
@@ -286,15 +294,19 @@ func (c *Cluster) runRealKubelet(n Node, criEndpoint, netns string) func(ctx con
 		if err != nil {
 			return err
 		}
-		netconf, err := cni.New(cni.Config{NodeName: n.Name, NetNS: netns, ConfDir: filepath.Join(c.nodeDir(n), "cni", "net.d"),
-			DataDir: filepath.Join(c.nodeDir(n), "cni", "ipam"), Logger: log}, client)
+		cniCfg := cni.Config{NodeName: n.Name, NetNS: netns, ConfDir: filepath.Join(c.nodeDir(n), "cni", "net.d"),
+			DataDir: filepath.Join(c.nodeDir(n), "cni", "ipam"), Logger: log}
+		if c.cfg.vpcPods() {
+			cniCfg.IPAMDSocket = c.ipamdSocket(n)
+		}
+		netconf, err := cni.New(cniCfg, client)
 		if err != nil {
 			return err
 		}
 		return c.serveKubelet(ctx, n, cri.Runtime, func(ctx context.Context, port int32) (*kubelet.Kubelet, error) {
 			k, err := kubelet.New(kubelet.Config{
 				NodeName: n.Name, Zone: n.Zone, InstanceID: n.InstanceID, InstanceType: c.cfg.InstanceType,
-				Capacity: c.cfg.NodeCapacity, NodeIP: n.IP, RootDir: root, CSIDriverName: DriverName,
+				Capacity: capacity, NodeIP: n.IP, RootDir: root, CSIDriverName: DriverName,
 				StatusUpdateInterval: c.cfg.NodeStatusInterval, PodEvents: true, ServerPort: port,
 				// The cloud-controller-manager initializes the node from its instance.
 				ExternalCloudProvider: true,

@@ -40,8 +40,10 @@ type Config struct {
 	ClusterName string
 	// NetNS is the node's network namespace (a path): the ENIs' interfaces are there.
 	NetNS string
-	// Dir holds the checkpoint and the API socket (the node's aws-node dir).
+	// Dir holds the checkpoint (the node's aws-node dir).
 	Dir string
+	// Socket is the API's unix socket (Dir/ipamd.sock when empty).
+	Socket string
 	// VPCCIDR is the VPC's range: pod traffic to anywhere else is SNATed to the node's
 	// primary address.
 	VPCCIDR netip.Prefix
@@ -65,6 +67,9 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
+	if c.Socket == "" {
+		c.Socket = filepath.Join(c.Dir, SocketFile)
+	}
 	if c.IPCooldown == 0 {
 		c.IPCooldown = DefaultIPCooldown
 	}

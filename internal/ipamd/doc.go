@@ -28,14 +28,14 @@
 // every ADD and DEL and every PoolPeriod, and compared with the cloud every ResyncPeriod.
 //
 // In the node's network namespace the manager brings up each secondary ENI's interface
-// (found by its MAC), gives it its primary address without a route in main, and fills
-// its route table device+1 with the VPC's range on-link and a default route via the VPC
-// router; it sets loose reverse-path filtering, the rule "fwmark 0x80/0x80 lookup main"
+// (found by its MAC), gives it its primary address without a route in main unless it
+// has it, and fills its route table device+1 with the VPC router on-link and a default
+// route via it; it sets loose reverse-path filtering, the rule "fwmark 0x80/0x80 lookup main"
 // (priority 1024) and the table kubelab-aws-snat: pod packets (from host veths "eni…")
 // for outside the VPC are marked 0x80, so they leave by eth0, and SNATed there to the
 // node's primary address. The pods' own veths, routes and rules are the CNI plugin's.
 //
-// API (package ipamdapi): HTTP on the unix socket Dir/ipamd.sock. ADD gives an attachment
+// API (package ipamdapi): HTTP on the unix socket Config.Socket (Dir/ipamd.sock). ADD gives an attachment
 // the address it holds or a free one (of a ready ENI, the lowest device first), waiting up
 // to AddTimeout while the pool gets more; when every address the type allows is in use it
 // fails at once with NoAvailableIP. DEL, lookup and GC release, report and collect.

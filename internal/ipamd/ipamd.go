@@ -51,7 +51,7 @@ func New(cfg Config, api EC2) (*Manager, error) {
 }
 
 // SocketPath is where the manager's API listens.
-func (m *Manager) SocketPath() string { return filepath.Join(m.cfg.Dir, SocketFile) }
+func (m *Manager) SocketPath() string { return m.cfg.Socket }
 
 // Started is closed once the manager serves its API.
 func (m *Manager) Started() <-chan struct{} { return m.started }
@@ -66,6 +66,9 @@ func (m *Manager) Run(ctx context.Context) error {
 		return fmt.Errorf("ipamd %s: %w", m.cfg.NodeName, err)
 	}
 	sock := m.SocketPath()
+	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
+		return fmt.Errorf("ipamd: %w", err)
+	}
 	_ = os.Remove(sock)
 	l, err := net.Listen("unix", sock)
 	if err != nil {

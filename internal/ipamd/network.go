@@ -149,16 +149,13 @@ func (n *nodeNetwork) setupENI(e *eniState) error {
 		if err := netlink.LinkSetUp(l); err != nil {
 			return fmt.Errorf("set %s up: %w", l.Attrs().Name, err)
 		}
-		if e.PrimaryIP.IsValid() {
-			// Its own address, without the subnet's route in main: eth0 has that one.
-			addr := &netlink.Addr{IPNet: &net.IPNet{IP: e.PrimaryIP.AsSlice(), Mask: net.CIDRMask(e.SubnetCIDR.Bits(), 32)},
-				Flags: unix.IFA_F_NOPREFIXROUTE}
-			if err := netlink.AddrAdd(l, addr); err != nil && !errors.Is(err, unix.EEXIST) {
-				return fmt.Errorf("address %s on %s: %w", e.PrimaryIP, l.Attrs().Name, err)
-			}
+		if err := ensureENIAddr(l, e); err != nil {
+			return err
 		}
+		// Everything from the ENI's pods goes through the VPC's router, as in aws-node's
+		// tables: the router reaches the VPC's addresses, its NAT gateway the rest.
 		routes := []*netlink.Route{
-			{LinkIndex: l.Attrs().Index, Dst: prefixNet(n.vpc), Scope: netlink.SCOPE_LINK, Table: table},
+			{LinkIndex: l.Attrs().Index, Dst: prefixNet(netip.PrefixFrom(n.router, 32)), Scope: netlink.SCOPE_LINK, Table: table},
 			{LinkIndex: l.Attrs().Index, Gw: n.router.AsSlice(), Table: table,
 				Dst: &net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}},
 		}
@@ -170,6 +167,30 @@ func (n *nodeNetwork) setupENI(e *eniState) error {
 		n.logger.Info("ENI set up", "eni", e.ID, "link", l.Attrs().Name, "device", e.DeviceNumber, "table", table)
 		return nil
 	})
+}
+
+// ensureENIAddr gives the ENI's interface l its primary address, without the subnet's
+// route in main (eth0 has that one), unless it has the address already (the VPC gives it
+// when it attaches the interface).
+func ensureENIAddr(l netlink.Link, e *eniState) error {
+	if !e.PrimaryIP.IsValid() {
+		return nil
+	}
+	addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
+	if err != nil {
+		return fmt.Errorf("addresses of %s: %w", l.Attrs().Name, err)
+	}
+	for _, a := range addrs {
+		if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.Unmap() == e.PrimaryIP {
+			return nil
+		}
+	}
+	addr := &netlink.Addr{IPNet: &net.IPNet{IP: e.PrimaryIP.AsSlice(), Mask: net.CIDRMask(e.SubnetCIDR.Bits(), 32)},
+		Flags: unix.IFA_F_NOPREFIXROUTE}
+	if err := netlink.AddrAdd(l, addr); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("address %s on %s: %w", e.PrimaryIP, l.Attrs().Name, err)
+	}
+	return nil
 }
 
 func (n *nodeNetwork) teardownENI(e *eniState) error {

@@ -1,0 +1,235 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kubelab/kubelab/internal/cluster"
+	"github.com/kubelab/kubelab/internal/cluster/clustertest"
+	"github.com/kubelab/kubelab/internal/testutil"
+)
+
+// TestRealVPCNetwork runs the VPC pod network (--pod-network vpc) on two real nodes of
+// t3.small instances (three ENIs of four addresses: max pods 3 × (4 − 1) + 2 = 11): pods get
+// secondary private IPs of their node's subnet, which describe-network-interfaces lists on
+// the node's ENIs; pods reach each other on one node and across nodes, and a Service
+// through the cluster DNS; a NetworkPolicy denies; the nodes' allocatable pods are 11 and
+// the pod past them stays Pending with the scheduler's "Too many pods"; and a restart of a
+// node's aws-node, containerd and kubelet keeps every pod's address, none given back.
+func TestRealVPCNetwork(t *testing.T) {
+	t.Parallel()
+	tc := startRealClusterWith(t, func(c *cluster.Config) {
+		c.PodNetwork, c.InstanceType = cluster.PodNetworkVPC, "t3.small"
+	}, 2, "us-east-1a", "us-east-1b")
+	ctx := context.Background()
+	ns := tc.Namespace("vpc")
+	nodes := tc.Nodes()
+	n0, n1 := nodes[0], nodes[1]
+	kexec := func(pod string, args ...string) (string, error) {
+		out, err := testutil.KubectlCommand(t, tc.Kubeconfig(), append([]string{"-n", ns, "exec", pod, "--"}, args...)...).CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	create := func(p *corev1.Pod) {
+		t.Helper()
+		if _, err := tc.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range nodes {
+		node, err := tc.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := node.Status.Allocatable.Pods().Value(); got != 11 {
+			t.Errorf("node %s allocatable pods %d, want 11 (t3.small: 3 ENIs × (4 − 1) + 2)", n.Name, got)
+		}
+	}
+
+	create(webPod(ns, "web-0", n0.Name))
+	create(webPod(ns, "web-1", n1.Name))
+	client := busyboxPod(ns, "client", corev1.RestartPolicyAlways, "sleep 3600")
+	client.Labels = map[string]string{"role": "client"}
+	client.Spec.NodeName = n0.Name
+	create(client)
+	if _, err := tc.Client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"},
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromString("http")}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	web0, web1, cl := tc.WaitPodRunning(ns, "web-0"), tc.WaitPodRunning(ns, "web-1"), tc.WaitPodRunning(ns, "client")
+
+	// Every pod's address is a secondary IP of an ENI of its node's instance, in the
+	// instance's subnet.
+	tc.assertPodIPsOnENIs(ns)
+	for _, p := range []*corev1.Pod{web0, web1, cl} {
+		subnet := tc.instanceSubnet(tc.instanceOf(p.Spec.NodeName))
+		if ip, err := netip.ParseAddr(p.Status.PodIP); err != nil || !subnet.Contains(ip) {
+			t.Errorf("pod %s has IP %q, not in its node's subnet %s", p.Name, p.Status.PodIP, subnet)
+		}
+	}
+
+	// Q2: two pods on one node; Q3: pods on two nodes; Q4: the Service by its name.
+	if out, err := kexec("client", "timeout", "5", "wget", "-qO-", "http://"+web0.Status.PodIP+"/"); err != nil || out != "web-0" {
+		t.Errorf("client → web-0 on the same node: %v %q", err, out)
+	}
+	if out, err := kexec("client", "timeout", "5", "wget", "-qO-", "http://"+web1.Status.PodIP+"/"); err != nil || out != "web-1" {
+		t.Errorf("client → web-1 on the other node: %v %q", err, out)
+	}
+	testutil.EventuallyWithin(t, time.Minute, "20 requests to the Service to reach both web-0 and web-1", func() (bool, error) {
+		out, _ := kexec("client", "sh", "-c", "for i in $(seq 20); do timeout 3 wget -qO- http://web 2>/dev/null; done")
+		seen := map[string]int{}
+		for _, l := range strings.Fields(out) {
+			seen[l]++
+		}
+		return seen["web-0"] > 0 && seen["web-1"] > 0 && seen["web-0"]+seen["web-1"] == 20, nil
+	})
+	// Restart node 0's aws-node, containerd and kubelet, as `kubelab up` again does: its
+	// pods keep their addresses, and the cloud keeps them assigned.
+	before := map[string]string{"web-0": web0.Status.PodIP, "client": cl.Status.PodIP}
+	units := []string{"kubelet/" + n0.Name, "aws-node/" + n0.Name, "containerd/" + n0.Name}
+	for _, u := range units {
+		if err := tc.Stop(ctx, u); err != nil {
+			t.Fatalf("stop %s: %v", u, err)
+		}
+	}
+	for i := len(units) - 1; i >= 0; i-- {
+		if err := tc.Start(ctx, units[i]); err != nil {
+			t.Fatalf("start %s: %v", units[i], err)
+		}
+	}
+	for name, ip := range before {
+		p := tc.WaitPodRunning(ns, name)
+		if p.Status.PodIP != ip {
+			t.Errorf("after the restart %s has %s, want %s", name, p.Status.PodIP, ip)
+		}
+	}
+	tc.assertPodIPsOnENIs(ns)
+	ckpt, err := os.ReadFile(filepath.Join(tc.DataDir(), "nodes", n0.Name, "aws-node", "ipam.json"))
+	if err != nil || !strings.Contains(string(ckpt), before["web-0"]) || !strings.Contains(string(ckpt), before["client"]) {
+		t.Errorf("node %s's checkpoint %s (%v) lacks its pods' addresses %v", n0.Name, ckpt, err, before)
+	}
+	if out, err := kexec("client", "timeout", "5", "wget", "-qO-", "http://"+web0.Status.PodIP+"/"); err != nil || out != "web-0" {
+		t.Errorf("client → web-0 after the restart: %v %q", err, out)
+	}
+
+	// Max pods: fill node 1 up to its 11 pods; the next one stays Pending.
+	pods, err := tc.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n1.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onNode := 0
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			onNode++
+		}
+	}
+	filler := func(i int) *corev1.Pod {
+		p := busyboxPod(ns, fmt.Sprintf("filler-%d", i), corev1.RestartPolicyAlways, "sleep 3600")
+		p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: n1.Name}
+		return p
+	}
+	for i := onNode; i < 11; i++ {
+		create(filler(i))
+	}
+	testutil.EventuallyWithin(t, clustertest.Timeout, "the fillers scheduled to "+n1.Name, func() error {
+		for i := onNode; i < 11; i++ {
+			p, err := tc.Client.CoreV1().Pods(ns).Get(ctx, fmt.Sprintf("filler-%d", i), metav1.GetOptions{})
+			if err != nil || p.Spec.NodeName != n1.Name {
+				return fmt.Errorf("filler-%d not on %s yet (%v)", i, n1.Name, err)
+			}
+		}
+		return nil
+	})
+	create(filler(11))
+	testutil.EventuallyWithin(t, clustertest.Timeout, "filler-11 Pending for too many pods", func() error {
+		p, err := tc.Client.CoreV1().Pods(ns).Get(ctx, "filler-11", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "Too many pods") {
+				return nil
+			}
+		}
+		return fmt.Errorf("pod %s on %q, conditions %+v", p.Status.Phase, p.Spec.NodeName, p.Status.Conditions)
+	})
+	tc.assertPodIPsOnENIs(ns)
+
+	// NetworkPolicy: the web pods accept no ingress, from another node either.
+	if _, err := tc.Client.NetworkingV1().NetworkPolicies(ns).Create(ctx, &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "deny-web-0"},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.EventuallyWithin(t, clustertest.Timeout, "the policy to deny client → web-1", func() bool {
+		_, err := kexec("client", "timeout", "3", "wget", "-qO-", "http://"+web1.Status.PodIP+"/")
+		return err != nil
+	})
+}
+
+// instanceSubnet is the range of instance id's subnet.
+func (tc *testCluster) instanceSubnet(id string) netip.Prefix {
+	tc.T.Helper()
+	ctx := context.Background()
+	out, err := tc.EC2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	if err != nil || len(out.Reservations) != 1 || len(out.Reservations[0].Instances) != 1 {
+		tc.T.Fatalf("describe instance %s: %v", id, err)
+	}
+	sn, err := tc.EC2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{SubnetIds: []string{aws.ToString(out.Reservations[0].Instances[0].SubnetId)}})
+	if err != nil || len(sn.Subnets) != 1 {
+		tc.T.Fatalf("describe subnet of %s: %v", id, err)
+	}
+	return netip.MustParsePrefix(aws.ToString(sn.Subnets[0].CidrBlock))
+}
+
+// assertPodIPsOnENIs checks that describe-network-interfaces lists the address of every
+// running pod of ns that is not on the host network as a secondary private IP of an ENI
+// attached to its node's instance.
+func (tc *testCluster) assertPodIPsOnENIs(ns string) {
+	tc.T.Helper()
+	ctx := context.Background()
+	out, err := tc.EC2.DescribeNetworkInterfaces(ctx, &ec2.DescribeNetworkInterfacesInput{})
+	if err != nil {
+		tc.T.Fatal(err)
+	}
+	owner := map[string]string{} // secondary address → instance
+	for _, n := range out.NetworkInterfaces {
+		if n.Attachment == nil {
+			continue
+		}
+		for _, a := range n.PrivateIpAddresses {
+			if !aws.ToBool(a.Primary) {
+				owner[aws.ToString(a.PrivateIpAddress)] = aws.ToString(n.Attachment.InstanceId)
+			}
+		}
+	}
+	pods, err := tc.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		tc.T.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Spec.HostNetwork || p.Status.PodIP == "" || p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		if got, want := owner[p.Status.PodIP], tc.instanceOf(p.Spec.NodeName); got != want {
+			tc.T.Errorf("pod %s's address %s: on an ENI of %q, want one of its node's instance %s", p.Name, p.Status.PodIP, got, want)
+		}
+	}
+}

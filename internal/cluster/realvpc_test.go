@@ -113,8 +113,18 @@ func TestRealVPCNetwork(t *testing.T) {
 		}
 	}
 	for name, ip := range before {
-		p := tc.WaitPodRunning(ns, name)
-		if p.Status.PodIP != ip {
+		// The restarted kubelet knows the pod again once exec reaches it; its eth0 has
+		// the address it had.
+		var out string
+		testutil.EventuallyWithin(t, clustertest.Timeout, "exec in "+name+" after the restart", func() error {
+			var err error
+			out, err = kexec(name, "ip", "-4", "addr", "show", "eth0")
+			return err
+		})
+		if !strings.Contains(out, "inet "+ip+"/32") {
+			t.Errorf("after the restart %s's eth0:\n%s\nwant %s/32", name, out, ip)
+		}
+		if p := tc.WaitPodRunning(ns, name); p.Status.PodIP != ip {
 			t.Errorf("after the restart %s has %s, want %s", name, p.Status.PodIP, ip)
 		}
 	}

@@ -53,7 +53,8 @@ func BenchmarkADD(b *testing.B) {
 		// The primary ENI's nine addresses stay assigned: no ENI comes and goes between
 		// one pod and the next, as none does while a node's pods churn under aws-node's
 		// cooldown.
-		v := newVPCNodeOf(b, 3, 10, ipamd.Targets{WarmIP: 1, MinimumIP: 9})
+		// The manager runs in a process of its own, as on a node (not in the runtime's).
+		v := newVPCNodeProc(b, 3, 10, ipamd.Targets{WarmIP: 1, MinimumIP: 9})
 		benchAddDel(b, v.ns, kubelab, v.conf(nil))
 	})
 }

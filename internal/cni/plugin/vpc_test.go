@@ -1,11 +1,16 @@
 package plugin
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +25,7 @@ import (
 	"github.com/kubelab/kubelab/internal/ipamd"
 	"github.com/kubelab/kubelab/internal/ipamd/ipamdtest"
 	"github.com/kubelab/kubelab/internal/testutil"
+	"github.com/kubelab/kubelab/internal/util/netns"
 )
 
 func TestLoadNetConfVPC(t *testing.T) {
@@ -61,8 +67,25 @@ func newVPCNodeOf(t testing.TB, maxENIs, ipv4PerENI int, targets ipamd.Targets) 
 	t.Helper()
 	n := newNode(t, "")
 	fake := ipamdtest.New(maxENIs, ipv4PerENI)
-	h := testutil.NetlinkHandle(t, n.ns)
-	// The ENIs' interfaces, as the VPC attaches them: eth0 now, the others when attached.
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	m, err := runVPCNode(ctx, n.ns, fake, filepath.Join(t.TempDir(), "aws-node"), targets, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Start(t, "ipamd", testutil.DefaultTimeout, m.Run, testutil.Closed(m.Started()))
+	testutil.Eventually(t, "the primary ENI's addresses", func() bool { return len(fake.Assigned()) == ipv4PerENI-1 })
+	return &vpcNode{node: n, fake: fake, socket: m.SocketPath()}
+}
+
+// runVPCNode makes node's eth0 the fake's primary ENI, keeps links ethN for the fake's
+// other ENIs while they are attached (as the VPC does) until ctx ends, and returns the
+// node's IP address manager in dir, not started.
+func runVPCNode(ctx context.Context, node ns.NetNS, fake *ipamdtest.EC2, dir string, targets ipamd.Targets, logger *slog.Logger) (*ipamd.Manager, error) {
+	h, err := netns.Handle(node.Path())
+	if err != nil {
+		return nil, err
+	}
 	var mu sync.Mutex
 	made := map[string]string{} // ENI id → interface name
 	mirror := func() error {
@@ -109,44 +132,41 @@ func newVPCNodeOf(t testing.TB, maxENIs, ipv4PerENI int, targets ipamd.Targets) 
 		return nil
 	}
 	if err := mirror(); err != nil {
-		t.Fatal(err)
+		h.Close()
+		return nil, err
 	}
 	eth0, err := h.LinkByName("eth0")
-	if err != nil {
-		t.Fatal(err)
+	if err == nil {
+		err = h.AddrAdd(eth0, &netlink.Addr{IPNet: &net.IPNet{IP: fake.PrimaryIP().AsSlice(), Mask: net.CIDRMask(16, 32)}})
 	}
-	if err := h.AddrAdd(eth0, &netlink.Addr{IPNet: &net.IPNet{IP: fake.PrimaryIP().AsSlice(), Mask: net.CIDRMask(16, 32)}}); err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range []string{"lo", "eth0"} {
-		if err := h.LinkSetUp(mustLink(t, h, l)); err != nil {
-			t.Fatal(err)
+	for _, name := range []string{"lo", "eth0"} {
+		if err == nil {
+			var l netlink.Link
+			if l, err = h.LinkByName(name); err == nil {
+				err = h.LinkSetUp(l)
+			}
 		}
 	}
-	if err := n.ns.Do(func(ns.NetNS) error { return writeSysctl("net/ipv4/ip_forward", "1") }); err != nil {
-		t.Fatal(err)
+	if err == nil {
+		err = node.Do(func(ns.NetNS) error { return writeSysctl("net/ipv4/ip_forward", "1") })
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	if err != nil {
+		h.Close()
+		return nil, err
+	}
 	go func() {
+		defer h.Close()
 		for ctx.Err() == nil {
 			if err := mirror(); err != nil {
-				t.Errorf("attach ENI interface: %v", err)
+				logger.Error("attach ENI interface", "err", err)
 				return
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
-
-	m, err := ipamd.New(ipamd.Config{NodeName: "node-a", InstanceID: fake.InstanceID, NetNS: n.ns.Path(), Dir: filepath.Join(t.TempDir(), "aws-node"),
+	return ipamd.New(ipamd.Config{NodeName: "node-a", InstanceID: fake.InstanceID, NetNS: node.Path(), Dir: dir,
 		VPCCIDR: netip.MustParsePrefix("172.31.0.0/16"), RouterIP: netip.MustParseAddr("172.31.0.1"),
-		Targets: targets, PoolPeriod: 20 * time.Millisecond, IPCooldown: time.Nanosecond, Logger: testLogger(t)}, fake)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testutil.Start(t, "ipamd", testutil.DefaultTimeout, m.Run, testutil.Closed(m.Started()))
-	testutil.Eventually(t, "the primary ENI's addresses", func() bool { return len(fake.Assigned()) == ipv4PerENI-1 })
-	return &vpcNode{node: n, fake: fake, socket: m.SocketPath()}
+		Targets: targets, PoolPeriod: 20 * time.Millisecond, IPCooldown: time.Nanosecond, Logger: logger}, fake)
 }
 
 func mustLink(t testing.TB, h *netlink.Handle, name string) netlink.Link {
@@ -320,4 +340,85 @@ func TestVPCModeFullNodeFailsCleanly(t *testing.T) {
 	if got := v.fake.Count("CreateNetworkInterface"); got != 2 {
 		t.Errorf("%d ENIs created, want 2: no more than the instance type's three", got)
 	}
+}
+
+// ipamdHelperEnv carries the node of TestIPAMDHelperProcess: the namespace's path, the
+// manager's dir, the fake's limits and the pool's targets.
+const ipamdHelperEnv = "KUBELAB_TEST_IPAMD_HELPER"
+
+type ipamdHelperConf struct {
+	NetNS, Dir          string
+	MaxENIs, IPv4PerENI int
+	Targets             ipamd.Targets
+}
+
+// TestIPAMDHelperProcess is not a test: newVPCNodeProc runs the test binary with only it
+// and ipamdHelperEnv set, to have a node's IP address manager over a fake EC2 in a
+// process of its own, as the manager is not in the runtime's process on a node. It says
+// "ready" once the primary ENI's addresses are in the pool, and runs until stdin closes.
+func TestIPAMDHelperProcess(t *testing.T) {
+	env := os.Getenv(ipamdHelperEnv)
+	if env == "" {
+		t.Skip("run by newVPCNodeProc")
+	}
+	var c ipamdHelperConf
+	if err := json.Unmarshal([]byte(env), &c); err != nil {
+		t.Fatal(err)
+	}
+	node, err := ns.GetNS(c.NetNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fake := ipamdtest.New(c.MaxENIs, c.IPv4PerENI)
+	m, err := runVPCNode(ctx, node, fake, c.Dir, c.Targets, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	testutil.Eventually(t, "the primary ENI's addresses", func() bool { return len(fake.Assigned()) == c.IPv4PerENI-1 })
+	<-m.Started()
+	fmt.Println("ready")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// newVPCNodeProc is newVPCNodeOf with the IP address manager in a process of its own.
+func newVPCNodeProc(t testing.TB, maxENIs, ipv4PerENI int, targets ipamd.Targets) *vpcNode {
+	t.Helper()
+	n := newNode(t, "")
+	dir := filepath.Join(t.TempDir(), "aws-node")
+	env, _ := json.Marshal(ipamdHelperConf{NetNS: n.ns.Path(), Dir: dir, MaxENIs: maxENIs, IPv4PerENI: ipv4PerENI, Targets: targets})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestIPAMDHelperProcess$")
+	cmd.Env = append(os.Environ(), ipamdHelperEnv+"="+string(env))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = testWriter{t}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("ipamd helper: %v", err)
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		t.Fatalf("ipamd helper: %q, %v", line, err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	return &vpcNode{node: n, socket: filepath.Join(dir, ipamd.SocketFile)}
 }

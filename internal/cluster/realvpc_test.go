@@ -28,7 +28,7 @@ import (
 // the node's ENIs; pods reach each other on one node and across nodes, and a Service
 // through the cluster DNS; a NetworkPolicy denies; the nodes' allocatable pods are 11 and
 // the pod past them stays Pending with the scheduler's "Too many pods"; and a restart of a
-// node's aws-node, containerd and kubelet keeps every pod's address, none given back.
+// node's aws-node and kubelet keeps every pod's address, none given back.
 func TestRealVPCNetwork(t *testing.T) {
 	t.Parallel()
 	tc := startRealClusterWith(t, func(c *cluster.Config) {
@@ -98,10 +98,11 @@ func TestRealVPCNetwork(t *testing.T) {
 		}
 		return seen["web-0"] > 0 && seen["web-1"] > 0 && seen["web-0"]+seen["web-1"] == 20, nil
 	})
-	// Restart node 0's aws-node, containerd and kubelet, as `kubelab up` again does: its
-	// pods keep their addresses, and the cloud keeps them assigned.
+	// Restart node 0's aws-node and kubelet, as after a kill -9 of `kubelab up` (the pods'
+	// sandboxes outlive it): its pods keep their addresses, and the cloud keeps them
+	// assigned.
 	before := map[string]string{"web-0": web0.Status.PodIP, "client": cl.Status.PodIP}
-	units := []string{"kubelet/" + n0.Name, "aws-node/" + n0.Name, "containerd/" + n0.Name}
+	units := []string{"kubelet/" + n0.Name, "aws-node/" + n0.Name}
 	for _, u := range units {
 		if err := tc.Stop(ctx, u); err != nil {
 			t.Fatalf("stop %s: %v", u, err)

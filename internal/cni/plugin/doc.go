@@ -13,6 +13,24 @@
 // runtime fills from the pod's hostPorts into runtimeConfig.portMappings. The gateway is
 // the subnet's first host address, on the bridge.
 //
+// VPC mode (mode "vpc", ipamdSocket: the node's IP address manager's API socket, package
+// ipamd; subnet unused; mtu default 1500): the pod's address is a secondary private IP of
+// one of the node's ENIs, which ADD asks the manager for (CNI_ARGS' K8S_POD_NAMESPACE and
+// K8S_POD_NAME name the pod to it) and DEL gives back. There is no bridge: the node end
+// of the veth is VPCHostVethName ("eni" and 8 hex digits) with a /32 route to the pod in
+// main; the pod's interface has the address as a /32, a route to PodGateway
+// (169.254.1.1) on-link and the default route via it, and a permanent neighbour entry
+// for PodGateway at the node end's MAC; the rule "to <pod> lookup main" (priority 512)
+// and, for an address of a secondary ENI, "from <pod> lookup <device+1>" (priority 1536)
+// are in the node's namespace. The result lists the node end and the pod's interface, the
+// /32 with gateway 169.254.1.1, and the default route. CHECK asks the manager and checks
+// the veth, the /32 route, the rules and the pod's address and default route; GC has the
+// manager release every address of an attachment not in cni.dev/valid-attachments and
+// removes the plugin's veths and rules without one. hostPorts work as in the bridge mode.
+// A node out of addresses (every ENI and address its instance type allows in use) fails
+// ADD with code 102 and the manager's "failed to assign an IP address to container"; a
+// manager that cannot be reached is code 106.
+//
 // Verbs:
 //
 //   - ADD makes the bridge if it is missing (up, with the gateway; idempotent and safe
@@ -73,6 +91,7 @@
 //	104 CodeHostPort: hostPort rules could not be set up or removed, or a hostPort is
 //	    held by another pod
 //	105 CodeCheckFailed: CHECK found the attachment unlike what ADD set up
+//	106 CodeIPAMD: VPC mode's IP address manager could not be reached or failed
 //	999 an unexpected internal error
 //
 // Contract: Main is the binary; New(Config).Funcs() are the verbs for

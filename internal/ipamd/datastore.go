@@ -64,13 +64,15 @@ func readCheckpoint(path string) (Checkpoint, error) {
 	return c, nil
 }
 
-// writeCheckpoint replaces the checkpoint at path atomically.
+// writeCheckpoint replaces the checkpoint at path atomically, without syncing it: it
+// must outlive the manager's process (a restart, a kill -9), not the machine, whose end
+// ends the pods it records too; a sync on every pod's ADD and DEL would double their time.
 func writeCheckpoint(path string, c Checkpoint) error {
 	b, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+	if err := atomicfile.Replace(path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
 	return nil

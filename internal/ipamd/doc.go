@@ -8,7 +8,8 @@
 // MaximumNetworkInterfaces, Ipv4AddressesPerInterface) and the ENIs attached to it with
 // their addresses (DescribeNetworkInterfaces, filter attachment.instance-id), and restores
 // which pod holds which address from its checkpoint, Dir/ipam.json (aws-node's format,
-// version "vpc-cni-ipam/1", written atomically after every change): an entry whose address
+// version "vpc-cni-ipam/1", replaced atomically after every change but not synced: it
+// outlives the process, not the machine, as the pods it records): an entry whose address
 // the cloud no longer has on the instance is dropped (logged), every other one is kept,
 // and an address a pod holds is never given back.
 //

@@ -62,26 +62,65 @@ func BenchmarkADD(b *testing.B) {
 // benchAddDel runs ADD and DEL of one pod after another with the plugin binary bin in
 // the node's namespace in.
 func benchAddDel(b *testing.B, in ns.NetNS, bin string, conf []byte) {
+	cycle := addDelCycle(b, in, bin, conf)
+	var adds []time.Duration
+	i := 0
+	for b.Loop() {
+		adds = append(adds, cycle(i))
+		i++
+	}
+	reportP50P90(b, adds, "")
+}
+
+// addDelCycle returns what ADDs and DELs the i-th pod with the plugin binary bin in the
+// node's namespace in, returning how long the ADD took.
+func addDelCycle(b *testing.B, in ns.NetNS, bin string, conf []byte) func(i int) time.Duration {
 	pod := testutil.NetNS(b)
 	bin, err := filepath.Abs(bin)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var adds []time.Duration
-	i := 0
-	for b.Loop() {
+	return func(i int) time.Duration {
 		id := fmt.Sprintf("bench%08d", i)
-		i++
 		start := time.Now()
 		if _, err := execPlugin(in, bin, cniEnv("ADD", id, pod), conf); err != nil {
 			b.Fatalf("ADD: %v", err)
 		}
-		adds = append(adds, time.Since(start))
+		took := time.Since(start)
 		if _, err := execPlugin(in, bin, cniEnv("DEL", id, pod), conf); err != nil {
 			b.Fatalf("DEL: %v", err)
 		}
+		return took
 	}
-	slices.Sort(adds)
-	b.ReportMetric(float64(adds[len(adds)/2])/1e6, "p50-ms")
-	b.ReportMetric(float64(adds[len(adds)*9/10])/1e6, "p90-ms")
+}
+
+// reportP50P90 reports the median and 90th percentile of ds, their units prefixed.
+func reportP50P90(b *testing.B, ds []time.Duration, prefix string) float64 {
+	slices.Sort(ds)
+	p50 := float64(ds[len(ds)/2]) / 1e6
+	b.ReportMetric(p50, prefix+"p50-ms")
+	b.ReportMetric(float64(ds[len(ds)*9/10])/1e6, prefix+"p90-ms")
+	return p50
+}
+
+// BenchmarkADDVPCRatio measures kubelab-cni's ADD in VPC mode against the bridge mode,
+// alternating one pod of each so that both see the same load: vpc-p50-ms over
+// bridge-p50-ms is the ratio (vpc/bridge). The VPC node is BenchmarkADD's.
+func BenchmarkADDVPCRatio(b *testing.B) {
+	testutil.RequireRoot(b, "nft")
+	kubelab := pluginBinary(b)
+	bridgeNode := newNode(b, "10.244.41.0/24")
+	bridge := addDelCycle(b, bridgeNode.ns, kubelab, bridgeNode.conf(nil))
+	v := newVPCNodeProc(b, 3, 10, ipamd.Targets{WarmIP: 1, MinimumIP: 9})
+	vpc := addDelCycle(b, v.ns, kubelab, v.conf(nil))
+	var bridgeAdds, vpcAdds []time.Duration
+	i := 0
+	for b.Loop() {
+		bridgeAdds = append(bridgeAdds, bridge(i))
+		vpcAdds = append(vpcAdds, vpc(i))
+		i++
+	}
+	bp := reportP50P90(b, bridgeAdds, "bridge-")
+	vp := reportP50P90(b, vpcAdds, "vpc-")
+	b.ReportMetric(vp/bp, "vpc/bridge")
 }

@@ -93,3 +93,31 @@ func onlyEntries(t *testing.T, dir string, names ...string) {
 		}
 	}
 }
+
+func TestReplace(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ipam.json")
+	for _, data := range []string{"first\n", "second, longer\n"} {
+		if err := Replace(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil || string(b) != data {
+			t.Fatalf("read %q, %v; want %q", b, err, data)
+		}
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, %v; want 0600", fi.Mode().Perm(), err)
+	}
+	onlyEntries(t, dir, "ipam.json")
+	if err := os.Mkdir(filepath.Join(dir, "busy"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "busy", "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Replace(filepath.Join(dir, "busy"), []byte("x"), 0o600); err == nil {
+		t.Fatal("replacing a non-empty directory succeeded")
+	}
+	onlyEntries(t, dir, "busy", "ipam.json")
+}

@@ -239,3 +239,30 @@ func TestEnvTargets(t *testing.T) {
 		t.Errorf("EnvTargets of a negative target: %v, want an error naming it", err)
 	}
 }
+
+// BenchmarkAddDel measures the API's ADD and DEL over its unix socket, the checkpoint
+// written each time (no network setup; the pool keeps enough addresses).
+func BenchmarkAddDel(b *testing.B) {
+	fake := ipamdtest.New(3, 10)
+	cfg := ipamd.Config{NodeName: "node-a", InstanceID: fake.InstanceID, Dir: b.TempDir(), VPCCIDR: netip.MustParsePrefix("172.31.0.0/16"),
+		Targets: ipamd.Targets{MinimumIP: 9}, IPCooldown: time.Nanosecond, Logger: slog.New(slog.DiscardHandler), SkipNetwork: true}
+	m, err := ipamd.New(cfg, fake)
+	if err != nil {
+		b.Fatal(err)
+	}
+	testutil.Start(b, "ipamd", testutil.DefaultTimeout, m.Run, testutil.Closed(m.Started()))
+	testutil.Eventually(b, "nine addresses", func() bool { return len(fake.Assigned()) == 9 })
+	client := ipamdapi.NewClient(m.SocketPath(), 10*time.Second)
+	ctx := context.Background()
+	i := 0
+	for b.Loop() {
+		a := ipamdapi.Attachment{ContainerID: fmt.Sprintf("c%d", i), IfName: "eth0"}
+		i++
+		if _, err := client.Add(ctx, ipamdapi.AddRequest{Attachment: a}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := client.Del(ctx, a); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

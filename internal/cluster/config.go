@@ -187,6 +187,8 @@ func (c *Config) validate() error {
 	}
 	if c.PodNetwork != "" && c.PodNetwork != PodNetworkOverlay && c.PodNetwork != PodNetworkVPC {
 		errs = append(errs, fmt.Errorf("pod network %q: want %q or %q", c.PodNetwork, PodNetworkOverlay, PodNetworkVPC))
+	} else if c.PodNetwork == PodNetworkVPC && c.Hollow {
+		errs = append(errs, fmt.Errorf("pod network %q needs real nodes: hollow nodes have no network", PodNetworkVPC))
 	}
 	if c.PodStartDelay < 0 || c.NodeStatusInterval < 0 {
 		errs = append(errs, errors.New("durations must not be negative"))

@@ -55,6 +55,7 @@ func TestSocketsFitWhateverDataDir(t *testing.T) {
 			c.nodeCSISocket(n),
 			filepath.Join(c.nodeRegistrationDir(n), DriverName+"-reg.sock"),
 			filepath.Join(NodeContainerdSocketDir(dir, n.Name), "containerd.sock.ttrpc"),
+			c.ipamdSocket(n),
 		} {
 			if err := rundir.CheckSocket(sock); err != nil {
 				t.Errorf("data dir of %d bytes: %v", len(dir), err)
@@ -83,6 +84,26 @@ func TestDefaultServiceAccountIssuers(t *testing.T) {
 	} {
 		if got := defaultServiceAccountIssuers(c.cfg); !slices.Equal(got, c.want) {
 			t.Errorf("defaultServiceAccountIssuers(%+v) = %q, want %q", c.cfg, got, c.want)
+		}
+	}
+}
+
+// TestConfigPodNetwork: the pod network is overlay or vpc, and vpc needs real nodes.
+func TestConfigPodNetwork(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{PodNetwork: PodNetworkOverlay, Hollow: true}, ""},
+		{Config{PodNetwork: PodNetworkVPC, CSIInProcess: true}, ""},
+		{Config{PodNetwork: "calico", Hollow: true}, `pod network "calico": want "overlay" or "vpc"`},
+		{Config{PodNetwork: PodNetworkVPC, Hollow: true}, `pod network "vpc" needs real nodes`},
+	} {
+		c.cfg.DataDir = t.TempDir()
+		c.cfg.setDefaults()
+		err := c.cfg.validate()
+		if c.want == "" && err != nil && strings.Contains(err.Error(), "pod network") || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("validate(%q, hollow %v) = %v, want %q", c.cfg.PodNetwork, c.cfg.Hollow, err, c.want)
 		}
 	}
 }

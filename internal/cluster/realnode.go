@@ -98,8 +98,12 @@ func (c *Cluster) startRealNode(ctx context.Context, g *errgroup.Group, start fu
 	if err != nil {
 		return err
 	}
-	units := []*unit{
-		start("imds/"+n.Name, c.runIMDS(n, netns)),
+	units := []*unit{start("imds/"+n.Name, c.runIMDS(n, netns))}
+	if c.cfg.vpcPods() {
+		// Before containerd, stopped after it: the pods' ADDs and DELs need it.
+		units = append(units, start("aws-node/"+n.Name, c.runAWSNode(n, netns)))
+	}
+	units = append(units,
 		start("containerd/"+n.Name, func(ctx context.Context) error {
 			ctrd, err := c.nodeContainerd(n) // each start afresh, as a restarted process
 			if err != nil {
@@ -107,15 +111,13 @@ func (c *Cluster) startRealNode(ctx context.Context, g *errgroup.Group, start fu
 			}
 			return ctrd.Run(ctx)
 		}),
-		start("kubelet/"+n.Name, c.runRealKubelet(n, ctrd.Endpoint(), netns)),
-		start("netpol/"+n.Name, c.runNetworkPolicy(n, netns)),
-		start("kube-proxy/"+n.Name, c.runProxy(n, netns)),
-	}
-	if c.cfg.vpcPods() {
-		units = append(units, start("aws-node/"+n.Name, c.runAWSNode(n, netns)))
-	} else {
+		start("kubelet/"+n.Name, c.runRealKubelet(n, ctrd.Endpoint(), netns)))
+	if !c.cfg.vpcPods() {
 		units = append(units, start("overlay/"+n.Name, c.runOverlay(n, netns)))
 	}
+	units = append(units,
+		start("netpol/"+n.Name, c.runNetworkPolicy(n, netns)),
+		start("kube-proxy/"+n.Name, c.runProxy(n, netns)))
 	if !c.cfg.csiInPods() {
 		units = append(units, start("ebs-csi-node/"+n.Name, c.runCSINode(n, netns)))
 	}

@@ -33,7 +33,8 @@ func newNodeCommand() *cobra.Command {
 		Use:   "shell NODE [-- COMMAND [ARG...]]",
 		Short: "Open a shell as on NODE: in its network namespace and kubelet root dir, with its containerd as the CRI endpoint",
 		Long: `Open a shell (or run COMMAND) as on NODE: in the node's network namespace (eth0 on the
-VPC with the node's private IP, the pod bridge cni0, the overlay device, the node's nftables
+VPC with the node's private IP, the pod bridge cni0 and the overlay device (with --pod-network
+vpc: the ENIs eth1…, the pods' eni… veths and their rules), the node's nftables
 rules, and the instance metadata service at 169.254.169.254), the working directory the node's
 kubelet root (plugins_registry/ and plugins/<driver>/csi.sock, links to the node's socket
 dirs under /run/kubelab, plugins/kubernetes.io/csi/pv/<pv>/globalmount,

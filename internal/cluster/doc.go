@@ -22,8 +22,9 @@
 //     on the same data dir), named after its private DNS name as on EKS, and its kubelet
 //     (hollow: a fake runtime and mounter); a real node is also a network namespace on
 //     the cluster's VPC (package vpc) with its metadata service, its containerd and CNI
-//     configuration, the CSI node plugin, the overlay agent, the NetworkPolicy agent and
-//     the service proxy; the EC2 endpoint and the cluster DNS listen on the VPC.
+//     configuration, the CSI node plugin, the overlay agent (or, with the vpc pod network,
+//     aws-node's IP address manager, package ipamd), the NetworkPolicy agent and the
+//     service proxy; the EC2 endpoint and the cluster DNS listen on the VPC.
 //
 // The rule of the wire holds inside the one process: each component gets its own client
 // (its own user agent and connection, protobuf where upstream uses it) or its own gRPC

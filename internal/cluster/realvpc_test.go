@@ -26,13 +26,16 @@ import (
 // t3.small instances (three ENIs of four addresses: max pods 3 × (4 − 1) + 2 = 11): pods get
 // secondary private IPs of their node's subnet, which describe-network-interfaces lists on
 // the node's ENIs; pods reach each other on one node and across nodes, and a Service
-// through the cluster DNS; a NetworkPolicy denies; the nodes' allocatable pods are 11 and
+// through the cluster DNS; a pod on a secondary ENI reaches pods, a Service and the
+// outside; a NetworkPolicy denies; the nodes' allocatable pods are 11 and
 // the pod past them stays Pending with the scheduler's "Too many pods"; and a restart of a
 // node's aws-node and kubelet keeps every pod's address, none given back.
 func TestRealVPCNetwork(t *testing.T) {
 	t.Parallel()
+	internet := newInternet(t)
 	tc := startRealClusterWith(t, func(c *cluster.Config) {
 		c.PodNetwork, c.InstanceType = cluster.PodNetworkVPC, "t3.small"
+		c.Offline, c.EgressDial, c.UpstreamDNS = false, internet.dial, []netip.AddrPort{netip.MustParseAddrPort(internetDNS)}
 	}, 2, "us-east-1a", "us-east-1b")
 	ctx := context.Background()
 	ns := tc.Namespace("vpc")
@@ -150,7 +153,8 @@ func TestRealVPCNetwork(t *testing.T) {
 		}
 	}
 	filler := func(i int) *corev1.Pod {
-		p := busyboxPod(ns, fmt.Sprintf("filler-%d", i), corev1.RestartPolicyAlways, "sleep 3600")
+		p := webPod(ns, fmt.Sprintf("filler-%d", i), "")
+		p.Labels = map[string]string{"app": "filler"}
 		p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: n1.Name}
 		return p
 	}
@@ -181,6 +185,38 @@ func TestRealVPCNetwork(t *testing.T) {
 	})
 	tc.assertPodIPsOnENIs(ns)
 
+	// A pod whose address is on a secondary ENI (its traffic leaves by that ENI through
+	// the VPC's router, by its own route table) reaches and is reached by a pod on the
+	// other node, reaches a Service by name, and the outside (SNATed to its node's
+	// address, through the NAT gateway).
+	var second *corev1.Pod
+	testutil.EventuallyWithin(t, clustertest.Timeout, "a filler running on a secondary ENI", func() error {
+		devices := tc.eniDevices()
+		list, err := tc.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=filler"})
+		if err != nil {
+			return err
+		}
+		for i := range list.Items {
+			if p := &list.Items[i]; clustertest.PodRunning(p) && devices[p.Status.PodIP] > 0 {
+				second = p
+				return nil
+			}
+		}
+		return fmt.Errorf("no running filler on a secondary ENI; devices %v", devices)
+	})
+	if out, err := kexec("client", "timeout", "5", "wget", "-qO-", "http://"+second.Status.PodIP+"/"); err != nil || out != second.Name {
+		t.Errorf("client → %s (%s, a secondary ENI of the other node): %v %q", second.Name, second.Status.PodIP, err, out)
+	}
+	for url, want := range map[string]string{
+		"http://" + web0.Status.PodIP + "/": "web-0",
+		"http://web/":                       "web-",
+		"http://" + internetName + "/":      internetPage,
+	} {
+		if out, err := kexec(second.Name, "timeout", "20", "wget", "-qO-", url); err != nil || !strings.HasPrefix(out, want) {
+			t.Errorf("%s (secondary ENI) → %s: %v %q, want %q", second.Name, url, err, out, want)
+		}
+	}
+
 	// NetworkPolicy: the web pods accept no ingress, from another node either.
 	if _, err := tc.Client.NetworkingV1().NetworkPolicies(ns).Create(ctx, &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "deny-web-0"},
@@ -193,6 +229,27 @@ func TestRealVPCNetwork(t *testing.T) {
 		_, err := kexec("client", "timeout", "3", "wget", "-qO-", "http://"+web1.Status.PodIP+"/")
 		return err != nil
 	})
+}
+
+// eniDevices maps every secondary address of an attached ENI to its device index.
+func (tc *testCluster) eniDevices() map[string]int32 {
+	tc.T.Helper()
+	out, err := tc.EC2.DescribeNetworkInterfaces(context.Background(), &ec2.DescribeNetworkInterfacesInput{})
+	if err != nil {
+		tc.T.Fatal(err)
+	}
+	devices := map[string]int32{}
+	for _, n := range out.NetworkInterfaces {
+		if n.Attachment == nil {
+			continue
+		}
+		for _, a := range n.PrivateIpAddresses {
+			if !aws.ToBool(a.Primary) {
+				devices[aws.ToString(a.PrivateIpAddress)] = aws.ToInt32(n.Attachment.DeviceIndex)
+			}
+		}
+	}
+	return devices
 }
 
 // instanceSubnet is the range of instance id's subnet.

@@ -266,3 +266,28 @@ func BenchmarkAddDel(b *testing.B) {
 		}
 	}
 }
+
+func TestWarmENIPoolDeletesASurplusENI(t *testing.T) {
+	fake := ipamdtest.New(3, 4)
+	m := startManager(t, fake, t.TempDir(), ipamd.Targets{}, nil)
+	testutil.Eventually(t, "the primary ENI filled", func() bool { return len(fake.Assigned()) == 3 })
+	m.add(t, "a") // the primary ENI's
+	testutil.Eventually(t, "a second ENI attached and filled", func() bool { return len(fake.Assigned()) == 6 })
+	m.del(t, "a")
+	// Two ENIs' worth free, one wanted: the second, none of whose addresses a pod used,
+	// is detached and deleted (Decide keeps one whose addresses are cooling down).
+	testutil.Eventually(t, "the surplus ENI detached and deleted", func() error {
+		fake.Lock()
+		defer fake.Unlock()
+		if len(fake.ENIs) != 1 || fake.Calls["DetachNetworkInterface"] != 1 || fake.Calls["DeleteNetworkInterface"] != 1 {
+			return fmt.Errorf("%d ENIs, calls %v", len(fake.ENIs), fake.Calls)
+		}
+		return nil
+	})
+	if got := len(fake.Assigned()); got != 3 {
+		t.Errorf("%d addresses assigned after the surplus ENI went, want the primary's 3", got)
+	}
+	if a := m.add(t, "b"); a.DeviceNumber != 0 {
+		t.Errorf("after the surplus ENI went a pod got %+v, want the primary ENI's", a)
+	}
+}

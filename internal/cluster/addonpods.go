@@ -96,6 +96,38 @@ func addonPodsOf(nodes []Node, hollow bool) []*addonPod {
 	return pods
 }
 
+// The pod network's host processes as EKS runs them, the DaemonSets aws-node and
+// kube-proxy of kube-system: in the vpc pod network kubelab shows its aws-node and
+// kube-proxy of each real node as their host-network mirror pods, so that `kubectl logs
+// -n kube-system -l k8s-app=aws-node` works and the node's max pods (whose "+ 2" is for
+// them) counts them as on EKS.
+const (
+	appAWSNode   = "aws-node"
+	appKubeProxy = "kube-proxy"
+)
+
+// networkPodsOf are the pod network's pods of a cluster of real nodes in the vpc pod
+// network: aws-node and kube-proxy on every node.
+func networkPodsOf(nodes []Node) []*addonPod {
+	var pods []*addonPod
+	for _, n := range nodes {
+		for _, app := range []string{appAWSNode, appKubeProxy} {
+			unit := app + "/" + n.Name
+			pods = append(pods, &addonPod{app: app, node: n, containers: []addonContainer{{name: app, unit: unit, log: unit}}})
+		}
+	}
+	return pods
+}
+
+// labels are the pod's labels: the add-on's, or EKS's k8s-app of the network's.
+func (p *addonPod) labels() map[string]string {
+	switch p.app {
+	case appAWSNode, appKubeProxy:
+		return map[string]string{"app": p.app, "k8s-app": p.app}
+	}
+	return podLabels(p.app)
+}
+
 // newName is a fresh name for the pod, of the form its controller would give it.
 func (p *addonPod) newName() string {
 	if p.app == appCSIController {
@@ -129,7 +161,7 @@ func (p *addonPod) object(name string, node *corev1.Node) *corev1.Pod {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: metav1.NamespaceSystem,
-			Labels: podLabels(p.app),
+			Labels: p.labels(),
 			Annotations: map[string]string{corev1.MirrorPodAnnotationKey: name, "kubernetes.io/config.source": "kubelab",
 				annAddonPod: "the containers run in kubelab's own process; deleting the pod restarts them"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID, Controller: ptr.To(true)}},
@@ -307,8 +339,8 @@ func (h teeHandler) WithGroup(name string) slog.Handler {
 	return teeHandler{h.a.WithGroup(name), h.b.WithGroup(name)}
 }
 
-// addonPodSelector selects the add-on's pods, mirror pods or not.
-const addonPodSelector = "app in (" + appCSIController + "," + appCSINode + ")"
+// addonPodSelector selects the add-on's pods, mirror pods or not, and the pod network's.
+const addonPodSelector = "app in (" + appCSIController + "," + appCSINode + "," + appAWSNode + "," + appKubeProxy + ")"
 
 // removeAddonMirrorPods deletes the add-on's mirror pods of an earlier run, and their
 // logs.

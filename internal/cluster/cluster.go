@@ -44,7 +44,8 @@ type Cluster struct {
 	ready     chan struct{}
 	nodes     []Node // set once, before ready is closed
 
-	// addonPods are the EBS CSI add-on's pods (set once with nodes); addonLogs their
+	// addonPods are the EBS CSI add-on's pods run in process and the vpc pod network's
+	// (set once with nodes); addonLogs their
 	// containers' logs, which the components write from their start on.
 	addonPods []*addonPod
 	addonLogs addonLogs
@@ -397,6 +398,11 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 		}
 	} else {
 		c.addonPods = addonPodsOf(nodes, c.cfg.Hollow)
+	}
+	if c.cfg.vpcPods() {
+		c.addonPods = append(c.addonPods, networkPodsOf(nodes)...)
+	}
+	if !c.cfg.csiInPods() || c.cfg.vpcPods() {
 		start("addon-pods", c.runAddonPods)
 	}
 	if err := c.waitUsable(ctx, admin, nodes); err != nil {

@@ -313,8 +313,12 @@ func (c *Cluster) runProxy(n Node, netns string) func(ctx context.Context) error
 		if err != nil {
 			return err
 		}
+		log := c.cfg.Logger.With("component", "kube-proxy", "node", n.Name)
+		if c.cfg.vpcPods() { // its mirror pod shows its log
+			log = c.componentLogger("kube-proxy/"+n.Name, "component", "kube-proxy", "node", n.Name)
+		}
 		p, err := proxy.New(proxy.Config{NodeName: n.Name, NodeIPs: []string{n.IP}, ClusterCIDR: c.podRange(),
-			NetNS: netns, Logger: c.cfg.Logger.With("component", "kube-proxy", "node", n.Name)}, client)
+			NetNS: netns, Logger: log}, client)
 		if err != nil {
 			return err
 		}

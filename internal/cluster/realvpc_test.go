@@ -61,6 +61,30 @@ func TestRealVPCNetwork(t *testing.T) {
 		}
 	}
 
+	// As on EKS, aws-node and kube-proxy are host-network pods of every node (mirror pods
+	// of kubelab's processes), the "+ 2" of max pods.
+	for _, app := range []string{"aws-node", "kube-proxy"} {
+		testutil.EventuallyWithin(t, clustertest.Timeout, app+" running on both nodes", func() error {
+			list, err := tc.Client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=" + app})
+			if err != nil {
+				return err
+			}
+			on := map[string]bool{}
+			for _, p := range list.Items {
+				if clustertest.PodRunning(&p) && p.Spec.HostNetwork {
+					on[p.Spec.NodeName] = true
+				}
+			}
+			if !on[n0.Name] || !on[n1.Name] {
+				return fmt.Errorf("running host-network %s pods on %v", app, on)
+			}
+			return nil
+		})
+	}
+	if out := tc.Kubectl("logs", "-n", "kube-system", "-l", "k8s-app=aws-node", "--tail", "50"); !strings.Contains(out, "ipamd started") {
+		t.Errorf("kubectl logs -l k8s-app=aws-node:\n%s\nwant the IP address manager's log", out)
+	}
+
 	create(webPod(ns, "web-0", n0.Name))
 	create(webPod(ns, "web-1", n1.Name))
 	client := busyboxPod(ns, "client", corev1.RestartPolicyAlways, "sleep 3600")
@@ -166,6 +190,16 @@ func TestRealVPCNetwork(t *testing.T) {
 			p, err := tc.Client.CoreV1().Pods(ns).Get(ctx, fmt.Sprintf("filler-%d", i), metav1.GetOptions{})
 			if err != nil || p.Spec.NodeName != n1.Name {
 				return fmt.Errorf("filler-%d not on %s yet (%v)", i, n1.Name, err)
+			}
+		}
+		return nil
+	})
+	// With the node's host-network pods counted, its addresses suffice for the rest.
+	testutil.EventuallyWithin(t, clustertest.Timeout, "the fillers running", func() error {
+		for i := onNode; i < 11; i++ {
+			p, err := tc.Client.CoreV1().Pods(ns).Get(ctx, fmt.Sprintf("filler-%d", i), metav1.GetOptions{})
+			if err != nil || !clustertest.PodRunning(p) || p.Status.PodIP == "" {
+				return fmt.Errorf("filler-%d not running with an address (%v)", i, err)
 			}
 		}
 		return nil

@@ -171,6 +171,10 @@ func (s *Server) KubeconfigPath() string { return s.cfg.KubeconfigPath }
 // PKI is the server's certificate authority and credentials.
 func (s *Server) PKI() PKI { return s.pki }
 
+// Issuer is the service account issuer whose tokens the server signs (the first
+// --service-account-issuer).
+func (s *Server) Issuer() string { return s.cfg.ServiceAccountIssuers[0] }
+
 // allResources is the registry: every row kubelab serves.
 func allResources() []resource {
 	var rs []resource

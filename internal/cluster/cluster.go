@@ -322,6 +322,9 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 		return err
 	}
 	if c.cfg.csiInPods() {
+		if err := c.ensureCSIDriverRole(ctx, admin); err != nil {
+			return err
+		}
 		rolled, err := ensureCSIAddon(ctx, admin, c.csiAddon())
 		if err != nil {
 			return err

@@ -38,9 +38,12 @@ import (
 // <run-dir>/$(NODE_NAME)/plugins_registry, where the kubelet dials them.
 
 const (
-	// awsSecret holds the controller's cloud credentials (keys key_id, access_key), as
-	// the add-on's chart reads them.
+	// awsSecret held the controller's static cloud credentials in earlier kubelabs; the
+	// controller now takes its role (csiirsa.go), and an existing Secret is deleted.
 	awsSecret = "aws-secret"
+	// serviceAccountCA is the cluster CA in a pod's service account volume: it signed the
+	// certificate the cloud's endpoint serves for the AWS APIs' names on the VPC.
+	serviceAccountCA = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 	// controllerSocketDir holds the plugin's socket in the controller pod (an emptyDir).
 	controllerSocketDir = "/var/lib/csi/sockets/pluginproxy/"
 	// healthPort is the liveness probes' port (the node pods': on the node's network).
@@ -57,15 +60,12 @@ type csiAddon struct {
 	runDir      string // the cluster's run directory, with the nodes' sockets
 	region      string
 	ec2Endpoint string // the EC2 API as pods reach it
-	accessKey   string
-	secretKey   string
 	binary      string // binaryIdentity of the kubelab binary the image is built from
 }
 
 func (c *Cluster) csiAddon() csiAddon {
-	id, key := c.cloud.Credentials()
 	return csiAddon{nodesDir: filepath.Join(c.cfg.DataDir, "nodes"), runDir: c.runDir(), region: c.cfg.Region,
-		ec2Endpoint: "http://" + vpc.ControlPlaneIP, accessKey: id, secretKey: key, binary: binaryIdentity(c.cfg.KubelabBinary)}
+		ec2Endpoint: "http://" + vpc.ControlPlaneIP, binary: binaryIdentity(c.cfg.KubelabBinary)}
 }
 
 // binaryIdentity names a kubelab binary as the image's layer cache tells binaries apart:
@@ -105,23 +105,16 @@ func healthzProbe() *corev1.Probe {
 		InitialDelaySeconds: 10, TimeoutSeconds: 3, PeriodSeconds: 10, FailureThreshold: 5}
 }
 
-func (a csiAddon) secret() *corev1.Secret {
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: awsSecret, Namespace: metav1.NamespaceSystem, Labels: ebsLabels},
-		StringData: map[string]string{"key_id": a.accessKey, "access_key": a.secretKey}}
-}
-
-func secretEnv(name, key string) corev1.EnvVar {
-	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-		LocalObjectReference: corev1.LocalObjectReference{Name: awsSecret}, Key: key, Optional: ptr.To(true)}}}
-}
-
 // controller is the Deployment ebs-csi-controller.
 func (a csiAddon) controller() *appsv1.Deployment {
 	socket := corev1.VolumeMount{Name: "socket-dir", MountPath: controllerSocketDir}
 	address := "--csi-address=" + controllerSocketDir + "csi.sock"
 	plugin := container("ebs-plugin", "csi-driver", "--mode=controller", "--endpoint=unix://"+controllerSocketDir+"csi.sock",
 		"--ec2-endpoint="+a.ec2Endpoint, "--region="+a.region)
-	plugin.Env = []corev1.EnvVar{secretEnv("AWS_ACCESS_KEY_ID", "key_id"), secretEnv("AWS_SECRET_ACCESS_KEY", "access_key")}
+	// No keys: the pod identity webhook gives the plugin its role (AWS_ROLE_ARN and the
+	// token), which the SDK's default chain assumes at STS by its regional name, served
+	// on the VPC with a certificate of the cluster CA.
+	plugin.Env = []corev1.EnvVar{{Name: "AWS_CA_BUNDLE", Value: serviceAccountCA}}
 	plugin.Ports = []corev1.ContainerPort{{Name: "healthz", ContainerPort: healthPort, Protocol: corev1.ProtocolTCP}}
 	plugin.LivenessProbe = healthzProbe()
 	sidecar := func(name string, args ...string) corev1.Container {
@@ -207,17 +200,13 @@ func (a csiAddon) node() *appsv1.DaemonSet {
 	}
 }
 
-// ensureCSIAddon creates the add-on's Secret (left as it is when it exists), Deployment
-// and DaemonSet; the workloads are updated to this kubelab's spec when they exist. rolled
-// says that existing workloads had pods of another kubelab binary, which now roll to
-// this one's image.
+// ensureCSIAddon creates the add-on's Deployment and DaemonSet, or updates them to this
+// kubelab's spec when they exist, and deletes the Secret of static keys an earlier
+// kubelab made. rolled says that existing workloads had pods of another kubelab binary,
+// which now roll to this one's image.
 func ensureCSIAddon(ctx context.Context, client kubernetes.Interface, a csiAddon) (rolled bool, err error) {
-	sec := a.secret()
-	if err := createAddon(ctx, "Secret kube-system/"+sec.Name, func(ctx context.Context) error {
-		_, err := client.CoreV1().Secrets(sec.Namespace).Create(ctx, sec, metav1.CreateOptions{})
-		return err
-	}); err != nil {
-		return false, fmt.Errorf("cluster: %w", err)
+	if err := client.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, awsSecret, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("cluster: delete Secret kube-system/%s: %w", awsSecret, err)
 	}
 	// update gives an existing workload's pod template this kubelab's; it notes a change of
 	// binary.

@@ -15,9 +15,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubelab/kubelab/internal/cloud"
+	"github.com/kubelab/kubelab/internal/cluster"
+	"github.com/kubelab/kubelab/internal/cluster/clustertest"
 	"github.com/kubelab/kubelab/internal/image"
 	"github.com/kubelab/kubelab/internal/testutil"
 )
@@ -95,9 +99,7 @@ func parseIRSAOutput(t *testing.T, log string) irsaOutput {
 func irsaRole(t *testing.T, tc *testCluster, issuer, ns, sa, name string, actions ...string) string {
 	t.Helper()
 	ctx := context.Background()
-	ak, sk := tc.Cloud().Credentials()
-	ic := iam.New(iam.Options{Region: tc.Cloud().Region(), BaseEndpoint: aws.String(tc.Cloud().Endpoint()),
-		Credentials: credentials.NewStaticCredentialsProvider(ak, sk, "")})
+	ic := cloudIAM(tc)
 	caPEM, err := os.ReadFile(filepath.Join(tc.DataDir(), "pki", "ca.crt"))
 	if err != nil {
 		t.Fatal(err)
@@ -143,4 +145,100 @@ func irsaRole(t *testing.T, tc *testCluster, issuer, ns, sa, name string, action
 		}
 	}
 	return aws.ToString(role.Role.Arn)
+}
+
+// cloudIAM is an IAM client of the cluster's cloud with its own key pair.
+func cloudIAM(tc *testCluster) *iam.Client {
+	ak, sk := tc.Cloud().Credentials()
+	return iam.New(iam.Options{Region: tc.Cloud().Region(), BaseEndpoint: aws.String(tc.Cloud().Endpoint()),
+		Credentials: credentials.NewStaticCredentialsProvider(ak, sk, "")})
+}
+
+// assertCSIDriverOnIRSA checks that the EBS CSI controller runs on its role: its plugin
+// containers have AWS_ROLE_ARN (the role kubelab up made) and the token, and no keys.
+// Then, with the role's managed policy swapped for one lacking ec2:CreateVolume, a new
+// claim of namespace ns (of an Immediate class) fails to provision with
+// UnauthorizedOperation in its Events, which only the role's credentials can meet; with
+// the policy back, the claim is provisioned.
+func (tc *testCluster) assertCSIDriverOnIRSA(ns string) {
+	t := tc.T
+	t.Helper()
+	ctx := context.Background()
+	pods, err := tc.Client.CoreV1().Pods(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: "app=" + cluster.AppCSIController})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) == 0 {
+		t.Fatal("no ebs-csi-controller pods")
+	}
+	for _, p := range pods.Items {
+		env := map[string]string{}
+		for _, c := range p.Spec.Containers {
+			for _, e := range c.Env {
+				if c.Name == "ebs-plugin" {
+					env[e.Name] = e.Value
+				}
+				if strings.HasPrefix(e.Name, "AWS_ACCESS_KEY") || strings.HasPrefix(e.Name, "AWS_SECRET") || e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+					t.Errorf("controller pod %s: container %s has %s in its environment", p.Name, c.Name, e.Name)
+				}
+			}
+		}
+		if !strings.HasSuffix(env["AWS_ROLE_ARN"], ":role/"+cluster.CSIDriverRole) || env["AWS_WEB_IDENTITY_TOKEN_FILE"] == "" {
+			t.Errorf("controller pod %s's ebs-plugin: AWS_ROLE_ARN %q, AWS_WEB_IDENTITY_TOKEN_FILE %q; want the role %s and its token",
+				p.Name, env["AWS_ROLE_ARN"], env["AWS_WEB_IDENTITY_TOKEN_FILE"], cluster.CSIDriverRole)
+		}
+	}
+
+	ic := cloudIAM(tc)
+	role := aws.String(cluster.CSIDriverRole)
+	restore := func() {
+		if _, err := ic.AttachRolePolicy(ctx, &iam.AttachRolePolicyInput{RoleName: role, PolicyArn: aws.String(cluster.CSIDriverPolicyARN)}); err != nil {
+			t.Errorf("attach %s again: %v", cluster.CSIDriverPolicyARN, err)
+		}
+		if _, err := ic.DeleteRolePolicy(ctx, &iam.DeleteRolePolicyInput{RoleName: role, PolicyName: aws.String("no-create-volume")}); err != nil &&
+			!strings.Contains(err.Error(), "NoSuchEntity") {
+			t.Errorf("delete the policy no-create-volume: %v", err)
+		}
+	}
+	t.Cleanup(restore)
+	if _, err := ic.DetachRolePolicy(ctx, &iam.DetachRolePolicyInput{RoleName: role, PolicyArn: aws.String(cluster.CSIDriverPolicyARN)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ic.PutRolePolicy(ctx, &iam.PutRolePolicyInput{RoleName: role, PolicyName: aws.String("no-create-volume"),
+		PolicyDocument: aws.String(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["ec2:Describe*","ec2:CreateTags"],"Resource":"*"}]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	immediate := storagev1.VolumeBindingImmediate
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-immediate"}, Provisioner: cluster.DriverName,
+		VolumeBindingMode: &immediate, Parameters: map[string]string{"type": "gp3"}}
+	if _, err := tc.Client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tc.Client.StorageV1().StorageClasses().Delete(context.Background(), sc.Name, metav1.DeleteOptions{}) })
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "denied-pvc", Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: &sc.Name, Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	if _, err := tc.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var failed string
+	testutil.EventuallyWithin(t, clustertest.Timeout, "ProvisioningFailed naming UnauthorizedOperation on "+claim.Name, func() (bool, error) {
+		for _, w := range tc.Warnings(ns, claim.Name) {
+			if strings.HasPrefix(w, "ProvisioningFailed: ") && strings.Contains(w, "UnauthorizedOperation") {
+				failed = w
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	t.Logf("with the role lacking ec2:CreateVolume: %s", failed)
+	restore()
+	testutil.EventuallyWithin(t, clustertest.Timeout, claim.Name+" bound once the role has its policy again", func() (bool, error) {
+		c, err := tc.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim.Name, metav1.GetOptions{})
+		return err == nil && c.Status.Phase == corev1.ClaimBound, nil
+	})
+	if err := tc.Client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, claim.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -373,6 +373,19 @@ func TestRealNetwork(t *testing.T) {
 	if errs, _ := irsa.Result["errors"].(map[string]any); len(errs) != 1 {
 		t.Errorf("the IRSA pod's program failed at %v, want only CreateVolume refused", errs)
 	}
+	// A pod of a service account without the annotation: the pod identity webhook
+	// leaves it as it is, and the SDK's default chain finds no credentials (no keys, no
+	// token, and the node's metadata service gives a pod none).
+	plain := irsaPod(ns, "irsa-none", n1.Name, "")
+	plain.Spec.Containers[0].Command = []string{"/awsclient", "-timeout", "20s"}
+	create(plain)
+	tc.waitContainer(ns, plain.Name, "terminated", func(cs corev1.ContainerStatus) bool { return cs.State.Terminated != nil })
+	var none map[string]any
+	if log := tc.Kubectl("logs", "-n", ns, plain.Name); json.Unmarshal([]byte(strings.TrimSpace(log)), &none) != nil {
+		t.Errorf("the unannotated pod's program printed %q, want its JSON", log)
+	} else if errs, _ := none["errors"].(map[string]any); errs["credentials"] == nil || none["credentials"] != nil || none["identity"] != nil {
+		t.Errorf("the unannotated pod's program: %s\nwant no credentials (the SDK's error)", log)
+	}
 	if eps, err := tc.Client.DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{}); err != nil ||
 		len(eps.Endpoints) != 1 || eps.Endpoints[0].Addresses[0] != vpc.ControlPlaneIP || *eps.Ports[0].Port != 443 {
 		t.Errorf("the kubernetes EndpointSlice: %v %+v; want %s:443", err, eps, vpc.ControlPlaneIP)

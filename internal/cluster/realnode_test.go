@@ -117,6 +117,7 @@ func TestRealSeedFlow(t *testing.T) {
 		t.Fatalf("staging %s on %s, target %s on %s: want ext4 on the same loop device", staging.FSType, staging.Source, target.FSType, target.Source)
 	}
 	tc.assertAddonCommands(pod, pv)
+	tc.assertCSIDriverOnIRSA(ns)
 	pid := tc.containerPID(pod, "my-container")
 	inCtr := mountAt(t, pid, "/usr/share/nginx/html")
 	if inCtr.FSType != "ext4" || inCtr.Source != staging.Source {

@@ -99,8 +99,11 @@ var managedPolicyFiles embed.FS
 // as AWS publishes them.
 var awsManagedPolicies = func() map[string]*ManagedPolicy {
 	paths := map[string]string{
-		"AmazonEBSCSIDriverPolicy": "/service-role/",
-		"AdministratorAccess":      "/",
+		"AmazonEBSCSIDriverPolicy":           "/service-role/",
+		"AdministratorAccess":                "/",
+		"AmazonEKSWorkerNodePolicy":          "/",
+		"AmazonEKS_CNI_Policy":               "/",
+		"AmazonEC2ContainerRegistryReadOnly": "/",
 	}
 	out := map[string]*ManagedPolicy{}
 	for name, p := range paths {

@@ -214,7 +214,9 @@ func (tc *testCluster) assertCSIDriverOnIRSA(ns string) {
 	if _, err := tc.Client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { tc.Client.StorageV1().StorageClasses().Delete(context.Background(), sc.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		tc.Client.StorageV1().StorageClasses().Delete(context.Background(), sc.Name, metav1.DeleteOptions{})
+	})
 	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "denied-pvc", Namespace: ns},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			StorageClassName: &sc.Name, Resources: corev1.VolumeResourceRequirements{

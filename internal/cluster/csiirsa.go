@@ -55,9 +55,12 @@ func webIdentityTrustPolicy(providerARN, issuer, ns, sa string) string {
 }
 
 // iamClient is an AWS SDK IAM client of the cluster's cloud, with its own key pair.
-func (c *Cluster) iamClient() *iam.Client {
-	ak, sk := c.cloud.Credentials()
-	return iam.New(iam.Options{Region: c.cloud.Region(), BaseEndpoint: aws.String(c.cloud.Endpoint()),
+func (c *Cluster) iamClient() *iam.Client { return newIAMClient(c.cloud) }
+
+// newIAMClient is an AWS SDK IAM client of cloud cl, with its own key pair.
+func newIAMClient(cl *cloud.Cloud) *iam.Client {
+	ak, sk := cl.Credentials()
+	return iam.New(iam.Options{Region: cl.Region(), BaseEndpoint: aws.String(cl.Endpoint()),
 		Credentials: awscreds.NewStaticCredentialsProvider(ak, sk, "")})
 }
 
@@ -70,21 +73,12 @@ func iamCode(err error) string {
 	return ""
 }
 
-// ensureIssuerProvider registers the cluster's issuer as an IAM OIDC provider for
-// sts.amazonaws.com, trusted by the cluster CA's thumbprint, unless it is, and returns
-// the provider's ARN.
-func (c *Cluster) ensureIssuerProvider(ctx context.Context, client *iam.Client) (string, error) {
-	issuer := c.cp.APIServer.Issuer()
-	caPEM, err := os.ReadFile(c.cp.APIServer.PKI().CACert())
-	if err != nil {
-		return "", err
-	}
-	block, _ := pem.Decode(caPEM)
-	if block == nil {
-		return "", fmt.Errorf("no certificate in %s", c.cp.APIServer.PKI().CACert())
-	}
+// ensureIssuerProvider registers issuer as an IAM OIDC provider for sts.amazonaws.com,
+// trusted by the thumbprint of caDER (the cluster CA's certificate), unless it is, and
+// returns the provider's ARN.
+func ensureIssuerProvider(ctx context.Context, client *iam.Client, issuer string, caDER []byte) (string, error) {
 	out, err := client.CreateOpenIDConnectProvider(ctx, &iam.CreateOpenIDConnectProviderInput{Url: aws.String(issuer),
-		ClientIDList: []string{stsAudience}, ThumbprintList: []string{cloud.Thumbprint(block.Bytes)}})
+		ClientIDList: []string{stsAudience}, ThumbprintList: []string{cloud.Thumbprint(caDER)}})
 	if err == nil {
 		return aws.ToString(out.OpenIDConnectProviderArn), nil
 	}
@@ -103,16 +97,30 @@ func (c *Cluster) ensureIssuerProvider(ctx context.Context, client *iam.Client) 
 	return "", fmt.Errorf("the OIDC provider of %s exists but is not listed", issuer)
 }
 
-// ensureCSIDriverRole makes the EBS CSI controller's role (see above) and annotates its
-// service account with it; an existing role gets its trust policy and managed policy
-// again, an existing annotation the role's ARN.
+// ensureCSIDriverRole sets up the EBS CSI controller's identity (see above) for the
+// cluster's issuer.
 func (c *Cluster) ensureCSIDriverRole(ctx context.Context, admin kubernetes.Interface) error {
-	client := c.iamClient()
-	providerARN, err := c.ensureIssuerProvider(ctx, client)
+	caFile := c.cp.APIServer.PKI().CACert()
+	caPEM, err := os.ReadFile(caFile)
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
-	trust := webIdentityTrustPolicy(providerARN, c.cp.APIServer.Issuer(), metav1.NamespaceSystem, csiControllerSA)
+	block, _ := pem.Decode(caPEM)
+	if block == nil {
+		return fmt.Errorf("cluster: no certificate in %s", caFile)
+	}
+	return ensureCSIDriverIdentity(ctx, c.iamClient(), admin, c.cp.APIServer.Issuer(), block.Bytes)
+}
+
+// ensureCSIDriverIdentity makes the issuer's OIDC provider and the EBS CSI controller's
+// role and annotates its service account with it; an existing role gets its trust
+// policy and managed policy again, an existing annotation the role's ARN.
+func ensureCSIDriverIdentity(ctx context.Context, client *iam.Client, admin kubernetes.Interface, issuer string, caDER []byte) error {
+	providerARN, err := ensureIssuerProvider(ctx, client, issuer, caDER)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	trust := webIdentityTrustPolicy(providerARN, issuer, metav1.NamespaceSystem, csiControllerSA)
 	var roleARN string
 	created, err := client.CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String(CSIDriverRole), AssumeRolePolicyDocument: aws.String(trust),
 		Description: aws.String("The EBS CSI driver's controller (kube-system/" + csiControllerSA + "), by IAM Roles for Service Accounts")})

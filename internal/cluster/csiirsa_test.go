@@ -2,13 +2,20 @@ package cluster
 
 import (
 	"context"
+	"log/slog"
+	"net/url"
+	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/kubelab/kubelab/internal/cloud"
 	"github.com/kubelab/kubelab/internal/podidentitywebhook"
 )
 
@@ -91,5 +98,81 @@ func checkNoKeys(t *testing.T, what string, containers []corev1.Container) {
 				t.Errorf("%s's container %s has %s in its environment", what, c.Name, e.Name)
 			}
 		}
+	}
+}
+
+// TestCSIDriverIdentityIdempotent: kubelab up makes the issuer's OIDC provider, the EBS
+// CSI controller's role with its managed policy and the nodes' role and instance profile
+// in the cloud's IAM; run again (a restart on the same data dir), it makes nothing twice
+// and brings back what a user took away: the role's managed policy, the profile's role.
+func TestCSIDriverIdentityIdempotent(t *testing.T) {
+	ctx := context.Background()
+	cl, err := cloud.New(cloud.Config{DataDir: t.TempDir(), Region: "us-east-1", Zones: []string{"us-east-1a"}, Hollow: true,
+		NoIMDSListeners: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- cl.Run(runCtx) }()
+	t.Cleanup(func() { stop(); <-done })
+	select {
+	case <-cl.Ready():
+	case err := <-done:
+		t.Fatalf("cloud: %v", err)
+	}
+	ic := newIAMClient(cl)
+	client := fake.NewClientset(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: csiControllerSA, Namespace: metav1.NamespaceSystem}})
+	const issuer = "https://172.31.0.2"
+	up := func() {
+		t.Helper()
+		if err := ensureCSIDriverIdentity(ctx, ic, client, issuer, []byte("the cluster CA")); err != nil {
+			t.Fatal(err)
+		}
+		if err := ensureNodeRole(ctx, ic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	up()
+	role, err := ic.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(CSIDriverRole)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust, _ := url.QueryUnescape(aws.ToString(role.Role.AssumeRolePolicyDocument))
+	for _, want := range []string{`"172.31.0.2:sub":"system:serviceaccount:kube-system:ebs-csi-controller-sa"`,
+		`"172.31.0.2:aud":"sts.amazonaws.com"`, `:oidc-provider/172.31.0.2"`} {
+		if !strings.Contains(trust, want) {
+			t.Errorf("trust policy of %s %s lacks %s", CSIDriverRole, trust, want)
+		}
+	}
+	// What a user may have done between two runs.
+	if _, err := ic.DetachRolePolicy(ctx, &iam.DetachRolePolicyInput{RoleName: aws.String(CSIDriverRole), PolicyArn: aws.String(CSIDriverPolicyARN)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ic.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{InstanceProfileName: aws.String(NodeRole),
+		RoleName: aws.String(NodeRole)}); err != nil {
+		t.Fatal(err)
+	}
+	up()
+
+	providers, err := ic.ListOpenIDConnectProviders(ctx, &iam.ListOpenIDConnectProvidersInput{})
+	if err != nil || len(providers.OpenIDConnectProviderList) != 1 {
+		t.Errorf("OIDC providers %+v (%v), want the issuer's only", providers, err)
+	}
+	attached, err := ic.ListAttachedRolePolicies(ctx, &iam.ListAttachedRolePoliciesInput{RoleName: aws.String(CSIDriverRole)})
+	if err != nil || len(attached.AttachedPolicies) != 1 || aws.ToString(attached.AttachedPolicies[0].PolicyArn) != CSIDriverPolicyARN {
+		t.Errorf("policies of %s: %+v (%v), want %s", CSIDriverRole, attached, err, CSIDriverPolicyARN)
+	}
+	nodeAttached, err := ic.ListAttachedRolePolicies(ctx, &iam.ListAttachedRolePoliciesInput{RoleName: aws.String(NodeRole)})
+	if err != nil || len(nodeAttached.AttachedPolicies) != len(nodeRolePolicies) {
+		t.Errorf("policies of %s: %+v (%v), want %v", NodeRole, nodeAttached, err, nodeRolePolicies)
+	}
+	profile, err := ic.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(NodeRole)})
+	if err != nil || len(profile.InstanceProfile.Roles) != 1 || aws.ToString(profile.InstanceProfile.Roles[0].RoleName) != NodeRole {
+		t.Errorf("instance profile %s: %+v (%v), want its role %s", NodeRole, profile, err, NodeRole)
+	}
+	sa, err := client.CoreV1().ServiceAccounts(metav1.NamespaceSystem).Get(ctx, csiControllerSA, metav1.GetOptions{})
+	if err != nil || sa.Annotations[podidentitywebhook.RoleARNAnnotation] != aws.ToString(role.Role.Arn) {
+		t.Errorf("%s: %v %v, want annotated with %s", csiControllerSA, sa.Annotations, err, aws.ToString(role.Role.Arn))
 	}
 }

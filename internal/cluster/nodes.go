@@ -56,6 +56,11 @@ func (c *Cluster) ensureInstances(ctx context.Context) ([]Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !c.cfg.Hollow && len(existing) < c.cfg.Nodes {
+		if err := ensureNodeRole(ctx, c.iamClient()); err != nil {
+			return nil, err
+		}
+	}
 	for slot, inst := range existing {
 		if slot >= c.cfg.Nodes {
 			c.cfg.Logger.Warn("an instance of an earlier, larger cluster is left running without a kubelet; its node stays NotReady",
@@ -114,11 +119,12 @@ func (c *Cluster) slotInstances(ctx context.Context, client *ec2.Client) (map[in
 }
 
 // launch runs the instance of node slot i in its zone and waits until it runs. Its
-// attached volumes appear under the node's device dir.
+// attached volumes appear under the node's device dir. A real node's instance has the
+// nodes' instance profile and requires IMDSv2 with a hop limit of 1 (noderole.go).
 func (c *Cluster) launch(ctx context.Context, client *ec2.Client, i int) (ec2types.Instance, error) {
 	zone := nodeZone(c.cfg.Zones, i)
 	deviceDir := slotDeviceDir(c.cfg.DataDir, i)
-	out, err := client.RunInstances(ctx, &ec2.RunInstancesInput{
+	in := &ec2.RunInstancesInput{
 		MinCount: aws.Int32(1), MaxCount: aws.Int32(1), InstanceType: ec2types.InstanceType(c.cfg.InstanceType),
 		Placement: &ec2types.Placement{AvailabilityZone: aws.String(zone)},
 		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: []ec2types.Tag{
@@ -126,7 +132,12 @@ func (c *Cluster) launch(ctx context.Context, client *ec2.Client, i int) (ec2typ
 			{Key: aws.String(tagNodeSlot), Value: aws.String(strconv.Itoa(i))},
 			{Key: aws.String(cloud.TagDeviceDir), Value: aws.String(deviceDir)},
 		}}},
-	})
+	}
+	if !c.cfg.Hollow {
+		in.IamInstanceProfile = &ec2types.IamInstanceProfileSpecification{Name: aws.String(NodeRole)}
+		in.MetadataOptions = nodeMetadataOptions()
+	}
+	out, err := client.RunInstances(ctx, in)
 	if err != nil {
 		return ec2types.Instance{}, fmt.Errorf("cluster: run instance for node %d in %s: %w", i, zone, err)
 	}

@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -55,6 +56,40 @@ func httpVia(netns, url string) (string, error) {
 	b, err := io.ReadAll(resp.Body)
 	return strings.TrimSpace(string(b)), err
 }
+
+// imdsV2Via reads the instance metadata at path inside network namespace netns as
+// IMDSv2 has it: a session token (PUT /latest/api/token), then the path with it.
+func imdsV2Via(netns, path string) (string, error) {
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: vpc.DialContext(netns)}}
+	req, _ := http.NewRequest(http.MethodPut, "http://169.254.169.254/latest/api/token", nil)
+	req.Header.Set("X-aws-ec2-metadata-token-ttl-seconds", "60")
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	token, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("token: %d %q %v", resp.StatusCode, token, err)
+	}
+	req, _ = http.NewRequest(http.MethodGet, "http://169.254.169.254/latest/meta-data/"+path, nil)
+	req.Header.Set("X-aws-ec2-metadata-token", string(token))
+	if resp, err = client.Do(req); err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s: %s", path, resp.Status)
+	}
+	return strings.TrimSpace(string(b)), err
+}
+
+// imdsV2Script is a shell line for busybox reading instance-id with IMDSv2: the token by
+// a raw PUT (busybox's wget has none) that waits at most 3s for the answer, then wget.
+const imdsV2Script = `T=$(printf 'PUT /latest/api/token HTTP/1.0\r\nHost: 169.254.169.254\r\nX-aws-ec2-metadata-token-ttl-seconds: 60\r\n\r\n' | ` +
+	`nc -w 3 169.254.169.254 80 | tail -n 1); echo "token:${#T}"; ` +
+	`timeout 5 wget -qO- --header "X-aws-ec2-metadata-token: $T" http://169.254.169.254/latest/meta-data/instance-id`
 
 // assertENIFabric attaches a second interface to n1's instance and checks what the
 // fabric makes of it: links lists n1's links.
@@ -259,16 +294,26 @@ func TestRealNetwork(t *testing.T) {
 		t.Errorf("the pod's resolv.conf: %v\n%s", err, out)
 	}
 
-	// IMDS: in each node's namespace, as that node's instance; and from a pod, its node's.
+	// IMDS, as EKS's nodes have it (IMDSv2 required, hop limit 1): in each node's
+	// namespace, with a token, as that node's instance, with the nodes' role as its
+	// instance profile's; IMDSv1 refused (401). A pod gets no token (the answer dies one
+	// hop away) and IMDSv1 refused.
 	for _, n := range nodes {
-		for path, want := range map[string]string{"instance-id": n.InstanceID, "placement/availability-zone": n.Zone, "local-ipv4": n.IP} {
-			if out, err := httpVia(tc.VPC().NodePath(n.Name), "http://169.254.169.254/latest/meta-data/"+path); err != nil || out != want {
-				t.Errorf("IMDS %s in node %s: %v %q, want %q", path, n.Name, err, out, want)
+		for path, want := range map[string]string{"instance-id": n.InstanceID, "placement/availability-zone": n.Zone, "local-ipv4": n.IP,
+			"iam/security-credentials/": cluster.NodeRole} {
+			if out, err := imdsV2Via(tc.VPC().NodePath(n.Name), path); err != nil || out != want {
+				t.Errorf("IMDSv2 %s in node %s: %v %q, want %q", path, n.Name, err, out, want)
 			}
 		}
+		if out, err := httpVia(tc.VPC().NodePath(n.Name), "http://169.254.169.254/latest/meta-data/instance-id"); err != nil || out != "Unauthorized" {
+			t.Errorf("IMDSv1 in node %s: %v %q, want it refused (401 Unauthorized)", n.Name, err, out)
+		}
 	}
-	if out, err := kexec("client", "timeout", "5", "wget", "-qO-", "http://169.254.169.254/latest/meta-data/instance-id"); err != nil || out != n0.InstanceID {
-		t.Errorf("IMDS from a pod on %s: %v %q, want %s", n0.Name, err, out, n0.InstanceID)
+	if out, err := kexec("client", "sh", "-c", imdsV2Script); err == nil || !strings.Contains(out, "token:0") || strings.Contains(out, n0.InstanceID) {
+		t.Errorf("IMDSv2 from a pod on %s: %v %q, want no token and no metadata", n0.Name, err, out)
+	}
+	if out, err := kexec("client", "timeout", "5", "wget", "-qO-", "http://169.254.169.254/latest/meta-data/instance-id"); err == nil || !strings.Contains(out, "401") {
+		t.Errorf("IMDSv1 from a pod on %s: %v %q, want 401", n0.Name, err, out)
 	}
 	// A host-network pod is on its node's network, not the machine's: the node's eth0 and
 	// address, the node's IMDS.
@@ -281,8 +326,8 @@ func TestRealNetwork(t *testing.T) {
 	if out, err := kexec("hostnet", "ip", "-4", "addr", "show", "eth0"); err != nil || !strings.Contains(out, "inet "+n1.IP+"/") {
 		t.Errorf("eth0 of a host-network pod on %s: %v\n%s\nwant the node's %s", n1.Name, err, out, n1.IP)
 	}
-	if out, err := kexec("hostnet", "timeout", "5", "wget", "-qO-", "http://169.254.169.254/latest/meta-data/instance-id"); err != nil || out != n1.InstanceID {
-		t.Errorf("IMDS from a host-network pod on %s: %v %q, want %s", n1.Name, err, out, n1.InstanceID)
+	if out, err := kexec("hostnet", "sh", "-c", imdsV2Script); err != nil || !strings.HasSuffix(out, n1.InstanceID) || strings.Contains(out, "token:0") {
+		t.Errorf("IMDSv2 from a host-network pod on %s: %v %q, want %s", n1.Name, err, out, n1.InstanceID)
 	}
 	// The cloud's network interfaces on the VPC's fabric: a second interface attached to
 	// n1's instance is eth1 of n1, with its MAC; n0 maps its secondary address to that MAC;
@@ -385,6 +430,8 @@ func TestRealNetwork(t *testing.T) {
 		t.Errorf("the unannotated pod's program printed %q, want its JSON", log)
 	} else if errs, _ := none["errors"].(map[string]any); errs["credentials"] == nil || none["credentials"] != nil || none["identity"] != nil {
 		t.Errorf("the unannotated pod's program: %s\nwant no credentials (the SDK's error)", log)
+	} else {
+		t.Logf("a pod of an unannotated service account: %s", strings.TrimSpace(log))
 	}
 	if eps, err := tc.Client.DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{}); err != nil ||
 		len(eps.Endpoints) != 1 || eps.Endpoints[0].Addresses[0] != vpc.ControlPlaneIP || *eps.Ports[0].Port != 443 {

@@ -89,6 +89,8 @@ func (c *Cloud) ec2AuthResources(action string, form map[string][]string) []auth
 		created("instance", "instance")
 	case "TerminateInstances", "StopInstances", "StartInstances":
 		existing(p.list("InstanceId")...)
+	case "ModifyInstanceMetadataOptions", "AssociateIamInstanceProfile":
+		existing(p.str("InstanceId"))
 	case "CreateTags", "DeleteTags":
 		tags := requestTagKeys(p.tags("Tag"))
 		for _, id := range p.list("ResourceId") {

@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awscreds "github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 
 	corev1 "k8s.io/api/core/v1"
@@ -105,6 +108,7 @@ func checkNoKeys(t *testing.T, what string, containers []corev1.Container) {
 // CSI controller's role with its managed policy and the nodes' role and instance profile
 // in the cloud's IAM; run again (a restart on the same data dir), it makes nothing twice
 // and brings back what a user took away: the role's managed policy, the profile's role.
+// The nodes' instances of an earlier kubelab get the profile and IMDSv2.
 func TestCSIDriverIdentityIdempotent(t *testing.T) {
 	ctx := context.Background()
 	cl, err := cloud.New(cloud.Config{DataDir: t.TempDir(), Region: "us-east-1", Zones: []string{"us-east-1a"}, Hollow: true,
@@ -174,5 +178,35 @@ func TestCSIDriverIdentityIdempotent(t *testing.T) {
 	sa, err := client.CoreV1().ServiceAccounts(metav1.NamespaceSystem).Get(ctx, csiControllerSA, metav1.GetOptions{})
 	if err != nil || sa.Annotations[podidentitywebhook.RoleARNAnnotation] != aws.ToString(role.Role.Arn) {
 		t.Errorf("%s: %v %v, want annotated with %s", csiControllerSA, sa.Annotations, err, aws.ToString(role.Role.Arn))
+	}
+
+	// A node's instance that an earlier kubelab launched (no profile, IMDSv1 allowed) is
+	// given the nodes' profile and IMDSv2 required, once.
+	ak, sk := cl.Credentials()
+	ec := ec2.New(ec2.Options{Region: cl.Region(), BaseEndpoint: aws.String(cl.Endpoint()),
+		Credentials: awscreds.NewStaticCredentialsProvider(ak, sk, "")})
+	run, err := ec.RunInstances(ctx, &ec2.RunInstancesInput{MinCount: aws.Int32(1), MaxCount: aws.Int32(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := aws.ToString(run.Instances[0].InstanceId)
+	for range 2 {
+		d, err := ec.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := adoptNodeIdentity(ctx, ec, map[int]ec2types.Instance{0: d.Reservations[0].Instances[0]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := ec.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := d.Reservations[0].Instances[0]
+	if got.IamInstanceProfile == nil || !strings.HasSuffix(aws.ToString(got.IamInstanceProfile.Arn), ":instance-profile/"+NodeRole) ||
+		got.MetadataOptions.HttpTokens != ec2types.HttpTokensStateRequired || aws.ToInt32(got.MetadataOptions.HttpPutResponseHopLimit) != 1 {
+		t.Errorf("an earlier kubelab's instance: profile %+v, metadata options %+v; want %s, IMDSv2 required, hop limit 1",
+			got.IamInstanceProfile, got.MetadataOptions, NodeRole)
 	}
 }

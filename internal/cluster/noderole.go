@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 )
@@ -15,7 +16,8 @@ import (
 // metadata service requires IMDSv2 tokens with a hop limit of 1, EKS's recommended
 // setting: the node and its host-network pods read the instance's metadata and
 // credentials, other pods get no token (the answer dies one hop away) and IMDSv1 is
-// refused, so a pod takes an identity only from its service account.
+// refused, so a pod takes an identity only from its service account. The instances an
+// earlier kubelab launched without a profile are given both (adoptNodeIdentity).
 
 const (
 	// NodeRole is the nodes' role and instance profile, named as EKS's docs name it.
@@ -71,6 +73,28 @@ func ensureNodeRole(ctx context.Context, client *iam.Client) error {
 	if len(got.InstanceProfile.Roles) == 0 {
 		if _, err := client.AddRoleToInstanceProfile(ctx, &iam.AddRoleToInstanceProfileInput{InstanceProfileName: role, RoleName: role}); err != nil {
 			return fmt.Errorf("cluster: add role %s to its instance profile: %w", NodeRole, err)
+		}
+	}
+	return nil
+}
+
+// adoptNodeIdentity gives the nodes' instances that an earlier kubelab launched without
+// an instance profile the nodes' profile and metadata settings, as launch gives new ones.
+// Instances with a profile are left as they are.
+func adoptNodeIdentity(ctx context.Context, client *ec2.Client, instances map[int]ec2types.Instance) error {
+	for _, inst := range instances {
+		if inst.IamInstanceProfile != nil {
+			continue
+		}
+		id := inst.InstanceId
+		opts := nodeMetadataOptions()
+		if _, err := client.ModifyInstanceMetadataOptions(ctx, &ec2.ModifyInstanceMetadataOptionsInput{InstanceId: id,
+			HttpTokens: opts.HttpTokens, HttpPutResponseHopLimit: opts.HttpPutResponseHopLimit}); err != nil {
+			return fmt.Errorf("cluster: metadata options of instance %s: %w", aws.ToString(id), err)
+		}
+		if _, err := client.AssociateIamInstanceProfile(ctx, &ec2.AssociateIamInstanceProfileInput{InstanceId: id,
+			IamInstanceProfile: &ec2types.IamInstanceProfileSpecification{Name: aws.String(NodeRole)}}); err != nil {
+			return fmt.Errorf("cluster: instance profile of instance %s: %w", aws.ToString(id), err)
 		}
 	}
 	return nil

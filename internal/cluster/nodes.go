@@ -56,8 +56,11 @@ func (c *Cluster) ensureInstances(ctx context.Context) ([]Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !c.cfg.Hollow && len(existing) < c.cfg.Nodes {
+	if !c.cfg.Hollow {
 		if err := ensureNodeRole(ctx, c.iamClient()); err != nil {
+			return nil, err
+		}
+		if err := adoptNodeIdentity(ctx, client, existing); err != nil {
 			return nil, err
 		}
 	}

@@ -189,7 +189,9 @@ func freeDevice(enis []*eniState, maxENIs int) (int, bool) {
 
 // createENI creates an ENI in the instance's subnet and attaches it at device, deleting
 // it again when the attachment fails.
-func createENI(ctx context.Context, api EC2, inst instance, cluster string, device int, now time.Time) (string, error) {
+func createENI(ctx context.Context, api EC2, inst instance, cluster string, device int, now time.Time) (string, eniTook, error) {
+	var took eniTook
+	start := time.Now()
 	out, err := api.CreateNetworkInterface(ctx, &ec2.CreateNetworkInterfaceInput{
 		SubnetId:    aws.String(inst.SubnetID),
 		Description: aws.String(descriptionPfx + inst.ID),
@@ -197,25 +199,31 @@ func createENI(ctx context.Context, api EC2, inst instance, cluster string, devi
 		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeNetworkInterface,
 			Tags: eniTags(inst.ID, cluster, now)}},
 	})
+	took.create = time.Since(start)
 	if err != nil {
-		return "", fmt.Errorf("create network interface: %w", err)
+		return "", took, fmt.Errorf("create network interface: %w", err)
 	}
 	id := aws.ToString(out.NetworkInterface.NetworkInterfaceId)
+	start = time.Now()
 	att, err := api.AttachNetworkInterface(ctx, &ec2.AttachNetworkInterfaceInput{
 		InstanceId: aws.String(inst.ID), NetworkInterfaceId: aws.String(id), DeviceIndex: aws.Int32(int32(device))})
+	took.attach = time.Since(start)
 	if err != nil {
 		_, derr := api.DeleteNetworkInterface(context.WithoutCancel(ctx), &ec2.DeleteNetworkInterfaceInput{NetworkInterfaceId: aws.String(id)})
-		return "", errors.Join(fmt.Errorf("attach network interface %s to %s at device %d: %w", id, inst.ID, device, err), derr)
+		return "", took, errors.Join(fmt.Errorf("attach network interface %s to %s at device %d: %w", id, inst.ID, device, err), derr)
 	}
 	// As aws-node does: the ENI goes with the instance.
 	if _, err := api.ModifyNetworkInterfaceAttribute(ctx, &ec2.ModifyNetworkInterfaceAttributeInput{
 		NetworkInterfaceId: aws.String(id),
 		Attachment: &ec2types.NetworkInterfaceAttachmentChanges{AttachmentId: att.AttachmentId,
 			DeleteOnTermination: aws.Bool(true)}}); err != nil {
-		return id, fmt.Errorf("set DeleteOnTermination of %s: %w", id, err)
+		return id, took, fmt.Errorf("set DeleteOnTermination of %s: %w", id, err)
 	}
-	return id, nil
+	return id, took, nil
 }
+
+// eniTook is how long a new ENI's CreateNetworkInterface and AttachNetworkInterface took.
+type eniTook struct{ create, attach time.Duration }
 
 // deleteENI detaches and deletes a surplus ENI, retrying the deletion while the detach
 // is under way.

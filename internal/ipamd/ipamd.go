@@ -258,8 +258,10 @@ func (m *Manager) poolPass(ctx context.Context) error {
 
 	var errs []error
 	for _, a := range d.Assign {
+		start := time.Now()
 		out, err := m.api.AssignPrivateIpAddresses(ctx, &ec2.AssignPrivateIpAddressesInput{
 			NetworkInterfaceId: aws.String(a.ENI), SecondaryPrivateIpAddressCount: aws.Int32(int32(a.Count))})
+		took := time.Since(start)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("assign %d addresses to %s: %w", a.Count, a.ENI, err))
 			continue
@@ -271,7 +273,8 @@ func (m *Manager) poolPass(ctx context.Context) error {
 			m.notify()
 		}
 		m.mu.Unlock()
-		m.cfg.Logger.Info("assigned addresses", "node", m.cfg.NodeName, "eni", a.ENI, "ips", ips)
+		m.cfg.Logger.Info("assigned addresses", "node", m.cfg.NodeName, "eni", a.ENI, "ips", ips,
+			"call", "AssignPrivateIpAddresses", "took", took)
 	}
 	for _, u := range unassign {
 		_, err := m.api.UnassignPrivateIpAddresses(ctx, &ec2.UnassignPrivateIpAddressesInput{
@@ -296,12 +299,13 @@ func (m *Manager) poolPass(ctx context.Context) error {
 		}
 	}
 	if d.AttachENI && canAttach {
-		id, err := createENI(ctx, m.api, inst, m.cfg.ClusterName, device, m.cfg.Now())
+		id, took, err := createENI(ctx, m.api, inst, m.cfg.ClusterName, device, m.cfg.Now())
 		if err != nil {
 			errs = append(errs, err)
 		}
 		if id != "" {
-			m.cfg.Logger.Info("attached ENI", "node", m.cfg.NodeName, "eni", id, "device", device)
+			m.cfg.Logger.Info("attached ENI", "node", m.cfg.NodeName, "eni", id, "device", device,
+				"createTook", took.create, "attachTook", took.attach)
 			if err := m.resync(ctx); err != nil {
 				errs = append(errs, err)
 			}
@@ -343,6 +347,8 @@ var errNoAddress = errors.New("no available IP addresses")
 func (m *Manager) add(ctx context.Context, req ipamdapi.AddRequest) (ipamdapi.Assignment, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.AddTimeout)
 	defer cancel()
+	start := time.Now()
+	waited := false // whether the ADD waited for the pool to get an address
 	for {
 		m.mu.Lock()
 		ip := m.ds.owner(req.Attachment)
@@ -355,8 +361,12 @@ func (m *Manager) add(ctx context.Context, req ipamdapi.AddRequest) (ipamdapi.As
 					m.mu.Unlock()
 					return ipamdapi.Assignment{}, err
 				}
-				m.cfg.Logger.Info("assigned pod address", "node", m.cfg.NodeName, "ip", ip.addr, "eni", ip.eni.ID,
-					"pod", req.PodNamespace+"/"+req.PodName, "container", req.ContainerID)
+				attrs := []any{"node", m.cfg.NodeName, "ip", ip.addr, "eni", ip.eni.ID,
+					"pod", req.PodNamespace + "/" + req.PodName, "container", req.ContainerID}
+				if waited {
+					attrs = append(attrs, "waited", time.Since(start))
+				}
+				m.cfg.Logger.Info("assigned pod address", attrs...)
 			}
 		}
 		if ip != nil {
@@ -372,6 +382,7 @@ func (m *Manager) add(ctx context.Context, req ipamdapi.AddRequest) (ipamdapi.As
 			return ipamdapi.Assignment{}, fmt.Errorf("%w: all %d addresses of the instance's ENIs are in use", errNoAddress, m.capacity())
 		}
 		m.kickPool()
+		waited = true
 		select {
 		case <-ctx.Done():
 			return ipamdapi.Assignment{}, fmt.Errorf("%w: the pool got none in %v", errNoAddress, m.cfg.AddTimeout)

@@ -38,6 +38,7 @@ func Build(s *Snapshot) Trace {
 	for _, c := range s.Claims {
 		b.volume(c)
 	}
+	b.network()
 	b.containers()
 	b.end()
 	t.Steps = b.steps

@@ -405,9 +405,6 @@ func (c *collector) cloud(ctx context.Context) {
 // pod's node. Pods or logs that cannot be read leave the trace without them.
 func (c *collector) logs(ctx context.Context) {
 	ids := c.handles()
-	if len(ids) == 0 {
-		return
-	}
 	pods := c.src.Client.CoreV1().Pods(metav1.NamespaceSystem)
 	// Only what was logged since the flow began: its first object's creation (kept to
 	// the second, so a second earlier).
@@ -415,7 +412,7 @@ func (c *collector) logs(ctx context.Context) {
 	if first := c.firstCreated(); !first.IsZero() {
 		since = &metav1.Time{Time: first.Add(-time.Second)}
 	}
-	read := func(opts metav1.ListOptions, containers ...string) {
+	read := func(opts metav1.ListOptions, match func(string) bool, containers ...string) {
 		list, err := pods.List(ctx, opts)
 		if err != nil {
 			return
@@ -426,14 +423,41 @@ func (c *collector) logs(ctx context.Context) {
 				if err != nil {
 					continue
 				}
-				c.s.Logs = append(c.s.Logs, logLines(p.Name, ctr, raw, ids)...)
+				c.s.Logs = append(c.s.Logs, logLines(p.Name, ctr, raw, match)...)
 			}
 		}
 	}
-	read(metav1.ListOptions{LabelSelector: "app=ebs-csi-controller"}, "ebs-plugin", "csi-attacher")
+	onNode := ""
 	if c.s.Pod != nil && c.s.Pod.Spec.NodeName != "" {
-		read(metav1.ListOptions{LabelSelector: "app=ebs-csi-node",
-			FieldSelector: fields.OneTermEqualSelector("spec.nodeName", c.s.Pod.Spec.NodeName).String()}, "ebs-plugin")
+		onNode = fields.OneTermEqualSelector("spec.nodeName", c.s.Pod.Spec.NodeName).String()
+	}
+	if len(ids) > 0 {
+		names := namesAny(ids)
+		read(metav1.ListOptions{LabelSelector: "app=ebs-csi-controller"}, names, "ebs-plugin", "csi-attacher")
+		if onNode != "" {
+			read(metav1.ListOptions{LabelSelector: "app=ebs-csi-node", FieldSelector: onNode}, names, "ebs-plugin")
+		}
+	}
+	if onNode != "" && !c.s.Pod.Spec.HostNetwork {
+		read(metav1.ListOptions{LabelSelector: "k8s-app=aws-node", FieldSelector: onNode},
+			aboutPodAddress(c.s.Pod.Namespace+"/"+c.s.Pod.Name, c.s.Pod.Status.PodIP), awsNodeContainer)
+	}
+}
+
+// namesAny matches the lines that name one of ids.
+func namesAny(ids []string) func(string) bool {
+	return func(text string) bool {
+		return slices.ContainsFunc(ids, func(id string) bool { return strings.Contains(text, id) })
+	}
+}
+
+// aboutPodAddress matches the aws-node log lines that may concern the address of the pod
+// podKey (namespace/name) of address ip: those naming the pod or the address, and those
+// of the ENIs attached (whether the pod's address is on one is known once its line is read).
+func aboutPodAddress(podKey, ip string) func(string) bool {
+	return func(text string) bool {
+		return strings.Contains(text, `pod="`+podKey+`"`) || ip != "" && strings.Contains(text, `"`+ip+`"`) ||
+			strings.Contains(text, `"attached ENI"`)
 	}
 }
 
@@ -456,8 +480,8 @@ func (c *collector) firstCreated() time.Time {
 }
 
 // logLines are the lines of a container's log (as `kubectl logs --timestamps` prints
-// it) that name one of ids.
-func logLines(pod, container string, raw []byte, ids []string) []LogLine {
+// it) that match.
+func logLines(pod, container string, raw []byte, match func(string) bool) []LogLine {
 	var out []LogLine
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
@@ -470,11 +494,8 @@ func logLines(pod, container string, raw []byte, ids []string) []LogLine {
 		if err != nil {
 			continue
 		}
-		for _, id := range ids {
-			if strings.Contains(text, id) {
-				out = append(out, LogLine{Pod: pod, Container: container, Time: at, Text: text})
-				break
-			}
+		if match(text) {
+			out = append(out, LogLine{Pod: pod, Container: container, Time: at, Text: text})
 		}
 	}
 	return out

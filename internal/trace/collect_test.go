@@ -446,7 +446,7 @@ func TestLogLines(t *testing.T) {
 		``,
 		`2025-03-01T12:00:06.5+02:00 msg="NodePublishVolume: done" volume=vol-1 duration=3ms`,
 	}, "\n") + "\n"
-	got := logLines("ebs-csi-node-y", "ebs-plugin", []byte(raw), []string{"vol-1", "vol-3"})
+	got := logLines("ebs-csi-node-y", "ebs-plugin", []byte(raw), namesAny([]string{"vol-1", "vol-3"}))
 	want := []LogLine{
 		{Pod: "ebs-csi-node-y", Container: "ebs-plugin", Time: time.Date(2025, 3, 1, 12, 0, 3, 123456789, time.UTC),
 			Text: `level=INFO msg="CreateVolume: done" volume=vol-1 duration=12ms`},
@@ -464,7 +464,7 @@ func TestLogLines(t *testing.T) {
 			t.Errorf("line %d = %+v, want %+v", i, g, w)
 		}
 	}
-	if none := logLines("p", "c", []byte(raw), nil); len(none) != 0 {
+	if none := logLines("p", "c", []byte(raw), namesAny(nil)); len(none) != 0 {
 		t.Errorf("logLines without ids = %+v, want none", none)
 	}
 }

@@ -22,11 +22,13 @@ const (
 	Kubelet       = "kubelet"
 	CSINode       = "ebs-plugin (node)"
 	Runtime       = "containerd"
+	CNI           = "kubelab-cni"
+	AWSNode       = "aws-node"
 )
 
 // Participants is the order of the diagram's columns.
 var Participants = []string{Kubectl, APIServer, Etcd, Scheduler, PVController, ADController,
-	Provisioner, Attacher, CSIController, Cloud, Kubelet, CSINode, Runtime}
+	Provisioner, Attacher, CSIController, Cloud, Kubelet, CSINode, Runtime, CNI, AWSNode}
 
 // Snapshot is everything a trace is made from, as read from the API server, the cloud's
 // EC2 API and the add-on pods' logs (Collect), or as seen while it happened (Watcher).
@@ -56,7 +58,8 @@ type Snapshot struct {
 	Events []corev1.Event
 	// Cloud is what the EC2 API says of the volumes (DescribeVolumes).
 	Cloud []CloudVolume
-	// Logs are the add-on pods' log lines that name the traced volumes.
+	// Logs are the add-on pods' log lines that name the traced volumes, and in the VPC pod
+	// network the lines of the aws-node pod of the pod's node about the pod's address.
 	Logs []LogLine
 	// Observed are state changes seen live by a Watcher, with the time they were seen.
 	Observed []Observation

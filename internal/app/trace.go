@@ -44,7 +44,9 @@ func newTraceCommand() *cobra.Command {
 		Short: "Draw a pod's flow, from kubectl apply to Running, as the sequence it happened in",
 		Long: `Reconstruct one pod's flow from the API (Events, managedFields times, conditions, its claims,
 their volumes and VolumeAttachments), the cloud's EC2 API (the volume's create and attach
-times) and the EBS CSI add-on pods' logs (each CSI call with its duration), and draw it as
+times) and the EBS CSI add-on pods' logs (each CSI call with its duration), with
+--pod-network vpc the aws-node pod's log (the pod's address, and the
+AssignPrivateIpAddresses and new ENI made for it), and draw it as
 a sequence diagram: who asked whom for what, when, and how long it took, in causal order.
 Then the claim's, the volume's and the attachment's state transitions, and, for a pod that
 is stuck, the stage where and why, with the command that shows the evidence. For a

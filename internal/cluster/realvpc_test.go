@@ -20,6 +20,7 @@ import (
 	"github.com/kubelab/kubelab/internal/cluster"
 	"github.com/kubelab/kubelab/internal/cluster/clustertest"
 	"github.com/kubelab/kubelab/internal/testutil"
+	"github.com/kubelab/kubelab/internal/trace"
 )
 
 // TestRealVPCNetwork runs the VPC pod network (--pod-network vpc) on two real nodes of
@@ -28,7 +29,8 @@ import (
 // the node's ENIs; pods reach each other on one node and across nodes, and a Service
 // through the cluster DNS; a pod on a secondary ENI reaches pods, a Service and the
 // outside; a NetworkPolicy denies; the nodes' allocatable pods are 11 and
-// the pod past them stays Pending with the scheduler's "Too many pods"; and a restart of a
+// the pod past them stays Pending with the scheduler's "Too many pods", and the trace of a
+// pod whose address aws-node got from EC2 for it shows the calls; and a restart of a
 // node's aws-node and kubelet keeps every pod's address, none given back.
 func TestRealVPCNetwork(t *testing.T) {
 	t.Parallel()
@@ -204,6 +206,38 @@ func TestRealVPCNetwork(t *testing.T) {
 		}
 		return nil
 	})
+	// Node 1's third ENI (device 2) was attached for the fillers: its addresses came from
+	// calls aws-node made after they were created, which the trace of a filler holding one
+	// shows, after its CNI ADD.
+	var late *corev1.Pod
+	testutil.EventuallyWithin(t, clustertest.Timeout, "a filler with an address of device 2", func() error {
+		devices := tc.eniDevices()
+		list, err := tc.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=filler"})
+		if err != nil {
+			return err
+		}
+		for i := range list.Items {
+			if p := &list.Items[i]; clustertest.PodRunning(p) && devices[p.Status.PodIP] == 2 {
+				late = p
+				return nil
+			}
+		}
+		return fmt.Errorf("no running filler on device 2; devices %v", devices)
+	})
+	snap, err := trace.Collect(ctx, trace.Sources{Client: tc.Client, EC2: tc.EC2}, trace.Target{Kind: "pod", Namespace: ns, Name: late.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	if err := trace.WriteText(&text, trace.Build(snap)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ADD (VPC mode)", "assign pod address", late.Status.PodIP, "CreateNetworkInterface", "AttachNetworkInterface", "AssignPrivateIpAddresses"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("kubelab trace pod/%s (%s on device 2):\n%s\nwant %q", late.Name, late.Status.PodIP, text.String(), want)
+		}
+	}
+
 	create(filler(11))
 	testutil.EventuallyWithin(t, clustertest.Timeout, "filler-11 Pending for too many pods", func() error {
 		p, err := tc.Client.CoreV1().Pods(ns).Get(ctx, "filler-11", metav1.GetOptions{})

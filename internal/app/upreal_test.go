@@ -2,7 +2,9 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,7 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/moby/sys/mountinfo"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 	"github.com/kubelab/kubelab/internal/cluster"
@@ -87,9 +93,22 @@ func startUpCommand(t *testing.T, cmd *exec.Cmd) *upProcess {
 // the holder; `kubelab down` then stops it and nothing is left on the machine: no mount,
 // loop device, process, network namespace or socket of the data dir. The data dir is 200
 // characters long: the nodes' sockets are not under it.
+//
+// It runs once per pod network, the two in parallel: overlay, and vpc, where after the
+// restart the cloud still has every running pod's address assigned on an ENI of its node's
+// instance and the node's aws-node checkpoint still holds them.
 func TestUpRealKill9(t *testing.T) {
 	testutil.RequireRoot(t, clustertest.RealNodeTools...)
 	bin := filepath.Join(testutil.Commands(t), "kubelab")
+	for _, podNetwork := range []string{"overlay", "vpc"} {
+		t.Run(podNetwork, func(t *testing.T) {
+			t.Parallel()
+			upRealKill9(t, bin, podNetwork)
+		})
+	}
+}
+
+func upRealKill9(t *testing.T, bin, podNetwork string) {
 	base, err := os.MkdirTemp("", "kl")
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +118,7 @@ func TestUpRealKill9(t *testing.T) {
 	t.Cleanup(func() { releaseDataDir(t, dir) }) // after a failure midway: nothing stays
 	t.Cleanup(func() { clustertest.AssertNothingLeft(t, dir) })
 	args := func() []string {
-		return []string{"--offline", "--data-dir", dir, "--nodes", "1", "--zones", "us-east-1a", "--secure-port", "0",
+		return []string{"--offline", "--data-dir", dir, "--nodes", "1", "--zones", "us-east-1a", "--secure-port", "0", "--pod-network", podNetwork,
 			"--etcd-client-port", fmt.Sprint(apiservertest.FreePort(t)), "--etcd-peer-port", fmt.Sprint(apiservertest.FreePort(t))}
 	}
 	kc := filepath.Join(dir, "kubeconfig")
@@ -165,6 +184,9 @@ func TestUpRealKill9(t *testing.T) {
 	if ip := run("get", "pod", "my-app-pod", "-o", "jsonpath={.status.podIP}"); ip != ipBefore || ip == "" {
 		t.Errorf("pod IP %q after the restart, %q before", ip, ipBefore)
 	}
+	if podNetwork == "vpc" {
+		assertPodIPsAssigned(t, dir, kc)
+	}
 	after := mountCounts(t, dir)
 	for mp, n := range after {
 		if n != 1 {
@@ -184,11 +206,18 @@ func TestUpRealKill9(t *testing.T) {
 		t.Errorf("kubelab node ps %s: %v\n%s", node, err, out)
 	}
 	out, err = exec.Command(bin, "node", "shell", node, "--data-dir", dir, "--", "sh", "-c",
-		"pwd; ls plugins_registry; ctr containers ls -q | wc -l; curl -s http://169.254.169.254/latest/meta-data/placement/availability-zone").CombinedOutput()
+		"pwd; ls plugins_registry; ctr containers ls -q | wc -l; "+
+			// IMDSv2, which works whether the instance requires it or not.
+			"token=$(curl -s -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' http://169.254.169.254/latest/api/token); "+
+			`curl -s -H "X-aws-ec2-metadata-token: $token" http://169.254.169.254/latest/meta-data/placement/availability-zone`).CombinedOutput()
 	lines := strings.Fields(string(out))
 	if err != nil || len(lines) != 4 || lines[0] != filepath.Join(dir, "nodes", node, "kubelet") || lines[1] != "ebs.csi.aws.com-reg.sock" || lines[2] == "0" ||
 		lines[3] != "us-east-1a" {
 		t.Errorf("kubelab node shell %s: %v\n%s", node, err, out)
+	}
+
+	if podNetwork == "vpc" { // still, after the node's checks above: none given back since
+		assertPodIPsAssigned(t, dir, kc)
 	}
 
 	out, err = exec.Command(newer, "down", "--data-dir", dir).CombinedOutput()
@@ -214,8 +243,14 @@ func newerBinary(t *testing.T, bin string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newer := filepath.Join(filepath.Dir(bin), fmt.Sprintf("kubelab-newer-%d", os.Getpid()))
-	if err := os.WriteFile(newer, append(b, 0), 0o755); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(bin), "kubelab-newer-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := f.Name()
+	_, err = f.Write(append(b, 0))
+	if err := errors.Join(err, f.Chmod(0o755), f.Close()); err != nil {
+		os.Remove(newer)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Remove(newer) })
@@ -256,6 +291,74 @@ func assertAddonOfBinary(t *testing.T, kubeconfig, bin string) {
 		}
 		return n >= 3 && len(other) == 0, nil
 	})
+}
+
+// assertPodIPsAssigned checks, in the vpc pod network, that the cloud has the address of
+// every running pod that is not on the host network assigned as a secondary private IP of
+// an ENI attached to its node's instance, and that the node's aws-node checkpoint
+// (<node dir>/aws-node/ipam.json) holds it.
+func assertPodIPsAssigned(t *testing.T, dir, kc string) {
+	t.Helper()
+	ctx := context.Background()
+	src, err := (&traceOptions{dataDir: dir, kubeconfig: kc}).sources(ctx)
+	if err != nil || src.EC2 == nil {
+		t.Fatalf("the cloud's EC2 client: %v", err)
+	}
+	out, err := src.EC2.DescribeNetworkInterfaces(ctx, &ec2.DescribeNetworkInterfacesInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := map[string]string{} // secondary address → instance
+	for _, n := range out.NetworkInterfaces {
+		if n.Attachment == nil {
+			continue
+		}
+		for _, a := range n.PrivateIpAddresses {
+			if !aws.ToBool(a.Primary) {
+				owner[aws.ToString(a.PrivateIpAddress)] = aws.ToString(n.Attachment.InstanceId)
+			}
+		}
+	}
+	nodes, err := src.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	instance := map[string]string{}
+	for _, n := range nodes.Items {
+		instance[n.Name] = n.Spec.ProviderID[strings.LastIndex(n.Spec.ProviderID, "/")+1:]
+	}
+	pods, err := src.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkpoints := map[string]string{}
+	seen := 0
+	for _, p := range pods.Items {
+		if p.Spec.HostNetwork || p.Status.PodIP == "" || p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		seen++
+		if got, want := owner[p.Status.PodIP], instance[p.Spec.NodeName]; got != want || want == "" {
+			t.Errorf("after the restart pod %s/%s's address %s is on an ENI of %q, want its node's instance %q",
+				p.Namespace, p.Name, p.Status.PodIP, got, want)
+		}
+		ckpt, ok := checkpoints[p.Spec.NodeName]
+		if !ok {
+			b, err := os.ReadFile(filepath.Join(dir, "nodes", p.Spec.NodeName, "aws-node", "ipam.json"))
+			if err != nil {
+				t.Error(err)
+			}
+			ckpt = string(b)
+			checkpoints[p.Spec.NodeName] = ckpt
+		}
+		if !strings.Contains(ckpt, `"`+p.Status.PodIP+`"`) {
+			t.Errorf("after the restart node %s's aws-node checkpoint lacks pod %s/%s's address %s:\n%s",
+				p.Spec.NodeName, p.Namespace, p.Name, p.Status.PodIP, ckpt)
+		}
+	}
+	if seen < 3 { // first, my-app-pod, myapp
+		t.Errorf("after the restart %d running pods with an address, want at least 3", seen)
+	}
 }
 
 // mountCounts counts the mounts at each mount point under dir.

@@ -3,6 +3,7 @@ package ipamd_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -53,9 +54,15 @@ type manager struct {
 
 func startManager(t *testing.T, fake *ipamdtest.EC2, dir string, targets ipamd.Targets, clk *clock) *manager {
 	t.Helper()
+	return startManagerLogging(t, fake, dir, targets, clk, testWriter{t})
+}
+
+// startManagerLogging is startManager logging to log.
+func startManagerLogging(t *testing.T, fake *ipamdtest.EC2, dir string, targets ipamd.Targets, clk *clock, log io.Writer) *manager {
+	t.Helper()
 	cfg := ipamd.Config{NodeName: "node-a", InstanceID: fake.InstanceID, Dir: dir, VPCCIDR: netip.MustParsePrefix("172.31.0.0/16"),
 		Targets: targets, IPCooldown: 30 * time.Second, PoolPeriod: 20 * time.Millisecond, AddTimeout: 5 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), SkipNetwork: true}
+		Logger: slog.New(slog.NewTextHandler(log, nil)), SkipNetwork: true}
 	if clk != nil {
 		cfg.Now = clk.Now
 	}
@@ -289,5 +296,82 @@ func TestWarmENIPoolDeletesASurplusENI(t *testing.T) {
 	}
 	if a := m.add(t, "b"); a.DeviceNumber != 0 {
 		t.Errorf("after the surplus ENI went a pod got %+v, want the primary ENI's", a)
+	}
+}
+
+// syncBuffer is a buffer safe for concurrent writes and reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// linesWith are the lines of log whose message is msg and that name attr.
+func linesWith(log, msg, attr string) []string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, `msg="`+msg+`"`) && strings.Contains(l, attr) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestLogSaysWhatTheTraceReads: the lines kubelab trace reads say how long each
+// AssignPrivateIpAddresses took, and how long an ADD that found the pool empty waited;
+// an ADD served from the pool says no wait.
+func TestLogSaysWhatTheTraceReads(t *testing.T) {
+	fake := ipamdtest.New(3, 4)
+	var log syncBuffer
+	m := startManagerLogging(t, fake, t.TempDir(), ipamd.Targets{WarmIP: 1}, nil, io.MultiWriter(&log, testWriter{t}))
+	testutil.Eventually(t, "the warm address assigned", func() error {
+		if got := len(fake.Assigned()); got != 1 {
+			return fmt.Errorf("%d addresses assigned, want 1", got)
+		}
+		return nil
+	})
+	fake.Lock()
+	fake.Fail["AssignPrivateIpAddresses"] = "RequestLimitExceeded" // the pool cannot grow for now
+	fake.Unlock()
+	warm := m.add(t, "warm")
+	got := make(chan ipamdapi.Assignment, 1)
+	go func() {
+		a, err := m.client.Add(context.Background(), ipamdapi.AddRequest{Attachment: ipamdapi.Attachment{ContainerID: "late", IfName: "eth0"},
+			PodNamespace: "default", PodName: "pod-late"})
+		if err != nil {
+			t.Errorf("add late: %v", err)
+			close(got)
+			return
+		}
+		got <- *a
+	}()
+	testutil.Eventually(t, "the pool failing to grow", func() bool { return strings.Contains(log.String(), "RequestLimitExceeded") })
+	fake.Lock()
+	delete(fake.Fail, "AssignPrivateIpAddresses")
+	fake.Unlock()
+	late, ok := <-got
+	if !ok {
+		return
+	}
+	if l := linesWith(log.String(), "assigned pod address", "ip="+warm.IP+" "); len(l) != 1 || strings.Contains(l[0], "waited=") {
+		t.Errorf("the warm pod's line %q: want one, with no wait", l)
+	}
+	if l := linesWith(log.String(), "assigned pod address", "ip="+late.IP+" "); len(l) != 1 || !strings.Contains(l[0], "waited=") {
+		t.Errorf("the late pod's line %q: want one, saying how long it waited", l)
+	}
+	calls := linesWith(log.String(), "assigned addresses", late.IP)
+	if len(calls) != 1 || !strings.Contains(calls[0], "took=") || !strings.Contains(calls[0], "call=AssignPrivateIpAddresses") {
+		t.Errorf("the call that got the late pod's address %q: want one, saying how long it took", calls)
 	}
 }

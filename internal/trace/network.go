@@ -163,8 +163,12 @@ func networkSteps(logs []LogLine, podKey, podIP string, created time.Time) []Ste
 		if !inFlow(start) {
 			continue
 		}
+		detail := eni + ": " + ip
+		if more := len(l.ips()) - 1; more > 0 {
+			detail += fmt.Sprintf(" and %d more", more)
+		}
 		steps = append(steps, Step{From: AWSNode, To: Cloud, What: "AssignPrivateIpAddresses",
-			Detail: fmt.Sprintf("%s: %s (%d addresses)", eni, ip, len(l.ips())), At: start, Took: took, Source: "aws-node log"})
+			Detail: detail, At: start, Took: took, Source: "aws-node log"})
 	}
 	return steps
 }

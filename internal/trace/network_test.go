@@ -84,7 +84,7 @@ func TestNetworkSteps(t *testing.T) {
 			t.Errorf("step %d %q at %v took %v, want %v, %v", i, steps[i].What, steps[i].At, steps[i].Took, w.at, w.took)
 		}
 	}
-	if d := steps[4].Detail; d != "eni-2: 10.0.1.9 (3 addresses)" {
+	if d := steps[4].Detail; d != "eni-2: 10.0.1.9 and 2 more" {
 		t.Errorf("AssignPrivateIpAddresses detail %q", d)
 	}
 }

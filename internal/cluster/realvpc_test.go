@@ -43,8 +43,16 @@ func TestRealVPCNetwork(t *testing.T) {
 	ns := tc.Namespace("vpc")
 	nodes := tc.Nodes()
 	n0, n1 := nodes[0], nodes[1]
+	// kexec is the command's output; kubectl's own messages (its websocket's "Unknown
+	// stream id" warnings, say) go to its stderr, which only an error carries.
 	kexec := func(pod string, args ...string) (string, error) {
-		out, err := testutil.KubectlCommand(t, tc.Kubeconfig(), append([]string{"-n", ns, "exec", pod, "--"}, args...)...).CombinedOutput()
+		cmd := testutil.KubectlCommand(t, tc.Kubeconfig(), append([]string{"-n", ns, "exec", pod, "--"}, args...)...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			err = fmt.Errorf("%w: %s", err, stderr.String())
+		}
 		return strings.TrimSpace(string(out)), err
 	}
 	create := func(p *corev1.Pod) {

@@ -35,6 +35,7 @@ var components = []string{
 	"internal/apiserver", "internal/scheduler", "internal/kubelet", "internal/csi/driver",
 	"internal/cloud", "internal/cni", "internal/proxy", "internal/netpol", "internal/overlay",
 	"internal/dns", "internal/vpc", "internal/ipamd", "internal/natgateway", "internal/image", "internal/containerd", "internal/trace",
+	"internal/podidentitywebhook",
 }
 
 // componentParents are directories each of whose subdirectories is a component of its

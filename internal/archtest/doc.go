@@ -10,7 +10,8 @@
 //   - Components are the programs: apiserver, each controller under internal/controller
 //     (attachdetach, deployment, …), scheduler, kubelet, csi/driver, each CSI sidecar
 //     under internal/csi/sidecar (attacher, provisioner, …), cloud, cni, proxy, netpol,
-//     overlay, dns, vpc, image, containerd and trace. A component's subpackages belong to
+//     overlay, ipamd, natgateway, dns, vpc, image, containerd, trace and
+//     podidentitywebhook. A component's subpackages belong to
 //     it (internal/kubelet/pluginmanager is the kubelet). A component imports no other
 //     component.
 //   - Composers start components and wire them together: internal/cluster,

@@ -90,18 +90,30 @@ func openNamespaces(netnsPath string) (*namespaces, error) {
 	return n, nil
 }
 
-func (p *Plugin) add(ctx context.Context, conf *NetConf, args *skel.CmdArgs) (_ *types100.Result, err error) {
-	a := ipam.Attachment{ContainerID: args.ContainerID, IfName: args.IfName}
+// openForAdd opens the namespaces of an ADD, whose interface must not exist yet in the
+// pod's namespace (CodeInterfaceExists when it does).
+func openForAdd(args *skel.CmdArgs) (*namespaces, error) {
 	n, err := openNamespaces(args.Netns)
 	if err != nil {
 		return nil, err
 	}
-	defer n.close()
 	if _, err := n.pod.LinkByName(args.IfName); err == nil {
+		n.close()
 		return nil, cniErrorf(CodeInterfaceExists, "interface %s already exists in %s", args.IfName, args.Netns)
 	} else if !isNotFound(err) {
+		n.close()
 		return nil, cniErrorf(CodeNodeNetwork, "look up %s in %s: %v", args.IfName, args.Netns, err)
 	}
+	return n, nil
+}
+
+func (p *Plugin) add(ctx context.Context, conf *NetConf, args *skel.CmdArgs) (_ *types100.Result, err error) {
+	a := ipam.Attachment{ContainerID: args.ContainerID, IfName: args.IfName}
+	n, err := openForAdd(args)
+	if err != nil {
+		return nil, err
+	}
+	defer n.close()
 	store, err := ipam.New(ipam.Config{Dir: conf.DataDir, Subnet: conf.subnet})
 	if err != nil {
 		return nil, ipamError("open ipam store", err)

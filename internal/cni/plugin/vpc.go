@@ -111,16 +111,11 @@ func isPodRuleOf(r netlink.Rule, ip netip.Addr) bool {
 
 func (p *Plugin) addVPC(ctx context.Context, conf *NetConf, args *skel.CmdArgs) (_ *types100.Result, err error) {
 	a := ipam.Attachment{ContainerID: args.ContainerID, IfName: args.IfName}
-	n, err := openNamespaces(args.Netns)
+	n, err := openForAdd(args)
 	if err != nil {
 		return nil, err
 	}
 	defer n.close()
-	if _, err := n.pod.LinkByName(args.IfName); err == nil {
-		return nil, cniErrorf(CodeInterfaceExists, "interface %s already exists in %s", args.IfName, args.Netns)
-	} else if !isNotFound(err) {
-		return nil, cniErrorf(CodeNodeNetwork, "look up %s in %s: %v", args.IfName, args.Netns, err)
-	}
 
 	var undo []func()
 	defer func() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -33,6 +34,10 @@ import (
 // errCacheNotSynced: a kind a quota counts is still being listed; the quota is synced
 // again shortly.
 var errCacheNotSynced = errors.New("cache not yet synced")
+
+// recountAfterGiveBack is when a quota whose recount gave usage back is recounted
+// again: long enough for objects admitted during the first recount to be in the caches.
+const recountAfterGiveBack = time.Second
 
 // Controller keeps every ResourceQuota's status: hard from spec, used from the objects.
 type Controller struct {
@@ -168,6 +173,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	if calcErr != nil {
 		return fmt.Errorf("usage of quota %s: %w", key, calcErr)
+	}
+	if dirty && gaveBack(rq.Status.Used, status.Used) {
+		return worker.RequeueAfter(recountAfterGiveBack)
 	}
 	return nil
 }

@@ -14,7 +14,9 @@
 // Contract: New(cfg, client, factory) registers informers on the shared factory (the
 // caller starts it); Run blocks until ctx ends. A quota is synced when it is created or
 // its spec changes, when an object in its namespace is deleted or changes its usage,
-// and every Config.Resync. count/<resource>.<group> of kinds beyond the watched ones
-// are resolved through discovery and watched from the first quota that names them.
-// The status computation (desiredStatus) is pure and tested directly.
+// and every Config.Resync; a recount that gave usage back is made again a second
+// later, so that an object admitted while it ran is counted once it is in the caches.
+// count/<resource>.<group> of kinds beyond the watched ones are resolved through
+// discovery and watched from the first quota that names them.
+// The status computation (desiredStatus, gaveBack) is pure and tested directly.
 package resourcequota

@@ -34,3 +34,16 @@ func needsSync(rq *corev1.ResourceQuota) bool {
 	}
 	return false
 }
+
+// gaveBack says whether used is below old for some resource both list: a recount
+// gave usage back. Objects admitted (and charged) just before the recount may not have
+// reached the controller's caches yet, so a recount that gives usage back is made
+// again shortly, once they have.
+func gaveBack(old, used corev1.ResourceList) bool {
+	for name, q := range used {
+		if o, ok := old[name]; ok && q.Cmp(o) < 0 {
+			return true
+		}
+	}
+	return false
+}

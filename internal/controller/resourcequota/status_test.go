@@ -63,3 +63,21 @@ func TestDesiredStatus(t *testing.T) {
 		t.Error("a hard resource without usage needs no sync")
 	}
 }
+
+func TestGaveBack(t *testing.T) {
+	old := rl("pods", "3", "requests.cpu", "1")
+	for _, c := range []struct {
+		used corev1.ResourceList
+		want bool
+	}{
+		{rl("pods", "3", "requests.cpu", "1000m"), false},
+		{rl("pods", "4", "requests.cpu", "1"), false},
+		{rl("pods", "2", "requests.cpu", "1"), true},
+		{rl("pods", "3", "requests.cpu", "500m"), true},
+		{rl("pods", "3", "services", "0"), false},
+	} {
+		if got := gaveBack(old, c.used); got != c.want {
+			t.Errorf("gaveBack(%v, %v) = %v, want %v", old, c.used, got, c.want)
+		}
+	}
+}

@@ -12,7 +12,7 @@ if [ -z "${KUBELAB_KUBE_APISERVER:-}" ]; then
 	kas="$(go env GOPATH)/upstream/kube-apiserver"
 	if [ ! -x "$kas/kube-apiserver" ]; then
 		echo "test: building the upstream kube-apiserver (once; kept in $kas)" >&2
-		OUT="$kas" hack/kube-apiserver.sh >&2 || true
+		OUT="$kas" hack/upstream.sh kube-apiserver >&2 || true
 	fi
 	if [ -x "$kas/kube-apiserver" ]; then
 		export KUBELAB_KUBE_APISERVER="$kas/kube-apiserver"

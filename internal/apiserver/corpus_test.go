@@ -61,7 +61,7 @@ const corpusNamespace = "corpus"
 func TestValidationCorpus(t *testing.T) {
 	bin := kubeAPIServerBinary()
 	if bin == "" {
-		t.Skipf("not run: no upstream kube-apiserver to compare with (hack/test.sh builds one with hack/kube-apiserver.sh; or set %s to one)", kubeAPIServerEnv)
+		t.Skipf("not run: no upstream kube-apiserver to compare with (hack/test.sh builds one with hack/upstream.sh; or set %s to one)", kubeAPIServerEnv)
 	}
 	s := apiservertest.Start(t, apiservertest.Options{})
 	kas := startKubeAPIServer(t, bin, s)

@@ -38,7 +38,7 @@ func TestAPIGroups(t *testing.T) {
 
 // testDiscoveryMatchesKubeAPIServer: the aggregated discovery of /api and /apis lists
 // every group, version and resource kube-apiserver v1.37.2 lists (testdata, read from
-// the binary hack/kube-apiserver.sh builds with `kubectl get --raw` and the
+// the binary hack/upstream.sh builds with `kubectl get --raw` and the
 // apidiscovery.k8s.io/v2 Accept header) with the same kind, scope, verbs, short names,
 // categories and subresources, but for notServed; and nothing else but alsoServed. And
 // kubectl api-resources agrees.

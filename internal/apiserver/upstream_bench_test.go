@@ -31,7 +31,7 @@ import (
 )
 
 // kubeAPIServerEnv names the upstream kube-apiserver binary the comparisons run;
-// hack/kube-apiserver.sh builds one, and hack/test.sh builds it once into
+// hack/upstream.sh builds one, and hack/test.sh builds it once into
 // $(go env GOPATH)/upstream/kube-apiserver and sets this variable for the suite.
 const kubeAPIServerEnv = "KUBELAB_KUBE_APISERVER"
 
@@ -63,7 +63,7 @@ func kubeAPIServerBinary() string {
 func BenchmarkAgainstKubeAPIServer(b *testing.B) {
 	bin := kubeAPIServerBinary()
 	if bin == "" {
-		b.Skipf("set %s to a kube-apiserver binary (hack/kube-apiserver.sh builds one) to compare with it", kubeAPIServerEnv)
+		b.Skipf("set %s to a kube-apiserver binary (hack/upstream.sh builds one) to compare with it", kubeAPIServerEnv)
 	}
 	quietLogs(b)
 	s := apiservertest.Start(b, apiservertest.Options{})

@@ -75,8 +75,10 @@
 // than etcd's 1.5 MiB request limit get 413 naming it rather than a 500.
 //
 // Two process-level choices serve throughput (gc.go, certcache.go): Run sets the
-// garbage collector's target to Config.GCPercent (DefaultGCPercent, 400, unless the GOGC
-// environment variable is set) and Config.MemoryLimit when given, for the whole process;
+// garbage collector's target to Config.GCPercent and Config.MemoryLimit when given, for
+// the whole process; unless GOGC is set the target follows the live heap after every
+// collection, DefaultGCPercent (400) for a small heap and falling to MinTunedGCPercent so
+// that the garbage beyond the live heap stays near GCHeadroom (512 MiB);
 // and a client certificate chain is verified once and then remembered until a
 // certificate in it expires (refusals are never remembered).
 package apiserver

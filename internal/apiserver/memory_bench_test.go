@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,10 +33,11 @@ import (
 
 // The memory benchmark's load, each settable by an environment variable.
 const (
-	memWatchersEnv = "KUBELAB_MEM_WATCHERS" // watches of the ConfigMaps (20)
-	memLiveEnv     = "KUBELAB_MEM_LIVE"     // ConfigMaps live at the end (10000)
-	memSizeEnv     = "KUBELAB_MEM_SIZE_KB"  // payload of each ConfigMap in KiB (35)
-	memChurnEnv    = "KUBELAB_MEM_CHURN"    // churn operations after the fill (= live)
+	memWatchersEnv = "KUBELAB_MEM_WATCHERS"   // watches of the ConfigMaps (20)
+	memLiveEnv     = "KUBELAB_MEM_LIVE"       // ConfigMaps live at the end (10000)
+	memSizeEnv     = "KUBELAB_MEM_SIZE_KB"    // payload of each ConfigMap in KiB (35)
+	memChurnEnv    = "KUBELAB_MEM_CHURN"      // churn operations after the fill (= live)
+	memGCEnv       = "KUBELAB_MEM_GC_PERCENT" // kubelab's fixed GC target (default: tuned)
 )
 
 // BenchmarkMemoryUnderChurn measures where the API server's memory goes under churn:
@@ -50,7 +52,9 @@ const (
 // process's etcd, so its figure is its own peak VmRSS plus this process's growth
 // during its phase (etcd's share, with the load generator's, which is small: it is in
 // kubelab's figure too). Growth is the peak less the baseline taken, after a forced GC
-// and return of free memory, just before the phase. kube-apiserver's phase runs first:
+// and return of free memory, just before the phase. Between the phases etcd is
+// compacted and defragmented, so that neither carries the other's database pages.
+// kube-apiserver's phase runs first:
 // kubelab's idle server in this process watches none of its keys, while the other way
 // round kubelab's watch cache would still hold its last 75 s of events. At the end of
 // a phase its ConfigMaps are deleted; what etcd keeps of them in memory (the raft log
@@ -69,7 +73,7 @@ func BenchmarkMemoryUnderChurn(b *testing.B) {
 	load.churn = envInt(b, memChurnEnv, load.live)
 	b.Logf("load: %d watchers, %d live ConfigMaps of %d KiB, %d churn operations", load.watchers, load.live, load.sizeKiB, load.churn)
 
-	s := apiservertest.Start(b, apiservertest.Options{})
+	s := apiservertest.Start(b, apiservertest.Options{GCPercent: envInt(b, memGCEnv, 0)})
 	type server struct {
 		name   string
 		config rest.Config
@@ -83,12 +87,34 @@ func BenchmarkMemoryUnderChurn(b *testing.B) {
 		b.Logf("set %s to a kube-apiserver binary to compare with it", kubeAPIServerEnv)
 	}
 	servers = append(servers, server{"kubelab", benchClientConfig(*s.Config), 0})
+	etcd := s.EtcdClient(b)
 	for _, srv := range servers {
 		b.Run(srv.name, func(b *testing.B) {
 			for range b.N {
 				load.run(b, srv.name, srv.config, srv.pid)
+				forgetHistory(b, etcd)
 			}
 		})
+	}
+}
+
+// forgetHistory compacts etcd to its current revision and defragments it: the
+// database file shrinks to the live keys and is mapped anew, so that the pages of one
+// phase's writes are not in the next phase's figure (the etcd of this process serves
+// both servers).
+func forgetHistory(b *testing.B, etcd *clientv3.Client) {
+	ctx := context.Background()
+	resp, err := etcd.Get(ctx, "/", clientv3.WithCountOnly())
+	if err != nil {
+		b.Fatalf("etcd revision: %v", err)
+	}
+	if _, err := etcd.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
+		b.Fatalf("compact etcd: %v", err)
+	}
+	for _, ep := range etcd.Endpoints() {
+		if _, err := etcd.Defragment(ctx, ep); err != nil {
+			b.Fatalf("defragment etcd at %s: %v", ep, err)
+		}
 	}
 }
 

@@ -43,7 +43,7 @@ func (f *controlPlaneFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.etcdCertFile, "etcd-certfile", "", "client certificate toward an external etcd")
 	fs.StringVar(&f.etcdKeyFile, "etcd-keyfile", "", "key of the client certificate toward an external etcd")
 	fs.StringVar(&f.serviceCIDR, "service-cluster-ip-range", "10.96.0.0/12", "range Service ClusterIPs come from")
-	fs.IntVar(&f.gcPercent, "gc-percent", 0, "garbage collector target of the process (0: the API server's default 400, or $GOGC; -1: Go's own)")
+	fs.IntVar(&f.gcPercent, "gc-percent", 0, "garbage collector target of the process (0: the API server's default, 400 falling to 50 as the live heap grows past 128 MiB, or $GOGC; -1: Go's own)")
 	fs.StringArrayVar(&f.saIssuers, "service-account-issuer", nil, "issuer of service account tokens, their iss and the discovery document's issuer; repeatable: the first signs, all are accepted (default: kubelab up, the API server's URL on the cluster network, then https://kubernetes.default.svc.cluster.local; kubelab apiserver, the latter)")
 	fs.StringVar(&f.saJWKSURI, "service-account-jwks-uri", "", "jwks_uri of the issuer's discovery document, an https URL (default: the key set's path at the API server's advertised or listening address)")
 	fs.StringVar(&f.memoryLimit, "memory-limit", "", "soft memory limit of the process, a quantity such as 4Gi (default $GOMEMLIMIT, or none)")

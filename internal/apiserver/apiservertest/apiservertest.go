@@ -48,6 +48,8 @@ type Options struct {
 	// Listeners are handed to the server (Server.AddListener) between New and Run; the
 	// server closes them when it stops, so a restart needs new ones.
 	Listeners []net.Listener
+	// GCPercent is the API server's Config.GCPercent (0: the default, tuned).
+	GCPercent int
 	// NoDefaultServiceAccounts: the helper does not create the "default" ServiceAccount
 	// of each namespace (see keepDefaultServiceAccounts), for tests of whatever does.
 	NoDefaultServiceAccounts bool
@@ -121,7 +123,8 @@ func Start(t testing.TB, opts Options) *Server {
 		EtcdCAFile: etcdCA, EtcdCertFile: etcdCert, EtcdKeyFile: etcdKey,
 		ServiceCIDR: opts.ServiceCIDR, ServiceRepairInterval: opts.ServiceRepairInterval,
 		AdvertiseAddress: opts.AdvertiseAddress, AdvertisePort: opts.AdvertisePort, ClusterDial: opts.ClusterDial,
-		ServiceAccountIssuers: opts.ServiceAccountIssuers, ServiceAccountJWKSURI: opts.ServiceAccountJWKSURI})
+		ServiceAccountIssuers: opts.ServiceAccountIssuers, ServiceAccountJWKSURI: opts.ServiceAccountJWKSURI,
+		GCPercent: opts.GCPercent})
 	if err == nil {
 		for _, l := range opts.Listeners {
 			if err = api.AddListener(l); err != nil {

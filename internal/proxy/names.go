@@ -43,6 +43,10 @@ const (
 	noEndpointNodePortsMap      = "no-endpoint-nodeports"
 	rejectChain                 = "reject-chain"
 
+	// hairpinSet holds "ip . ip" of every endpoint: DNATed traffic whose source is its
+	// destination (an endpoint reaching itself through its Service) is masqueraded.
+	hairpinSet = "hairpin"
+
 	// Masquerading: rules jump to markMasqChain to mark a packet; masqueradingChain
 	// (postrouting) masquerades the marked ones.
 	markMasqChain     = "mark-for-masquerade"
@@ -57,8 +61,11 @@ const (
 	externalChainPrefix = "external-"
 	endpointChainPrefix = "endpoint-"
 	affinitySetPrefix   = "affinity-"
-	// lbMapPrefix precedes the name of the chain a load-balancing map belongs to.
-	lbMapPrefix = "lb-"
+	// lbMapPrefix and dnatMapPrefix precede the name of the chain a load-balancing map
+	// belongs to: a verdict map over endpoint chains (ClientIP affinity), or a map from
+	// index to endpoint address for the chain's DNAT.
+	lbMapPrefix   = "lb-"
+	dnatMapPrefix = "dnat-"
 
 	// prefixMax bounds the prefixes above, so that names stay within nft's limit.
 	prefixMax = 16
@@ -90,7 +97,9 @@ func hashed(name string) string {
 func isServiceChain(chain string) bool { return strings.Contains(chain, "/") }
 
 // isLBMap reports whether m is a per-Service load-balancing map.
-func isLBMap(m string) bool { return strings.HasPrefix(m, lbMapPrefix) }
+func isLBMap(m string) bool {
+	return strings.HasPrefix(m, lbMapPrefix) || strings.HasPrefix(m, dnatMapPrefix)
+}
 
 // isAffinitySet reports whether set is a per-endpoint affinity set.
 func isAffinitySet(set string) bool { return strings.HasPrefix(set, affinitySetPrefix) }

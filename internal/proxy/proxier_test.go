@@ -88,7 +88,8 @@ func TestRunFollowsServicesAndSlices(t *testing.T) {
 	}
 	webChain := chainName(clusterChainPrefix, "ns", "web")
 	testutil.Eventually(t, "two endpoints", func() bool {
-		return hasLine(nft, prefix+webChain+" numgen random mod 2 vmap @lb-"+webChain) && !hasLine(nft, reject)
+		return hasLine(nft, prefix+webChain+" meta l4proto tcp dnat ip addr . port to numgen random mod 2 map @dnat-"+webChain) &&
+			!hasLine(nft, reject)
 	})
 
 	// The endpoint on 10.244.2.2 is no longer ready.
@@ -97,7 +98,7 @@ func TestRunFollowsServicesAndSlices(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, "one endpoint", func() bool {
-		return hasLine(nft, prefix+webChain+" numgen random mod 1 vmap @lb-"+webChain) &&
+		return hasLine(nft, prefix+webChain+" meta l4proto tcp dnat ip addr . port to numgen random mod 1 map @dnat-"+webChain) &&
 			!strings.Contains(nft.Dump(), "10.244.2.2")
 	})
 
@@ -112,7 +113,8 @@ func TestRunFollowsServicesAndSlices(t *testing.T) {
 	}
 	otherChain := chainName(clusterChainPrefix, "ns", "other")
 	testutil.Eventually(t, "slice moved", func() bool {
-		return hasLine(nft, prefix+otherChain+" numgen random mod 1 vmap @lb-"+otherChain) && hasLine(nft, reject)
+		return hasLine(nft, prefix+otherChain+" meta l4proto tcp dnat ip addr . port to numgen random mod 1 map @dnat-"+otherChain) &&
+			hasLine(nft, reject)
 	})
 
 	if err := client.CoreV1().Services("ns").Delete(ctx, "other", metav1.DeleteOptions{}); err != nil {
@@ -155,16 +157,16 @@ func TestRunStartsFromExistingObjectsAndResyncs(t *testing.T) {
 	if err := p.Run(context.Background()); err == nil {
 		t.Error("a second Run was accepted")
 	}
-	requireLines(t, nft, prefix+endpointChain("ns", "web", "10.244.1.2:8080")+" meta l4proto tcp dnat to 10.244.1.2:8080")
+	webChain := chainName(clusterChainPrefix, "ns", "web")
+	dnat := prefix + webChain + " meta l4proto tcp dnat ip addr . port to numgen random mod 1 map @dnat-" + webChain
+	requireLines(t, nft, dnat, element+"dnat-"+webChain+" { 0 : 10.244.1.2 . 8080 }")
 	forbidLines(t, nft, "ns/gone/")
 
 	// Someone empties a chain; the periodic full resync puts it back.
 	tx = nft.NewTransaction()
-	tx.Flush(&knftables.Chain{Name: endpointChain("ns", "web", "10.244.1.2:8080")})
+	tx.Flush(&knftables.Chain{Name: webChain})
 	if err := nft.Run(context.Background(), tx); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, "resync", func() bool {
-		return hasLine(nft, prefix+endpointChain("ns", "web", "10.244.1.2:8080")+" meta l4proto tcp dnat to 10.244.1.2:8080")
-	})
+	testutil.Eventually(t, "resync", func() bool { return hasLine(nft, dnat) })
 }

@@ -25,9 +25,8 @@ type Params struct {
 type ServiceState struct {
 	// Chains, sorted by name; every rule is in nft syntax.
 	Chains []Chain
-	// Maps are the load-balancing verdict maps, one per chain that load-balances, sorted
-	// by name.
-	Maps []VerdictMap
+	// Maps are the load-balancing maps, one per chain that load-balances, sorted by name.
+	Maps []LBMap
 	// Sets are the ClientIP affinity sets, one per reachable endpoint, sorted by name.
 	Sets []AffinitySet
 	// Elements go into the table's shared maps and sets.
@@ -40,10 +39,14 @@ type Chain struct {
 	Rules []string
 }
 
-// VerdictMap maps `numgen random mod N` to endpoints: Verdicts[i] is the verdict for i.
-type VerdictMap struct {
-	Name     string
-	Verdicts []string
+// LBMap maps the value of `numgen random mod N` to endpoints: Values[i] is the value for
+// i, an endpoint's "ip . port" (DNAT maps) or a verdict (maps of Services with ClientIP
+// affinity). Type is the type of its values, as typeof: "verdict" or "ip daddr . tcp dport"
+// (the port of the Service's protocol).
+type LBMap struct {
+	Name   string
+	Type   string
+	Values []string
 }
 
 // AffinitySet remembers for Timeout the clients (source addresses) an endpoint served.
@@ -53,13 +56,16 @@ type AffinitySet struct {
 }
 
 // Element is an element of the shared set Set or the shared map Map (one of the two is
-// set); Value is a map element's verdict.
+// set); Value is a map element's verdict. A Shared element may be needed by several
+// Services (the hairpin pair of an endpoint several Services share): it stays while one of
+// them needs it.
 type Element struct {
 	Set     string
 	Map     string
 	Key     []string
 	Value   string
 	Comment string
+	Shared  bool
 }
 
 // id identifies the element within the table.
@@ -72,15 +78,19 @@ func (e *Element) id() string {
 //
 // Per port: the ClusterIP . protocol . port element of service-ips goes to the port's
 // cluster chain "service-…" (or to its local chain "local-…" with internalTrafficPolicy
-// Local), which masquerades traffic from outside the cluster CIDR and load-balances with
-// `numgen random mod N vmap @lb-<chain>` (a map of the chain's own, so that an endpoint
-// change rewrites only the map and that rule) over one chain "endpoint-…" per endpoint; an
-// endpoint chain marks hairpin traffic (the endpoint reaching itself) for masquerade and
-// DNATs to ip:port. A NodePort's protocol . nodePort element of service-nodeports goes to
-// the external chain "external-…", which masquerades and continues to the cluster chain,
-// or with externalTrafficPolicy Local keeps the client's address and continues to the
-// local chain (pods and the node itself still reach every endpoint). ClientIP affinity
-// adds a set per endpoint, keyed by client address with the Service's timeout, which the
+// Local), which masquerades traffic from outside the cluster CIDR and DNATs with `dnat ip
+// addr . port to numgen random mod N map @dnat-<chain>`, a map of the chain's own from
+// index to endpoint "ip . port", so that an endpoint change rewrites only that map (and
+// the rule when N changes) and no chain is jumped to per endpoint. A NodePort's protocol .
+// nodePort element of service-nodeports goes to the external chain "external-…", which
+// masquerades and continues to the cluster chain, or with externalTrafficPolicy Local
+// keeps the client's address and continues to the local chain (pods and the node itself
+// still reach every endpoint). Every endpoint's "ip . ip" pair is an element of the shared
+// set hairpin, which masquerades an endpoint reaching itself through the Service.
+//
+// ClientIP affinity needs to know the endpoint chosen, so such a port load-balances with
+// `numgen random mod N vmap @lb-<chain>` over one chain "endpoint-…" per endpoint instead,
+// with a set per endpoint keyed by client address with the Service's timeout, which the
 // endpoint chain updates and the Service chain consults before load-balancing. A port
 // without usable endpoints gets instead an element of no-endpoint-services (and
 // no-endpoint-nodeports) whose verdict rejects its traffic.
@@ -91,16 +101,17 @@ func ComputeServiceState(svc *v1.Service, eps []*discovery.EndpointSlice, p Para
 	}
 	st := &ServiceState{}
 	st.Elements = append(st.Elements, Element{Set: clusterIPsSet, Key: []string{ports[0].clusterIP.String()}})
+	hairpins := map[string]bool{}
 	for i := range ports {
-		st.addPort(&ports[i], endpointsFor(&ports[i], eps, p.NodeName), p)
+		st.addPort(&ports[i], endpointsFor(&ports[i], eps, p.NodeName), p, hairpins)
 	}
 	slices.SortFunc(st.Chains, func(a, b Chain) int { return strings.Compare(a.Name, b.Name) })
-	slices.SortFunc(st.Maps, func(a, b VerdictMap) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(st.Maps, func(a, b LBMap) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(st.Sets, func(a, b AffinitySet) int { return strings.Compare(a.Name, b.Name) })
 	return st
 }
 
-func (st *ServiceState) addPort(sp *servicePort, eps []endpoint, p Params) {
+func (st *ServiceState) addPort(sp *servicePort, eps []endpoint, p Params, hairpins map[string]bool) {
 	proto := strings.ToLower(string(sp.protocol))
 	port := strconv.Itoa(int(sp.port))
 	portName := sp.namespace + "/" + sp.name + ":" + sp.portName
@@ -181,6 +192,38 @@ func (st *ServiceState) addPort(sp *servicePort, eps []endpoint, p Params) {
 		st.Chains = append(st.Chains, Chain{Name: externalChain, Rules: rules})
 	}
 
+	for _, e := range reachable {
+		ip := e.ip.String()
+		if !hairpins[ip] {
+			hairpins[ip] = true
+			st.Elements = append(st.Elements, Element{Set: hairpinSet, Key: []string{ip, ip}, Shared: true})
+		}
+	}
+
+	if sp.affinity == 0 {
+		loadBalance := func(chain string, eps []endpoint) {
+			var rules []string
+			if hasInternal && chain == internalChain {
+				rules = append(rules, masqOffCluster)
+			}
+			m := LBMap{Name: dnatMapPrefix + chain, Type: "ip daddr . " + proto + " dport"}
+			for _, e := range eps {
+				m.Values = append(m.Values, e.ip.String()+" . "+strconv.Itoa(int(e.port)))
+			}
+			rules = append(rules, fmt.Sprintf("meta l4proto %s dnat ip addr . port to numgen random mod %d map @%s",
+				proto, len(eps), m.Name))
+			st.Chains = append(st.Chains, Chain{Name: chain, Rules: rules})
+			st.Maps = append(st.Maps, m)
+		}
+		if usesClusterChain {
+			loadBalance(clusterChain, cluster)
+		}
+		if usesLocalChain {
+			loadBalance(localChain, local)
+		}
+		return
+	}
+
 	// Each endpoint's name base, hashed once.
 	bases := make(map[endpoint]string, len(reachable))
 	for _, e := range reachable {
@@ -193,14 +236,12 @@ func (st *ServiceState) addPort(sp *servicePort, eps []endpoint, p Params) {
 		if hasInternal && chain == internalChain {
 			rules = append(rules, masqOffCluster)
 		}
-		if sp.affinity > 0 {
-			for _, e := range eps {
-				rules = append(rules, fmt.Sprintf("ip saddr @%s goto %s", affinitySet(e), endpointChain(e)))
-			}
-		}
-		m := VerdictMap{Name: lbMapPrefix + chain}
 		for _, e := range eps {
-			m.Verdicts = append(m.Verdicts, "goto "+endpointChain(e))
+			rules = append(rules, fmt.Sprintf("ip saddr @%s goto %s", affinitySet(e), endpointChain(e)))
+		}
+		m := LBMap{Name: lbMapPrefix + chain, Type: "verdict"}
+		for _, e := range eps {
+			m.Values = append(m.Values, "goto "+endpointChain(e))
 		}
 		rules = append(rules, fmt.Sprintf("numgen random mod %d vmap @%s", len(eps), m.Name))
 		st.Chains = append(st.Chains, Chain{Name: chain, Rules: rules})
@@ -214,12 +255,10 @@ func (st *ServiceState) addPort(sp *servicePort, eps []endpoint, p Params) {
 	}
 
 	for _, e := range reachable {
-		rules := []string{fmt.Sprintf("ip saddr %s jump %s", e.ip, markMasqChain)}
-		if sp.affinity > 0 {
-			st.Sets = append(st.Sets, AffinitySet{Name: affinitySet(e), Timeout: sp.affinity})
-			rules = append(rules, fmt.Sprintf("update @%s { ip saddr }", affinitySet(e)))
-		}
-		rules = append(rules, fmt.Sprintf("meta l4proto %s dnat to %s", proto, e))
-		st.Chains = append(st.Chains, Chain{Name: endpointChain(e), Rules: rules})
+		st.Sets = append(st.Sets, AffinitySet{Name: affinitySet(e), Timeout: sp.affinity})
+		st.Chains = append(st.Chains, Chain{Name: endpointChain(e), Rules: []string{
+			fmt.Sprintf("update @%s { ip saddr }", affinitySet(e)),
+			fmt.Sprintf("meta l4proto %s dnat to %s", proto, e),
+		}})
 	}
 }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -36,13 +37,13 @@ func describe(st *ServiceState) string {
 		}
 	}
 	for _, m := range st.Maps {
-		b.WriteString("map " + m.Name + " " + strings.Join(m.Verdicts, ", ") + "\n")
+		b.WriteString("map " + m.Name + " " + m.Type + ": " + strings.Join(m.Values, ", ") + "\n")
 	}
 	for _, s := range st.Sets {
 		b.WriteString("set " + s.Name + " " + s.Timeout.String() + "\n")
 	}
 	for _, e := range st.Elements {
-		b.WriteString("element " + e.id() + " : " + e.Value + " # " + e.Comment + "\n")
+		b.WriteString("element " + e.id() + " : " + e.Value + " # " + e.Comment + fmt.Sprintf(" shared=%v", e.Shared) + "\n")
 	}
 	return b.String()
 }
@@ -51,26 +52,18 @@ func TestComputeClusterIP(t *testing.T) {
 	svc := makeService("ns", "web", "10.96.0.10")
 	slice := makeSlice(svc, "web-1", 8080, ep{ip: "10.244.2.2"}, ep{ip: "10.244.1.2"}, ep{ip: "10.244.1.3", notReady: true})
 	svcChain := chainName(clusterChainPrefix, "ns", "web")
-	ep1, ep2 := endpointChain("ns", "web", "10.244.1.2:8080"), endpointChain("ns", "web", "10.244.2.2:8080")
 	want := &ServiceState{
-		Chains: sortedChains(
-			Chain{Name: svcChain, Rules: []string{
-				"ip daddr 10.96.0.10 tcp dport 80 ip saddr != 10.244.0.0/16 jump mark-for-masquerade",
-				"numgen random mod 2 vmap @lb-" + svcChain,
-			}},
-			Chain{Name: ep1, Rules: []string{
-				"ip saddr 10.244.1.2 jump mark-for-masquerade",
-				"meta l4proto tcp dnat to 10.244.1.2:8080",
-			}},
-			Chain{Name: ep2, Rules: []string{
-				"ip saddr 10.244.2.2 jump mark-for-masquerade",
-				"meta l4proto tcp dnat to 10.244.2.2:8080",
-			}},
-		),
-		Maps: []VerdictMap{{Name: "lb-" + svcChain, Verdicts: []string{"goto " + ep1, "goto " + ep2}}},
+		Chains: []Chain{{Name: svcChain, Rules: []string{
+			"ip daddr 10.96.0.10 tcp dport 80 ip saddr != 10.244.0.0/16 jump mark-for-masquerade",
+			"meta l4proto tcp dnat ip addr . port to numgen random mod 2 map @dnat-" + svcChain,
+		}}},
+		Maps: []LBMap{{Name: "dnat-" + svcChain, Type: "ip daddr . tcp dport",
+			Values: []string{"10.244.1.2 . 8080", "10.244.2.2 . 8080"}}},
 		Elements: []Element{
 			{Set: "cluster-ips", Key: []string{"10.96.0.10"}},
 			{Map: "service-ips", Key: []string{"10.96.0.10", "tcp", "80"}, Value: "goto " + svcChain},
+			{Set: "hairpin", Key: []string{"10.244.1.2", "10.244.1.2"}, Shared: true},
+			{Set: "hairpin", Key: []string{"10.244.2.2", "10.244.2.2"}, Shared: true},
 		},
 	}
 	requireState(t, stateOf(svc, slice), want)
@@ -87,7 +80,7 @@ func TestComputeNodePort(t *testing.T) {
 	}
 	requireElement(t, st, Element{Map: "service-nodeports", Key: []string{"tcp", "30080"}, Value: "goto " + ext})
 	requireElement(t, st, Element{Map: "service-ips", Key: []string{"10.96.0.10", "tcp", "80"}, Value: "goto " + svcChain})
-	if len(st.Chains) != 3 {
+	if len(st.Chains) != 2 {
 		t.Errorf("chains:\n%s", describe(st))
 	}
 }
@@ -97,7 +90,6 @@ func TestComputeNodePortLocal(t *testing.T) {
 	svcChain := chainName(clusterChainPrefix, "ns", "web")
 	localChain := chainName(localChainPrefix, "ns", "web")
 	ext := chainName(externalChainPrefix, "ns", "web")
-	remote, local := endpointChain("ns", "web", "10.244.1.2:8080"), endpointChain("ns", "web", "10.244.2.2:8080")
 
 	st := stateOf(svc, makeSlice(svc, "web-1", 8080, ep{ip: "10.244.1.2", node: "other"}, ep{ip: "10.244.2.2", node: testNode}))
 	if got := chainRules(st, ext); !reflect.DeepEqual(got, []string{
@@ -109,13 +101,14 @@ func TestComputeNodePortLocal(t *testing.T) {
 		t.Errorf("external chain = %q", got)
 	}
 	// The local chain balances over this node's endpoint only and does not masquerade.
-	if got := chainRules(st, localChain); !reflect.DeepEqual(got, []string{"numgen random mod 1 vmap @lb-" + localChain}) {
+	if got := chainRules(st, localChain); !reflect.DeepEqual(got, []string{
+		"meta l4proto tcp dnat ip addr . port to numgen random mod 1 map @dnat-" + localChain}) {
 		t.Errorf("local chain = %q", got)
 	}
-	if m := mapOf(st, "lb-"+localChain); !reflect.DeepEqual(m, []string{"goto " + local}) {
+	if m := mapOf(st, "dnat-"+localChain); !reflect.DeepEqual(m, []string{"10.244.2.2 . 8080"}) {
 		t.Errorf("local map = %q", m)
 	}
-	if m := mapOf(st, "lb-"+svcChain); !reflect.DeepEqual(m, []string{"goto " + remote, "goto " + local}) {
+	if m := mapOf(st, "dnat-"+svcChain); !reflect.DeepEqual(m, []string{"10.244.1.2 . 8080", "10.244.2.2 . 8080"}) {
 		t.Errorf("cluster map = %q", m)
 	}
 
@@ -140,8 +133,8 @@ func TestComputeInternalLocal(t *testing.T) {
 	localChain := chainName(localChainPrefix, "ns", "web")
 	st := stateOf(svc, makeSlice(svc, "web-1", 8080, ep{ip: "10.244.1.2", node: "other"}, ep{ip: "10.244.2.2", node: testNode}))
 	requireElement(t, st, Element{Map: "service-ips", Key: []string{"10.96.0.10", "tcp", "80"}, Value: "goto " + localChain})
-	if len(st.Chains) != 2 {
-		t.Errorf("want the local chain and one endpoint chain:\n%s", describe(st))
+	if len(st.Chains) != 1 {
+		t.Errorf("want the local chain alone:\n%s", describe(st))
 	}
 	st = stateOf(svc, makeSlice(svc, "web-1", 8080, ep{ip: "10.244.1.2", node: "other"}))
 	requireElement(t, st, Element{Map: "no-endpoint-services", Key: []string{"10.96.0.10", "tcp", "80"}, Value: "drop", Comment: "ns/web:http"})
@@ -172,7 +165,6 @@ func TestComputeAffinity(t *testing.T) {
 			t.Errorf("service chain = %q", got)
 		}
 		if got := chainRules(st, ep1); !reflect.DeepEqual(got, []string{
-			"ip saddr 10.244.1.2 jump mark-for-masquerade",
 			"update @" + set1 + " { ip saddr }",
 			"meta l4proto tcp dnat to 10.244.1.2:8080",
 		}) {
@@ -221,16 +213,24 @@ func TestComputeUDPAndTwoPorts(t *testing.T) {
 	tcpChain := clusterChainPrefix + hashed("kube-system/kube-dns/tcp/dns-tcp")
 	requireElement(t, st, Element{Map: "service-ips", Key: []string{"10.96.0.10", "udp", "53"}, Value: "goto " + udpChain})
 	requireElement(t, st, Element{Map: "service-ips", Key: []string{"10.96.0.10", "tcp", "53"}, Value: "goto " + tcpChain})
-	udpEP := endpointChainPrefix + hashed("kube-system/kube-dns/udp/dns__172.31.0.2/53")
-	tcpEP := endpointChainPrefix + hashed("kube-system/kube-dns/tcp/dns-tcp__172.31.0.2/1053")
-	if got := chainRules(st, udpEP); len(got) != 2 || got[1] != "meta l4proto udp dnat to 172.31.0.2:53" {
-		t.Errorf("udp endpoint chain = %q", got)
+	if got := mapOf(st, "dnat-"+udpChain); !reflect.DeepEqual(got, []string{"172.31.0.2 . 53"}) {
+		t.Errorf("udp map = %q", got)
 	}
-	if got := chainRules(st, tcpEP); len(got) != 2 || got[1] != "meta l4proto tcp dnat to 172.31.0.2:1053" {
-		t.Errorf("tcp endpoint chain = %q", got)
+	if got := mapOf(st, "dnat-"+tcpChain); !reflect.DeepEqual(got, []string{"172.31.0.2 . 1053"}) {
+		t.Errorf("tcp map = %q", got)
 	}
-	if n := len(st.Elements); n != 3 {
-		t.Errorf("%d elements, want one ClusterIP and two service-ips:\n%s", n, describe(st))
+	if got := chainRules(st, udpChain); len(got) != 2 || got[1] != "meta l4proto udp dnat ip addr . port to numgen random mod 1 map @dnat-"+udpChain {
+		t.Errorf("udp chain = %q", got)
+	}
+	for _, m := range st.Maps {
+		want := map[string]string{"dnat-" + udpChain: "ip daddr . udp dport", "dnat-" + tcpChain: "ip daddr . tcp dport"}[m.Name]
+		if m.Type != want {
+			t.Errorf("map %s of type %q, want %q", m.Name, m.Type, want)
+		}
+	}
+	// One hairpin element for the endpoint both ports share.
+	if n := len(st.Elements); n != 4 {
+		t.Errorf("%d elements, want one ClusterIP, two service-ips and one hairpin:\n%s", n, describe(st))
 	}
 }
 
@@ -251,7 +251,7 @@ func chainRules(st *ServiceState, name string) []string {
 func mapOf(st *ServiceState, name string) []string {
 	for _, m := range st.Maps {
 		if m.Name == name {
-			return m.Verdicts
+			return m.Values
 		}
 	}
 	return nil

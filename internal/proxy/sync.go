@@ -25,8 +25,10 @@ type syncer struct {
 
 	// applied is the state of each Service as the table holds it.
 	applied map[types.NamespacedName]*ServiceState
-	// owners tells which Service an element of the shared maps and sets belongs to.
-	owners map[string]types.NamespacedName
+	// owners tells which Service an element of the shared maps and sets belongs to;
+	// sharers which Services need a Shared element.
+	owners  map[string]types.NamespacedName
+	sharers map[string]map[types.NamespacedName]bool
 	// needFull: the next sync must be full (at start, after a failed transaction).
 	needFull bool
 	// baseRecreated: the base chains were deleted and made again once by this process, so
@@ -41,6 +43,7 @@ func newSyncer(nft knftables.Interface, nodeIPs []string, log *slog.Logger) *syn
 		log:      log,
 		applied:  map[types.NamespacedName]*ServiceState{},
 		owners:   map[string]types.NamespacedName{},
+		sharers:  map[string]map[types.NamespacedName]bool{},
 		needFull: true,
 	}
 }
@@ -98,7 +101,7 @@ func (s *syncer) fullSync(ctx context.Context, desired map[types.NamespacedName]
 			if haveMaps[m.Name] {
 				tx.Flush(&knftables.Map{Name: m.Name})
 			} else {
-				tx.Add(lbMapObject(m.Name))
+				tx.Add(lbMapObject(m))
 			}
 		}
 		for _, set := range st.Sets {
@@ -124,12 +127,21 @@ func (s *syncer) fullSync(ctx context.Context, desired map[types.NamespacedName]
 			addRules(tx, c)
 		}
 		for _, m := range desired[k].Maps {
-			addVerdicts(tx, m)
+			addLBElements(tx, m)
 		}
 	}
+	sharers := map[string]map[types.NamespacedName]bool{}
 	for _, k := range keys {
 		for i := range desired[k].Elements {
 			e := &desired[k].Elements[i]
+			if e.Shared {
+				if sharers[e.id()] == nil {
+					sharers[e.id()] = map[types.NamespacedName]bool{}
+					tx.Add(elementObject(e))
+				}
+				sharers[e.id()][k] = true
+				continue
+			}
 			if owner, taken := owners[e.id()]; taken {
 				s.log.Warn("element claimed by two Services; the first keeps it", "element", e.id(), "service", k, "owner", owner)
 				continue
@@ -156,6 +168,7 @@ func (s *syncer) fullSync(ctx context.Context, desired map[types.NamespacedName]
 	}
 	s.applied = maps.Clone(desired)
 	s.owners = owners
+	s.sharers = sharers
 	s.needFull = false
 	s.baseRecreated = true
 	return stats, nil
@@ -171,7 +184,8 @@ func (s *syncer) partialSync(ctx context.Context, changes map[types.NamespacedNa
 		setAdds               []AffinitySet
 		setDeletes            []string
 		chains                objectDiff[Chain]
-		lbMaps                objectDiff[VerdictMap]
+		lbMaps                objectDiff[LBMap]
+		shared                = map[string]*sharedChange{}
 		released              = map[string]bool{}
 		claimed               = map[string]types.NamespacedName{}
 		written               = map[types.NamespacedName]bool{}
@@ -192,6 +206,12 @@ func (s *syncer) partialSync(ctx context.Context, changes map[types.NamespacedNa
 		for i := range old.Elements {
 			e := &old.Elements[i]
 			id := e.id()
+			if e.Shared {
+				if _, ok := curElements[id]; !ok {
+					s.sharedChange(shared, e).drop[k] = true
+				}
+				continue
+			}
 			if n, ok := curElements[id]; ok && n.Value == e.Value {
 				continue
 			}
@@ -210,6 +230,12 @@ func (s *syncer) partialSync(ctx context.Context, changes map[types.NamespacedNa
 		for i := range cur.Elements {
 			n := &cur.Elements[i]
 			id := n.id()
+			if n.Shared {
+				if _, ok := oldElements[id]; !ok {
+					s.sharedChange(shared, n).take[k] = true
+				}
+				continue
+			}
 			if o, ok := oldElements[id]; ok && o.Value == n.Value && s.owners[id] == k {
 				continue
 			}
@@ -231,8 +257,8 @@ func (s *syncer) partialSync(ctx context.Context, changes map[types.NamespacedNa
 		if chains.diff(old.Chains, cur.Chains, chainName, chainRules) {
 			written[k] = true
 		}
-		mapName := func(m VerdictMap) string { return m.Name }
-		mapVerdicts := func(m VerdictMap) []string { return m.Verdicts }
+		mapName := func(m LBMap) string { return m.Name }
+		mapVerdicts := func(m LBMap) []string { return m.Values }
 		if lbMaps.diff(old.Maps, cur.Maps, mapName, mapVerdicts) {
 			written[k] = true
 		}
@@ -257,6 +283,34 @@ func (s *syncer) partialSync(ctx context.Context, changes map[types.NamespacedNa
 		}
 	}
 
+	// A shared element is added when a first Service needs it and deleted when the last
+	// one stops needing it.
+	for _, id := range slices.Sorted(maps.Keys(shared)) {
+		c := shared[id]
+		now := maps.Clone(s.sharers[id])
+		if now == nil {
+			now = map[types.NamespacedName]bool{}
+		}
+		had := len(now) > 0
+		for k := range c.drop {
+			delete(now, k)
+		}
+		maps.Copy(now, c.take)
+		switch {
+		case had && len(now) == 0:
+			elemDeletes = append(elemDeletes, &knftables.Element{Set: c.element.Set, Map: c.element.Map, Key: c.element.Key})
+		case !had && len(now) > 0:
+			elemAdds = append(elemAdds, elementObject(c.element))
+		}
+		c.after = now
+		for k := range c.drop {
+			written[k] = true
+		}
+		for k := range c.take {
+			written[k] = true
+		}
+	}
+
 	// The order keeps every reference valid at each step: elements pointing at chains go
 	// first, chains and maps are emptied before what their rules and elements use is
 	// deleted, chains, maps and sets exist before rules and elements use them, and
@@ -272,8 +326,12 @@ func (s *syncer) partialSync(ctx context.Context, changes map[types.NamespacedNa
 	for _, c := range chains.flushes {
 		tx.Flush(&knftables.Chain{Name: c})
 	}
+	newMaps := make(map[string]LBMap, len(lbMaps.writes))
+	for _, m := range lbMaps.writes {
+		newMaps[m.Name] = m
+	}
 	for _, m := range lbMaps.adds {
-		tx.Add(lbMapObject(m))
+		tx.Add(lbMapObject(newMaps[m]))
 		tx.Flush(&knftables.Map{Name: m})
 	}
 	for _, m := range lbMaps.flushes {
@@ -286,7 +344,7 @@ func (s *syncer) partialSync(ctx context.Context, changes map[types.NamespacedNa
 		addRules(tx, c)
 	}
 	for _, m := range lbMaps.writes {
-		addVerdicts(tx, m)
+		addLBElements(tx, m)
 	}
 	for _, e := range elemAdds {
 		tx.Add(e)
@@ -309,6 +367,13 @@ func (s *syncer) partialSync(ctx context.Context, changes map[types.NamespacedNa
 	}
 	for id := range released {
 		delete(s.owners, id)
+	}
+	for id, c := range shared {
+		if len(c.after) == 0 {
+			delete(s.sharers, id)
+		} else {
+			s.sharers[id] = c.after
+		}
 	}
 	maps.Copy(s.owners, claimed)
 	for _, k := range keys {
@@ -391,6 +456,10 @@ func (s *syncer) writeBase(tx *knftables.Transaction) {
 	}
 
 	tx.Add(&knftables.Rule{Chain: markMasqChain, Rule: "mark set mark or " + masqueradeMark})
+	tx.Add(&knftables.Set{Name: hairpinSet, Type: "ipv4_addr . ipv4_addr",
+		Comment: ptr.To("endpoint address . endpoint address")})
+	tx.Add(&knftables.Rule{Chain: masqueradingChain, Rule: "ct status dnat ip saddr . ip daddr @" + hairpinSet +
+		" jump " + markMasqChain, Comment: ptr.To("an endpoint reaching itself through its Service")})
 	tx.Add(&knftables.Rule{Chain: masqueradingChain, Rule: "mark and " + masqueradeMark + " == 0 return"})
 	tx.Add(&knftables.Rule{Chain: masqueradingChain, Rule: "mark set mark xor " + masqueradeMark})
 	tx.Add(&knftables.Rule{Chain: masqueradingChain, Rule: "masquerade fully-random"})
@@ -430,6 +499,7 @@ func (s *syncer) writeBase(tx *knftables.Transaction) {
 	tx.Add(&knftables.Rule{Chain: servicesChain, Rule: nodePortMatch + " meta l4proto . th dport vmap @" + serviceNodePortsMap})
 
 	tx.Flush(&knftables.Set{Name: clusterIPsSet})
+	tx.Flush(&knftables.Set{Name: hairpinSet})
 	for _, m := range []string{serviceIPsMap, serviceNodePortsMap, noEndpointServicesMap, noEndpointNodePortsMap} {
 		tx.Flush(&knftables.Map{Name: m})
 	}
@@ -449,15 +519,33 @@ func addRules(tx *knftables.Transaction, c Chain) {
 	}
 }
 
-func addVerdicts(tx *knftables.Transaction, m VerdictMap) {
-	for i, v := range m.Verdicts {
+func addLBElements(tx *knftables.Transaction, m LBMap) {
+	for i, v := range m.Values {
 		tx.Add(&knftables.Element{Map: m.Name, Key: []string{strconv.Itoa(i)}, Value: []string{v}})
 	}
 }
 
-// lbMapObject is a load-balancing map: the value of `numgen random mod N` to a verdict.
-func lbMapObject(name string) *knftables.Map {
-	return &knftables.Map{Name: name, TypeOf: "numgen random mod 1 : verdict"}
+// lbMapObject is a load-balancing map: the value of `numgen random mod N` to a verdict or
+// to an endpoint's address and port.
+func lbMapObject(m LBMap) *knftables.Map {
+	return &knftables.Map{Name: m.Name, TypeOf: "numgen random mod 1 : " + m.Type}
+}
+
+// sharedChange is how the Services of a partial sync change their need of one Shared
+// element: those that drop it, those that take it, and who needs it afterwards.
+type sharedChange struct {
+	element    *Element
+	drop, take map[types.NamespacedName]bool
+	after      map[types.NamespacedName]bool
+}
+
+func (s *syncer) sharedChange(m map[string]*sharedChange, e *Element) *sharedChange {
+	c := m[e.id()]
+	if c == nil {
+		c = &sharedChange{element: e, drop: map[types.NamespacedName]bool{}, take: map[types.NamespacedName]bool{}}
+		m[e.id()] = c
+	}
+	return c
 }
 
 func affinitySetObject(set AffinitySet) *knftables.Set {

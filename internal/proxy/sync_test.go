@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/knftables"
 )
 
@@ -82,7 +83,6 @@ func TestFullSyncContent(t *testing.T) {
 
 	webChain := chainName(clusterChainPrefix, "ns", "web")
 	webExt := chainName(externalChainPrefix, "ns", "web")
-	web1, web2 := endpointChain("ns", "web", "10.244.1.2:8080"), endpointChain("ns", "web", "10.244.2.2:8080")
 	stickyChain := chainName(clusterChainPrefix, "ns", "sticky")
 	stickyEP := endpointChain("ns", "sticky", "10.244.1.5:9000")
 	stickySet := affinitySetName("ns", "sticky", "10.244.1.5:9000")
@@ -108,6 +108,8 @@ func TestFullSyncContent(t *testing.T) {
 		prefix+"reject-chain meta l4proto tcp reject with tcp reset",
 		prefix+"reject-chain reject",
 		prefix+"mark-for-masquerade mark set mark or 0x4000",
+		"add set ip kubelab-proxy hairpin { type ipv4_addr . ipv4_addr ; comment \"endpoint address . endpoint address\" ; }",
+		prefix+`masquerading ct status dnat ip saddr . ip daddr @hairpin jump mark-for-masquerade comment "an endpoint reaching itself through its Service"`,
 		prefix+"masquerading mark and 0x4000 == 0 return",
 		prefix+"masquerading masquerade fully-random",
 
@@ -118,15 +120,18 @@ func TestFullSyncContent(t *testing.T) {
 		prefix+webExt+" jump mark-for-masquerade",
 		prefix+webExt+" goto "+webChain,
 		prefix+webChain+" ip daddr 10.96.0.10 tcp dport 80 ip saddr != 10.244.0.0/16 jump mark-for-masquerade",
-		prefix+webChain+" numgen random mod 2 vmap @lb-"+webChain,
-		"add map ip kubelab-proxy lb-"+webChain+" { typeof numgen random mod 1 : verdict ; }",
-		element+"lb-"+webChain+" { 0 : goto "+web1+" }",
-		element+"lb-"+webChain+" { 1 : goto "+web2+" }",
-		prefix+web1+" ip saddr 10.244.1.2 jump mark-for-masquerade",
-		prefix+web1+" meta l4proto tcp dnat to 10.244.1.2:8080",
-		prefix+web2+" meta l4proto tcp dnat to 10.244.2.2:8080",
+		prefix+webChain+" meta l4proto tcp dnat ip addr . port to numgen random mod 2 map @dnat-"+webChain,
+		"add map ip kubelab-proxy dnat-"+webChain+" { typeof numgen random mod 1 : ip daddr . tcp dport ; }",
+		element+"dnat-"+webChain+" { 0 : 10.244.1.2 . 8080 }",
+		element+"dnat-"+webChain+" { 1 : 10.244.2.2 . 8080 }",
+		element+"hairpin { 10.244.1.2 . 10.244.1.2 }",
+		element+"hairpin { 10.244.2.2 . 10.244.2.2 }",
+		element+"hairpin { 10.244.1.5 . 10.244.1.5 }",
 
-		// ClientIP affinity of sticky.
+		// ClientIP affinity of sticky: a chain per endpoint.
+		"add map ip kubelab-proxy lb-"+stickyChain+" { typeof numgen random mod 1 : verdict ; }",
+		prefix+stickyChain+" numgen random mod 1 vmap @lb-"+stickyChain,
+		element+"lb-"+stickyChain+" { 0 : goto "+stickyEP+" }",
 		"add set ip kubelab-proxy "+stickySet+" { type ipv4_addr ; flags dynamic,timeout ; timeout 60s ; }",
 		prefix+stickyChain+" ip saddr @"+stickySet+" goto "+stickyEP,
 		prefix+stickyEP+" update @"+stickySet+" { ip saddr }",
@@ -136,7 +141,7 @@ func TestFullSyncContent(t *testing.T) {
 		element+`no-endpoint-services { 10.96.0.12 . tcp . 80 comment "ns/empty:http" : goto reject-chain }`,
 		element+`no-endpoint-nodeports { tcp . 30082 comment "ns/empty:http" : goto reject-chain }`,
 	)
-	forbidLines(t, fake, "ns/empty/", "10.244.1.9")
+	forbidLines(t, fake, "ns/empty/", "10.244.1.9", "endpoint-"+hashed("ns/web"))
 }
 
 func TestFullSyncWithoutNodeIPs(t *testing.T) {
@@ -159,34 +164,29 @@ func TestReadinessChangeDropsEndpoint(t *testing.T) {
 	mustPartial(t, s, w.state(web))
 
 	webChain := chainName(clusterChainPrefix, "ns", "web")
-	gone := endpointChain("ns", "web", "10.244.2.2:8080")
-	ep1, ep3 := endpointChain("ns", "web", "10.244.1.2:8080"), endpointChain("ns", "web", "10.244.3.2:8080")
 	requireLines(t, fake,
-		prefix+webChain+" numgen random mod 2 vmap @lb-"+webChain,
-		element+"lb-"+webChain+" { 0 : goto "+ep1+" }",
-		element+"lb-"+webChain+" { 1 : goto "+ep3+" }")
+		prefix+webChain+" meta l4proto tcp dnat ip addr . port to numgen random mod 2 map @dnat-"+webChain,
+		element+"dnat-"+webChain+" { 0 : 10.244.1.2 . 8080 }",
+		element+"dnat-"+webChain+" { 1 : 10.244.3.2 . 8080 }")
 	forbidLines(t, fake, "10.244.2.2", "mod 3")
 
-	// The two endpoint chains that did not change were not rewritten.
+	// The change rewrote the Service's chain and map and deleted the endpoint's hairpin
+	// element; no chain was added or deleted.
 	tx := fake.LastTransaction.String()
-	for _, c := range []string{ep1, ep3} {
-		if strings.Contains(tx, c+" ") && !strings.Contains(tx, "goto "+c) {
-			t.Errorf("transaction rewrote unchanged chain %s:\n%s", c, tx)
-		}
-		if strings.Contains(tx, "chain ip kubelab-proxy "+c) || strings.Contains(tx, "rule ip kubelab-proxy "+c) {
-			t.Errorf("transaction touched unchanged chain %s:\n%s", c, tx)
-		}
+	if strings.Contains(tx, "add chain") || strings.Contains(tx, "delete chain") || strings.Contains(tx, "add map") {
+		t.Errorf("transaction adds or deletes chains or maps:\n%s", tx)
 	}
-	if !strings.Contains(tx, "delete chain ip kubelab-proxy "+gone) {
-		t.Errorf("transaction does not delete %s:\n%s", gone, tx)
+	if !strings.Contains(tx, "delete element ip kubelab-proxy hairpin { 10.244.2.2 . 10.244.2.2 }") {
+		t.Errorf("transaction does not delete the hairpin element of 10.244.2.2:\n%s", tx)
 	}
 
 	// Back to ready: the endpoint returns.
 	w.add(web, makeSlice(web, "web-1", 8080, ep{ip: "10.244.1.2"}, ep{ip: "10.244.2.2"}, ep{ip: "10.244.3.2"}))
 	mustPartial(t, s, w.state(web))
 	requireLines(t, fake,
-		prefix+webChain+" numgen random mod 3 vmap @lb-"+webChain,
-		prefix+gone+" meta l4proto tcp dnat to 10.244.2.2:8080")
+		prefix+webChain+" meta l4proto tcp dnat ip addr . port to numgen random mod 3 map @dnat-"+webChain,
+		element+"dnat-"+webChain+" { 1 : 10.244.2.2 . 8080 }",
+		element+"hairpin { 10.244.2.2 . 10.244.2.2 }")
 
 	// None ready: the ClusterIP is rejected instead.
 	w.add(web, makeSlice(web, "web-1", 8080, ep{ip: "10.244.1.2", notReady: true}))
@@ -215,7 +215,7 @@ func TestPartialSyncTouchesOnlyTheChangedService(t *testing.T) {
 	}
 	tx := fake.LastTransaction.String()
 	for _, line := range strings.Split(strings.TrimSpace(tx), "\n") {
-		if !strings.Contains(line, "ns/b/") {
+		if !strings.Contains(line, "ns/b/") && !strings.Contains(line, "hairpin { 10.244.3.2 . 10.244.3.2 }") {
 			t.Errorf("transaction line not about ns/b: %s", line)
 		}
 	}
@@ -250,7 +250,8 @@ func TestServiceDeleteRemovesItsObjects(t *testing.T) {
 	forbidLines(t, fake, "ns/gone/", "10.96.0.20", "30020", "10.244.1.20", "10.244.2.20")
 	requireLines(t, fake,
 		element+"cluster-ips { 10.96.0.21 }",
-		prefix+endpointChain("ns", "stay", "10.244.1.21:8080")+" meta l4proto tcp dnat to 10.244.1.21:8080")
+		element+"dnat-"+chainName(clusterChainPrefix, "ns", "stay")+" { 0 : 10.244.1.21 . 8080 }",
+		element+"hairpin { 10.244.1.21 . 10.244.1.21 }")
 	if _, ok := s.applied[nn(gone)]; ok {
 		t.Error("deleted Service still in the applied state")
 	}
@@ -272,7 +273,7 @@ func TestFullSyncRemovesLeftovers(t *testing.T) {
 	s := newSyncer(fake, []string{"172.31.0.5"}, testLogger(t))
 	mustFull(t, s, w.states())
 	forbidLines(t, fake, "ns/gone/", "10.96.0.20")
-	requireLines(t, fake, prefix+endpointChain("ns", "stay", "10.244.1.21:8080")+" meta l4proto tcp dnat to 10.244.1.21:8080")
+	requireLines(t, fake, element+"dnat-"+chainName(clusterChainPrefix, "ns", "stay")+" { 0 : 10.244.1.21 . 8080 }")
 
 	// Once known, a chain that exists is flushed rather than added again.
 	mustFull(t, s, w.states())
@@ -321,7 +322,7 @@ func TestFailedSyncNeedsFullSync(t *testing.T) {
 		t.Errorf("applied state changed by a failed sync:\n%s", describe(got))
 	}
 	mustFull(t, s, w.states())
-	requireLines(t, fake.Fake, prefix+endpointChain("ns", "web", "10.244.1.3:8080")+" meta l4proto tcp dnat to 10.244.1.3:8080")
+	requireLines(t, fake.Fake, element+"dnat-"+chainName(clusterChainPrefix, "ns", "web")+" { 0 : 10.244.1.3 . 8080 }")
 	forbidLines(t, fake.Fake, "10.244.1.2")
 }
 
@@ -345,4 +346,41 @@ func TestElementClaimedTwice(t *testing.T) {
 	requireLines(t, fake,
 		element+"service-nodeports { tcp . 30090 : goto "+chainName(externalChainPrefix, "ns", "a")+" }",
 		element+"service-nodeports { tcp . 30080 : goto "+chainName(externalChainPrefix, "ns", "b")+" }")
+}
+
+func TestSharedHairpinElement(t *testing.T) {
+	s, fake := fakeSyncer(t)
+	w := world{}
+	// Two Services (one with affinity, so of the other form) and two ports share 10.244.1.2.
+	a := makeService("ns", "a", "10.96.0.10", func(s *v1.Service) {
+		s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53})
+	})
+	sliceA := makeSlice(a, "a-1", 8080, ep{ip: "10.244.1.2"})
+	sliceA.Ports = append(sliceA.Ports, discovery.EndpointPort{Name: ptr.To("dns"), Protocol: ptr.To(v1.ProtocolUDP), Port: ptr.To[int32](53)})
+	w.add(a, sliceA)
+	b := makeService("ns", "b", "10.96.0.11", affinity(0))
+	w.add(b, makeSlice(b, "b-1", 8080, ep{ip: "10.244.1.2"}, ep{ip: "10.244.1.3"}))
+	mustFull(t, s, w.states())
+	pair := element + "hairpin { 10.244.1.2 . 10.244.1.2 }"
+	requireLines(t, fake, pair)
+	if n := strings.Count(fake.LastTransaction.String(), "add element ip kubelab-proxy hairpin { 10.244.1.2 ."); n != 1 {
+		t.Errorf("the shared element was added %d times", n)
+	}
+
+	// a goes: b still needs the element.
+	mustPartial(t, s, map[types.NamespacedName]*ServiceState{nn(a): nil})
+	requireLines(t, fake, pair)
+	// a comes back while b drops the endpoint, in one sync: the element stays.
+	w.add(b, makeSlice(b, "b-1", 8080, ep{ip: "10.244.1.3"}))
+	changes := w.state(a)
+	changes[nn(b)] = w.state(b)[nn(b)]
+	mustPartial(t, s, changes)
+	requireLines(t, fake, pair, element+"hairpin { 10.244.1.3 . 10.244.1.3 }")
+	if strings.Contains(fake.LastTransaction.String(), "hairpin { 10.244.1.2 ") {
+		t.Errorf("the sync touched the element that stays:\n%s", fake.LastTransaction)
+	}
+	// The last Service needing it goes: the element goes.
+	mustPartial(t, s, map[types.NamespacedName]*ServiceState{nn(a): nil})
+	forbidLines(t, fake, "10.244.1.2")
+	requireLines(t, fake, element+"hairpin { 10.244.1.3 . 10.244.1.3 }")
 }

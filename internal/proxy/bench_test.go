@@ -67,7 +67,9 @@ func benchSyncer(b *testing.B) *syncer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return newSyncer(nft, []string{"172.31.0.5"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s := newSyncer(nft, []string{"172.31.0.5"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s.joinElements = true
+	return s
 }
 
 // BenchmarkSync measures, for 1,000 and 10,000 Services of 10 endpoints each (one
@@ -98,6 +100,7 @@ func BenchmarkSync(b *testing.B) {
 						b.Fatal(err)
 					}
 					s = newSyncer(s.nft, s.nodeIPs, s.log)
+					s.joinElements = true
 					b.StartTimer()
 					var err error
 					if stats, err = s.fullSync(ctx, c.desired()); err != nil {

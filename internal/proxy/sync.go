@@ -31,6 +31,9 @@ type syncer struct {
 	sharers map[string]map[types.NamespacedName]bool
 	// needFull: the next sync must be full (at start, after a failed transaction).
 	needFull bool
+	// joinElements: write the elements of a set in one command (elementBatch); off for
+	// fakes, whose dumps then list elements one by one.
+	joinElements bool
 	// baseRecreated: the base chains were deleted and made again once by this process, so
 	// that a change of their hook or priority since an older run takes effect.
 	baseRecreated bool
@@ -122,14 +125,16 @@ func (s *syncer) fullSync(ctx context.Context, desired map[types.NamespacedName]
 			tx.Flush(&knftables.Map{Name: m})
 		}
 	}
+	adds := s.elements()
 	for _, k := range keys {
 		for _, c := range desired[k].Chains {
 			addRules(tx, c)
 		}
 		for _, m := range desired[k].Maps {
-			addLBElements(tx, m)
+			addLBElements(adds, m)
 		}
 	}
+	adds.write(tx, (*knftables.Transaction).Add)
 	sharers := map[string]map[types.NamespacedName]bool{}
 	for _, k := range keys {
 		for i := range desired[k].Elements {
@@ -137,7 +142,7 @@ func (s *syncer) fullSync(ctx context.Context, desired map[types.NamespacedName]
 			if e.Shared {
 				if sharers[e.id()] == nil {
 					sharers[e.id()] = map[types.NamespacedName]bool{}
-					tx.Add(elementObject(e))
+					adds.add(elementObject(e))
 				}
 				sharers[e.id()][k] = true
 				continue
@@ -147,9 +152,10 @@ func (s *syncer) fullSync(ctx context.Context, desired map[types.NamespacedName]
 				continue
 			}
 			owners[e.id()] = k
-			tx.Add(elementObject(e))
+			adds.add(elementObject(e))
 		}
 	}
+	adds.write(tx, (*knftables.Transaction).Add)
 	for _, m := range staleMaps {
 		tx.Delete(&knftables.Map{Name: m})
 	}
@@ -316,9 +322,11 @@ func (s *syncer) partialSync(ctx context.Context, changes map[types.NamespacedNa
 	// deleted, chains, maps and sets exist before rules and elements use them, and
 	// chains are deleted last.
 	tx := s.nft.NewTransaction()
+	deletes := s.elements()
 	for _, e := range elemDeletes {
-		tx.Delete(e)
+		deletes.add(e)
 	}
+	deletes.write(tx, (*knftables.Transaction).Delete)
 	for _, c := range chains.adds {
 		tx.Add(&knftables.Chain{Name: c})
 		tx.Flush(&knftables.Chain{Name: c})
@@ -343,12 +351,14 @@ func (s *syncer) partialSync(ctx context.Context, changes map[types.NamespacedNa
 	for _, c := range chains.writes {
 		addRules(tx, c)
 	}
+	adds := s.elements()
 	for _, m := range lbMaps.writes {
-		addLBElements(tx, m)
+		addLBElements(adds, m)
 	}
 	for _, e := range elemAdds {
-		tx.Add(e)
+		adds.add(e)
 	}
+	adds.write(tx, (*knftables.Transaction).Add)
 	for _, m := range lbMaps.deletes {
 		tx.Delete(&knftables.Map{Name: m})
 	}
@@ -519,10 +529,77 @@ func addRules(tx *knftables.Transaction, c Chain) {
 	}
 }
 
-func addLBElements(tx *knftables.Transaction, m LBMap) {
+func addLBElements(b *elementBatch, m LBMap) {
 	for i, v := range m.Values {
-		tx.Add(&knftables.Element{Map: m.Name, Key: []string{strconv.Itoa(i)}, Value: []string{v}})
+		b.add(&knftables.Element{Map: m.Name, Key: []string{strconv.Itoa(i)}, Value: []string{v}})
 	}
+}
+
+// elementsPerCommand bounds the elements of one batched command.
+const elementsPerCommand = 1000
+
+// elementBatch gathers elements by set or map and writes them, in the order their sets
+// first came, as one command per set (or per elementsPerCommand elements) when join is
+// on, else one per element. nft takes a list of elements "{ k1 : v1, k2 : v2 }" where
+// knftables writes one; a batched command is that list written as one knftables element
+// whose key holds all but the last value. In a full sync it halves nft's work (parsing
+// and the kernel's lookup of the set by name once per command). Elements with a comment
+// are written one by one.
+type elementBatch struct {
+	join   bool
+	order  []string
+	groups map[string][]*knftables.Element
+}
+
+func (s *syncer) elements() *elementBatch {
+	return &elementBatch{join: s.joinElements, groups: map[string][]*knftables.Element{}}
+}
+
+func (b *elementBatch) add(e *knftables.Element) {
+	name := e.Set + "\x00" + e.Map
+	if _, ok := b.groups[name]; !ok {
+		b.order = append(b.order, name)
+	}
+	b.groups[name] = append(b.groups[name], e)
+}
+
+// write adds to tx, through op (Add or Delete), the elements gathered.
+func (b *elementBatch) write(tx *knftables.Transaction, op func(*knftables.Transaction, knftables.Object)) {
+	for _, name := range b.order {
+		var plain []*knftables.Element
+		for _, e := range b.groups[name] {
+			if !b.join || e.Comment != nil {
+				op(tx, e)
+			} else {
+				plain = append(plain, e)
+			}
+		}
+		for len(plain) > 0 {
+			n := min(len(plain), elementsPerCommand)
+			op(tx, joinElements(plain[:n]))
+			plain = plain[n:]
+		}
+	}
+	b.order, b.groups = nil, map[string][]*knftables.Element{}
+}
+
+// joinElements is elements (of one set or map, without comments) as one element.
+func joinElements(elements []*knftables.Element) *knftables.Element {
+	if len(elements) == 1 {
+		return elements[0]
+	}
+	var key strings.Builder
+	for i, e := range elements {
+		if i > 0 {
+			if len(e.Value) > 0 || len(elements[i-1].Value) > 0 {
+				key.WriteString(" : " + strings.Join(elements[i-1].Value, " . "))
+			}
+			key.WriteString(", ")
+		}
+		key.WriteString(strings.Join(e.Key, " . "))
+	}
+	last := elements[len(elements)-1]
+	return &knftables.Element{Set: last.Set, Map: last.Map, Key: []string{key.String()}, Value: last.Value}
 }
 
 // lbMapObject is a load-balancing map: the value of `numgen random mod N` to a verdict or

@@ -384,3 +384,29 @@ func TestSharedHairpinElement(t *testing.T) {
 	forbidLines(t, fake, "10.244.1.2")
 	requireLines(t, fake, element+"hairpin { 10.244.1.3 . 10.244.1.3 }")
 }
+
+func TestJoinedElements(t *testing.T) {
+	s, _ := fakeSyncer(t)
+	s.joinElements = true
+	b := s.elements()
+	b.add(&knftables.Element{Map: "dnat-x", Key: []string{"0"}, Value: []string{"10.244.1.2 . 8080"}})
+	b.add(&knftables.Element{Set: "hairpin", Key: []string{"10.244.1.2", "10.244.1.2"}})
+	b.add(&knftables.Element{Map: "dnat-x", Key: []string{"1"}, Value: []string{"10.244.1.3 . 8080"}})
+	b.add(&knftables.Element{Set: "hairpin", Key: []string{"10.244.1.3", "10.244.1.3"}})
+	b.add(&knftables.Element{Map: "no-endpoint-services", Key: []string{"10.96.0.1", "tcp", "80"}, Value: []string{"drop"}, Comment: ptr.To("ns/a:http")})
+	tx := s.nft.NewTransaction()
+	b.write(tx, (*knftables.Transaction).Add)
+	want := "add element ip kubelab-proxy dnat-x { 0 : 10.244.1.2 . 8080, 1 : 10.244.1.3 . 8080 }\n" +
+		"add element ip kubelab-proxy hairpin { 10.244.1.2 . 10.244.1.2, 10.244.1.3 . 10.244.1.3 }\n" +
+		`add element ip kubelab-proxy no-endpoint-services { 10.96.0.1 . tcp . 80 comment "ns/a:http" : drop }` + "\n"
+	if got := tx.String(); got != want {
+		t.Errorf("transaction:\n%s\nwant:\n%s", got, want)
+	}
+	tx = s.nft.NewTransaction()
+	b.add(&knftables.Element{Set: "hairpin", Key: []string{"10.244.1.2", "10.244.1.2"}})
+	b.add(&knftables.Element{Set: "hairpin", Key: []string{"10.244.1.3", "10.244.1.3"}})
+	b.write(tx, (*knftables.Transaction).Delete)
+	if got, want := tx.String(), "delete element ip kubelab-proxy hairpin { 10.244.1.2 . 10.244.1.2, 10.244.1.3 . 10.244.1.3 }\n"; got != want {
+		t.Errorf("transaction:\n%s\nwant:\n%s", got, want)
+	}
+}

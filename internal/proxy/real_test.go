@@ -38,7 +38,7 @@ const (
 	outsideIP = "172.31.0.9"
 )
 
-func newNetNS(t *testing.T) ns.NetNS {
+func newNetNS(t testing.TB) ns.NetNS {
 	t.Helper()
 	n, err := testutils.NewNS()
 	if err != nil {

@@ -1,0 +1,539 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/plugins/pkg/ns"
+	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
+	"github.com/kubelab/kubelab/internal/testutil"
+)
+
+// BenchmarkAgainstKubeProxy runs kubelab's proxy and upstream kube-proxy in nftables mode
+// (the binary named by KUBELAB_KUBE_PROXY, built by `hack/upstream.sh kube-proxy`) one
+// after the other against one kubelab API server, each in a network namespace of the
+// benchmark's own, on the same Services (1,000 and 10,000 of 10 endpoints each, or the
+// sizes in KUBELAB_PROXY_BENCH_SIZES) in namespaces of the benchmark's own. For each it
+// reports:
+//   - full-ms: the first full sync into an empty table, as each proxy measures its syncs
+//     (kube-proxy's kubeproxy_sync_full_proxy_rules_duration_seconds; kubelab's the same
+//     span, from reading the informers' caches to nft's end), median of the restarts;
+//   - change-ms: the wall time from the write of an EndpointSlice in which one endpoint's
+//     address changed to the first event of the namespace's `nft monitor` that names the
+//     new address, median (and p90) of the changes;
+//
+// and kubelab's figures over kube-proxy's. Both sync without rate limit (kube-proxy
+// --min-sync-period 0, kubelab MinSyncPeriod -1).
+//
+//	KUBELAB_KUBE_PROXY=/tmp/kubelab-upstream/kube-proxy \
+//	  go test ./internal/proxy -run '^$' -bench AgainstKubeProxy -benchtime 1x -timeout 60m
+func BenchmarkAgainstKubeProxy(b *testing.B) {
+	bin := os.Getenv("KUBELAB_KUBE_PROXY")
+	if bin == "" {
+		b.Skip("KUBELAB_KUBE_PROXY is not set to an upstream kube-proxy (OUT=/tmp/kubelab-upstream hack/upstream.sh kube-proxy)")
+	}
+	testutil.RequireRoot(b, "nft", "nsenter")
+	sizes := []int{1000, 10000}
+	if s := os.Getenv("KUBELAB_PROXY_BENCH_SIZES"); s != "" {
+		sizes = nil
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				b.Fatalf("KUBELAB_PROXY_BENCH_SIZES: %v", err)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+
+	labNS, upNS := benchNS(b), benchNS(b)
+	// kube-proxy reaches the API server through a listener in its own namespace.
+	var ln net.Listener
+	if err := upNS.Do(func(ns.NetNS) error {
+		var err error
+		ln, err = net.Listen("tcp", "127.0.0.1:0")
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	srv := apiservertest.Start(b, apiservertest.Options{ServiceCIDR: "10.96.0.0/16", Listeners: []net.Listener{ln},
+		NoDefaultServiceAccounts: true})
+	ctx := context.Background()
+	kubeconfig := upstreamKubeconfig(b, srv.Kubeconfig, "https://"+ln.Addr().String())
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("proxybench-%d", os.Getpid())},
+		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: nodeIP}}}}
+	if _, err := srv.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = srv.Client.CoreV1().Nodes().Delete(ctx, node.Name, metav1.DeleteOptions{}) })
+
+	changeSeq := 0
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
+			w := populate(b, srv.Client, n)
+			restarts := 3
+			if n > 1000 {
+				restarts = 1
+			}
+			changes := 20
+			nextChange := func() (*discovery.EndpointSlice, string) {
+				changeSeq++
+				i := (changeSeq * 7919) % n
+				ip := fmt.Sprintf("10.250.%d.%d", changeSeq/250, 2+changeSeq%250)
+				return w.slices[i], ip
+			}
+			var lab, up proxyFigures
+			for b.Loop() {
+				lab = measure(b, srv.Client, w, labNS, restarts, changes, nextChange, func(b *testing.B) (func() (time.Duration, error), func()) {
+					return startKubelab(b, srv, labNS, node.Name)
+				}, func() error { return Cleanup(ctx, labNS.Path(), DefaultTable) })
+				up = measure(b, srv.Client, w, upNS, restarts, changes, nextChange, func(b *testing.B) (func() (time.Duration, error), func()) {
+					return startKubeProxy(b, bin, kubeconfig, upNS, node.Name)
+				}, func() error { return deleteTables(upNS, "ip kube-proxy", "ip6 kube-proxy") })
+			}
+			report := func(name string, v float64) { b.ReportMetric(v, name) }
+			report("kubelab-full-ms", ms(lab.full))
+			report("kube-proxy-full-ms", ms(up.full))
+			report("kubelab-change-ms", ms(lab.change))
+			report("kube-proxy-change-ms", ms(up.change))
+			report("kubelab-change-p90-ms", ms(lab.changeP90))
+			report("kube-proxy-change-p90-ms", ms(up.changeP90))
+			report("full-ratio", float64(lab.full)/float64(up.full))
+			report("change-ratio", float64(lab.change)/float64(up.change))
+			b.Logf("services=%d kubelab full %v (all %v) change median %v p90 %v (all %v)", n, lab.full, lab.fulls, lab.change, lab.changeP90, lab.changes)
+			b.Logf("services=%d kube-proxy full %v (all %v) change median %v p90 %v (all %v)", n, up.full, up.fulls, up.change, up.changeP90, up.changes)
+			w.delete(b, srv.Client)
+		})
+	}
+}
+
+type proxyFigures struct {
+	fulls, changes          []time.Duration
+	full, change, changeP90 time.Duration
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// measure starts a proxy restarts times, each time into an empty table (clean deletes
+// it), taking the duration of its first full sync; after the last start it makes changes
+// endpoint changes, each timed until the namespace's nft monitor shows the new address.
+func measure(b *testing.B, client kubernetes.Interface, w *benchWorld, n ns.NetNS, restarts, changes int,
+	next func() (*discovery.EndpointSlice, string),
+	start func(*testing.B) (firstFull func() (time.Duration, error), stop func()), clean func() error) proxyFigures {
+	b.Helper()
+	var f proxyFigures
+	for r := range restarts {
+		if err := clean(); err != nil {
+			b.Fatal(err)
+		}
+		firstFull, stop := start(b)
+		d, err := firstFull()
+		if err != nil {
+			stop()
+			b.Fatal(err)
+		}
+		f.fulls = append(f.fulls, d)
+		if r < restarts-1 {
+			stop()
+			continue
+		}
+		mon := startMonitor(b, n)
+		for range changes {
+			slice, ip := next()
+			d, err := w.changeEndpoint(client, slice, ip, mon)
+			if err != nil {
+				stop()
+				mon.stop()
+				b.Fatal(err)
+			}
+			f.changes = append(f.changes, d)
+		}
+		mon.stop()
+		stop()
+	}
+	if err := clean(); err != nil {
+		b.Fatal(err)
+	}
+	f.full = quantile(f.fulls, 0.5)
+	f.change, f.changeP90 = quantile(f.changes, 0.5), quantile(f.changes, 0.9)
+	return f
+}
+
+func quantile(ds []time.Duration, q float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[int(q*float64(len(s)-1)+0.5)]
+}
+
+// benchNS is a network namespace with loopback up.
+func benchNS(b *testing.B) ns.NetNS {
+	n := newNetNS(b)
+	if err := n.Do(func(ns.NetNS) error { return up("lo", "") }); err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// upstreamKubeconfig is the API server's kubeconfig pointed at server, written for
+// kube-proxy.
+func upstreamKubeconfig(b *testing.B, path, server string) string {
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range cfg.Clusters {
+		c.Server = server
+	}
+	out := filepath.Join(b.TempDir(), "kube-proxy.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, out); err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+// benchWorld is n Services of 10 endpoints each (a tenth of them NodePorts) and their
+// EndpointSlices, in 50 namespaces of the benchmark's own.
+type benchWorld struct {
+	namespaces []string
+	mu         sync.Mutex
+	slices     []*discovery.EndpointSlice
+}
+
+func populate(b *testing.B, client kubernetes.Interface, n int) *benchWorld {
+	b.Helper()
+	ctx := context.Background()
+	w := &benchWorld{slices: make([]*discovery.EndpointSlice, n)}
+	for k := range 50 {
+		name := fmt.Sprintf("proxybench-%d-%d-%d", os.Getpid(), n, k)
+		if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}},
+			metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		w.namespaces = append(w.namespaces, name)
+	}
+	errs := make(chan error, n)
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for i := range work {
+				svc := makeService(w.namespaces[i%50], fmt.Sprintf("svc%d", i),
+					fmt.Sprintf("10.96.%d.%d", (i+10)/256, (i+10)%256))
+				if i%10 == 0 {
+					nodePort(0)(svc)
+				}
+				var eps []ep
+				for j := range 10 {
+					k := i*10 + j
+					eps = append(eps, ep{ip: fmt.Sprintf("10.%d.%d.%d", 200+k/62500, (k/250)%250, 2+k%250),
+						node: fmt.Sprintf("node-%d", j%3)})
+				}
+				if _, err := client.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+					errs <- err
+					continue
+				}
+				s, err := client.DiscoveryV1().EndpointSlices(svc.Namespace).Create(ctx,
+					makeSlice(svc, svc.Name+"-1", 8080, eps...), metav1.CreateOptions{})
+				if err != nil {
+					errs <- err
+					continue
+				}
+				w.slices[i] = s
+			}
+		})
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	return w
+}
+
+func (w *benchWorld) delete(b *testing.B, client kubernetes.Interface) {
+	ctx := context.Background()
+	for _, name := range w.namespaces {
+		if err := client.DiscoveryV1().EndpointSlices(name).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			b.Error(err)
+		}
+		svcs, err := client.CoreV1().Services(name).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			b.Error(err)
+			continue
+		}
+		for _, s := range svcs.Items {
+			if err := client.CoreV1().Services(name).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
+				b.Error(err)
+			}
+		}
+		_ = client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+	}
+}
+
+// changeEndpoint gives the fourth endpoint of slice the address ip and times the write
+// until mon shows ip.
+func (w *benchWorld) changeEndpoint(client kubernetes.Interface, slice *discovery.EndpointSlice, ip string, mon *monitor) (time.Duration, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	idx := slices.Index(w.slices, slice)
+	s := slice.DeepCopy()
+	s.Endpoints[3].Addresses = []string{ip}
+	re := regexp.MustCompile(`(^|[^0-9.])` + regexp.QuoteMeta(ip) + `($|[^0-9])`)
+	mon.drain()
+	start := time.Now()
+	got, err := client.DiscoveryV1().EndpointSlices(s.Namespace).Update(context.Background(), s, metav1.UpdateOptions{})
+	if err != nil {
+		return 0, err
+	}
+	w.slices[idx] = got
+	at, err := mon.waitFor(re, 2*time.Minute)
+	if err != nil {
+		return 0, fmt.Errorf("endpoint %s of %s/%s: %w", ip, s.Namespace, s.Name, err)
+	}
+	return at.Sub(start), nil
+}
+
+// monitor is `nft monitor` in a namespace: its lines as they come, with their time.
+type monitor struct {
+	cmd   *exec.Cmd
+	lines chan timedLine
+	done  chan struct{}
+}
+
+type timedLine struct {
+	at   time.Time
+	text string
+}
+
+func startMonitor(b *testing.B, n ns.NetNS) *monitor {
+	cmd := exec.Command("nsenter", "--net="+n.Path(), "nft", "monitor")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	m := &monitor{cmd: cmd, lines: make(chan timedLine, 100000), done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		for sc.Scan() {
+			m.lines <- timedLine{time.Now(), sc.Text()}
+		}
+	}()
+	// nft monitor subscribes before it reads; a change made now would be seen.
+	time.Sleep(200 * time.Millisecond)
+	return m
+}
+
+func (m *monitor) drain() {
+	for {
+		select {
+		case <-m.lines:
+		default:
+			return
+		}
+	}
+}
+
+func (m *monitor) waitFor(re *regexp.Regexp, timeout time.Duration) (time.Time, error) {
+	deadline := time.After(timeout)
+	for {
+		select {
+		case l := <-m.lines:
+			if re.MatchString(l.text) {
+				return l.at, nil
+			}
+		case <-m.done:
+			return time.Time{}, errors.New("nft monitor ended")
+		case <-deadline:
+			return time.Time{}, fmt.Errorf("not in nft monitor within %v", timeout)
+		}
+	}
+}
+
+func (m *monitor) stop() {
+	_ = m.cmd.Process.Kill()
+	_ = m.cmd.Wait()
+}
+
+// startKubelab runs kubelab's proxy in n.
+func startKubelab(b *testing.B, srv *apiservertest.Server, n ns.NetNS, nodeName string) (func() (time.Duration, error), func()) {
+	client := kubernetes.NewForConfigOrDie(srv.Config)
+	p, err := New(Config{NodeName: nodeName, NodeIPs: []string{nodeIP}, ClusterCIDR: testCluster, NetNS: n.Path(),
+		MinSyncPeriod: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, client)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fulls := make(chan time.Duration, 1)
+	p.onSync = func(full bool, d time.Duration) {
+		if full {
+			select {
+			case fulls <- d:
+			default:
+			}
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	first := func() (time.Duration, error) {
+		select {
+		case d := <-fulls:
+			return d, nil
+		case err := <-done:
+			return 0, fmt.Errorf("kubelab proxy stopped: %v", err)
+		case <-time.After(10 * time.Minute):
+			return 0, errors.New("kubelab proxy: no full sync within 10m")
+		}
+	}
+	stop := func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			b.Error("kubelab proxy did not stop")
+		}
+	}
+	return first, stop
+}
+
+// startKubeProxy runs upstream kube-proxy in nftables mode in n, where it reaches the API
+// server through kubeconfig.
+func startKubeProxy(b *testing.B, bin, kubeconfig string, n ns.NetNS, nodeName string) (func() (time.Duration, error), func()) {
+	logPath := filepath.Join(b.TempDir(), "kube-proxy.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command("nsenter", "--net="+n.Path(), bin,
+		"--kubeconfig="+kubeconfig, "--proxy-mode=nftables", "--hostname-override="+nodeName,
+		"--cluster-cidr="+testCluster, "--min-sync-period=0s", "--sync-period=1h",
+		"--conntrack-max-per-core=0", "--conntrack-min=0",
+		"--conntrack-tcp-timeout-established=0s", "--conntrack-tcp-timeout-close-wait=0s",
+		"--metrics-bind-address=127.0.0.1:10249", "--healthz-bind-address=127.0.0.1:10256", "--v=1")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	fail := func(err error) error {
+		out, _ := os.ReadFile(logPath)
+		if len(out) > 4000 {
+			out = out[len(out)-4000:]
+		}
+		return fmt.Errorf("%w; kube-proxy log ends:\n%s", err, out)
+	}
+	first := func() (time.Duration, error) {
+		deadline := time.Now().Add(10 * time.Minute)
+		for time.Now().Before(deadline) {
+			select {
+			case err := <-exited:
+				return 0, fail(fmt.Errorf("kube-proxy exited: %v", err))
+			case <-time.After(100 * time.Millisecond):
+			}
+			count, sum, err := fullSyncMetric(n)
+			if err == nil && count >= 1 {
+				return time.Duration(sum * float64(time.Second)), nil
+			}
+		}
+		return 0, fail(errors.New("kube-proxy: no full sync within 10m"))
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		logFile.Close()
+	}
+	return first, stop
+}
+
+// fullSyncMetric reads kube-proxy's count and sum of full syncs of IPv4 rules.
+func fullSyncMetric(n ns.NetNS) (count int, sum float64, err error) {
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (conn net.Conn, err error) {
+			err = n.Do(func(ns.NetNS) error {
+				conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+				return err
+			})
+			return conn, err
+		}}}
+	resp, err := c.Get("http://127.0.0.1:10249/metrics")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, 0, err
+	}
+	found := 0
+	for _, l := range strings.Split(string(body), "\n") {
+		name, value, ok := strings.Cut(l, " ")
+		if !ok || !strings.Contains(name, `ip_family="IPv4"`) {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(name, "kubeproxy_sync_full_proxy_rules_duration_seconds_count"):
+			count, err = strconv.Atoi(value)
+			found++
+		case strings.HasPrefix(name, "kubeproxy_sync_full_proxy_rules_duration_seconds_sum"):
+			sum, err = strconv.ParseFloat(value, 64)
+			found++
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+	}
+	if found < 2 {
+		return 0, 0, errors.New("no full sync metric yet")
+	}
+	return count, sum, nil
+}
+
+// deleteTables deletes the nft tables ("family name") in n that exist.
+func deleteTables(n ns.NetNS, tables ...string) error {
+	return n.Do(func(ns.NetNS) error {
+		for _, t := range tables {
+			out, err := exec.Command("nft", "delete", "table", t).CombinedOutput()
+			if err != nil && !strings.Contains(string(out), "No such file or directory") {
+				return fmt.Errorf("nft delete table %s: %w: %s", t, err, out)
+			}
+		}
+		return nil
+	})
+}

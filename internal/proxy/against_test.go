@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -32,21 +33,25 @@ import (
 	"github.com/kubelab/kubelab/internal/testutil"
 )
 
-// BenchmarkAgainstKubeProxy runs kubelab's proxy and upstream kube-proxy in nftables mode
-// (the binary named by KUBELAB_KUBE_PROXY, built by `hack/upstream.sh kube-proxy`) one
-// after the other against one kubelab API server, each in a network namespace of the
-// benchmark's own, on the same Services (1,000 and 10,000 of 10 endpoints each, or the
+// BenchmarkAgainstKubeProxy runs kubelab's proxy (TestBenchProxyProcess) and upstream
+// kube-proxy in nftables mode (the binary named by KUBELAB_KUBE_PROXY, built by
+// `hack/upstream.sh kube-proxy`) one after the other against one kubelab API server, each
+// as a process of its own in a network namespace of the benchmark's own, on the same
+// Services (1,000 and 10,000 of 10 endpoints each, or the
 // sizes in KUBELAB_PROXY_BENCH_SIZES) in namespaces of the benchmark's own. For each it
 // reports:
 //   - full-ms: the first full sync into an empty table, as each proxy measures its syncs
 //     (kube-proxy's kubeproxy_sync_full_proxy_rules_duration_seconds; kubelab's the same
-//     span, from reading the informers' caches to nft's end), median of the restarts;
+//     span, from reading the informers' caches to nft's end), median of the restarts
+//     (the two take turns, so that both see the same load);
+//   - full-nft-cpu-ms: the CPU time of the nft commands each ran until then (the
+//     process's children), which the load of the machine does not inflate;
 //   - change-ms: the wall time from the write of an EndpointSlice in which one endpoint's
 //     address changed to the first event of the namespace's `nft monitor` that names the
 //     new address, median (and p90) of the changes;
 //
 // and kubelab's figures over kube-proxy's. Both sync without rate limit (kube-proxy
-// --min-sync-period 0, kubelab MinSyncPeriod -1).
+// --iptables-min-sync-period=0s, kubelab MinSyncPeriod -1).
 //
 //	KUBELAB_KUBE_PROXY=/tmp/kubelab-upstream/kube-proxy \
 //	  go test ./internal/proxy -run '^$' -bench AgainstKubeProxy -benchtime 1x -timeout 60m
@@ -69,19 +74,22 @@ func BenchmarkAgainstKubeProxy(b *testing.B) {
 	}
 
 	labNS, upNS := benchNS(b), benchNS(b)
-	// kube-proxy reaches the API server through a listener in its own namespace.
-	var ln net.Listener
-	if err := upNS.Do(func(ns.NetNS) error {
-		var err error
-		ln, err = net.Listen("tcp", "127.0.0.1:0")
-		return err
-	}); err != nil {
-		b.Fatal(err)
+	// Each proxy reaches the API server through a listener in its own namespace.
+	listen := func(n ns.NetNS) (ln net.Listener) {
+		if err := n.Do(func(ns.NetNS) (err error) {
+			ln, err = net.Listen("tcp", "127.0.0.1:0")
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+		return ln
 	}
-	srv := apiservertest.Start(b, apiservertest.Options{ServiceCIDR: "10.96.0.0/16", Listeners: []net.Listener{ln},
-		NoDefaultServiceAccounts: true})
+	labLn, upLn := listen(labNS), listen(upNS)
+	srv := apiservertest.Start(b, apiservertest.Options{ServiceCIDR: "10.96.0.0/16",
+		Listeners: []net.Listener{labLn, upLn}, NoDefaultServiceAccounts: true})
 	ctx := context.Background()
-	kubeconfig := upstreamKubeconfig(b, srv.Kubeconfig, "https://"+ln.Addr().String())
+	labKubeconfig := proxyKubeconfig(b, srv.Kubeconfig, "kubelab", "https://"+labLn.Addr().String())
+	upKubeconfig := proxyKubeconfig(b, srv.Kubeconfig, "kube-proxy", "https://"+upLn.Addr().String())
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("proxybench-%d", os.Getpid())},
 		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: nodeIP}}}}
 	if _, err := srv.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
@@ -93,7 +101,7 @@ func BenchmarkAgainstKubeProxy(b *testing.B) {
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
 			w := populate(b, srv.Client, n)
-			restarts := 3
+			restarts := 5
 			if n > 1000 {
 				restarts = 1
 			}
@@ -104,24 +112,35 @@ func BenchmarkAgainstKubeProxy(b *testing.B) {
 				ip := fmt.Sprintf("10.250.%d.%d", changeSeq/250, 2+changeSeq%250)
 				return w.slices[i], ip
 			}
-			var lab, up proxyFigures
+			lab := benchProxy{ns: labNS, start: func(b *testing.B) (func() (fullSync, error), func()) {
+				return startKubelab(b, labKubeconfig, labNS, node.Name)
+			}, clean: func() error { return Cleanup(ctx, labNS.Path(), DefaultTable) }}
+			up := benchProxy{ns: upNS, start: func(b *testing.B) (func() (fullSync, error), func()) {
+				return startKubeProxy(b, bin, upKubeconfig, upNS, node.Name)
+			}, clean: func() error { return deleteTables(upNS, "ip kube-proxy", "ip6 kube-proxy") }}
 			for b.Loop() {
-				lab = measure(b, srv.Client, w, labNS, restarts, changes, nextChange, func(b *testing.B) (func() (time.Duration, error), func()) {
-					return startKubelab(b, srv, labNS, node.Name)
-				}, func() error { return Cleanup(ctx, labNS.Path(), DefaultTable) })
-				up = measure(b, srv.Client, w, upNS, restarts, changes, nextChange, func(b *testing.B) (func() (time.Duration, error), func()) {
-					return startKubeProxy(b, bin, kubeconfig, upNS, node.Name)
-				}, func() error { return deleteTables(upNS, "ip kube-proxy", "ip6 kube-proxy") })
+				// Turn about, so that both see the same load of the machine.
+				for range restarts - 1 {
+					lab.run(b, srv.Client, w, 0, nextChange)
+					up.run(b, srv.Client, w, 0, nextChange)
+				}
+				lab.run(b, srv.Client, w, changes, nextChange)
+				up.run(b, srv.Client, w, changes, nextChange)
 			}
+			lab.summarize()
+			up.summarize()
 			report := func(name string, v float64) { b.ReportMetric(v, name) }
 			report("kubelab-full-ms", ms(lab.full))
 			report("kube-proxy-full-ms", ms(up.full))
+			report("kubelab-full-nft-cpu-ms", ms(lab.fullNFTCPU))
+			report("kube-proxy-full-nft-cpu-ms", ms(up.fullNFTCPU))
 			report("kubelab-change-ms", ms(lab.change))
 			report("kube-proxy-change-ms", ms(up.change))
 			report("kubelab-change-p90-ms", ms(lab.changeP90))
 			report("kube-proxy-change-p90-ms", ms(up.changeP90))
 			report("full-ratio", float64(lab.full)/float64(up.full))
 			report("change-ratio", float64(lab.change)/float64(up.change))
+			b.Logf("services=%d nft CPU in full syncs: kubelab %v, kube-proxy %v", n, lab.nftCPU, up.nftCPU)
 			b.Logf("services=%d kubelab full %v (all %v) change median %v p90 %v (all %v)", n, lab.full, lab.fulls, lab.change, lab.changeP90, lab.changes)
 			b.Logf("services=%d kube-proxy full %v (all %v) change median %v p90 %v (all %v)", n, up.full, up.fulls, up.change, up.changeP90, up.changes)
 			w.delete(b, srv.Client)
@@ -129,56 +148,60 @@ func BenchmarkAgainstKubeProxy(b *testing.B) {
 	}
 }
 
-type proxyFigures struct {
-	fulls, changes          []time.Duration
-	full, change, changeP90 time.Duration
+// benchProxy is one of the two proxies and what was measured of it.
+type benchProxy struct {
+	ns    ns.NetNS
+	start func(*testing.B) (firstFull func() (fullSync, error), stop func())
+	clean func() error
+
+	fulls, nftCPU, changes              []time.Duration
+	full, fullNFTCPU, change, changeP90 time.Duration
 }
+
+// fullSync is a proxy's first full sync: its duration as the proxy measures it, and the
+// CPU time of the nft commands the proxy ran until it ended.
+type fullSync struct{ elapsed, nftCPU time.Duration }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// measure starts a proxy restarts times, each time into an empty table (clean deletes
-// it), taking the duration of its first full sync; after the last start it makes changes
-// endpoint changes, each timed until the namespace's nft monitor shows the new address.
-func measure(b *testing.B, client kubernetes.Interface, w *benchWorld, n ns.NetNS, restarts, changes int,
-	next func() (*discovery.EndpointSlice, string),
-	start func(*testing.B) (firstFull func() (time.Duration, error), stop func()), clean func() error) proxyFigures {
+// run starts the proxy on an empty table, takes the duration of its first full sync, and
+// times changes endpoint changes until the namespace's nft monitor shows the new address.
+func (p *benchProxy) run(b *testing.B, client kubernetes.Interface, w *benchWorld, changes int,
+	next func() (*discovery.EndpointSlice, string)) {
 	b.Helper()
-	var f proxyFigures
-	for r := range restarts {
-		if err := clean(); err != nil {
-			b.Fatal(err)
-		}
-		firstFull, stop := start(b)
-		d, err := firstFull()
-		if err != nil {
-			stop()
-			b.Fatal(err)
-		}
-		f.fulls = append(f.fulls, d)
-		if r < restarts-1 {
-			stop()
-			continue
-		}
-		mon := startMonitor(b, n)
-		for range changes {
-			slice, ip := next()
-			d, err := w.changeEndpoint(client, slice, ip, mon)
-			if err != nil {
-				stop()
-				mon.stop()
-				b.Fatal(err)
-			}
-			f.changes = append(f.changes, d)
-		}
-		mon.stop()
-		stop()
-	}
-	if err := clean(); err != nil {
+	if err := p.clean(); err != nil {
 		b.Fatal(err)
 	}
-	f.full = quantile(f.fulls, 0.5)
-	f.change, f.changeP90 = quantile(f.changes, 0.5), quantile(f.changes, 0.9)
-	return f
+	defer func() {
+		if err := p.clean(); err != nil {
+			b.Error(err)
+		}
+	}()
+	firstFull, stop := p.start(b)
+	defer stop()
+	f, err := firstFull()
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.fulls, p.nftCPU = append(p.fulls, f.elapsed), append(p.nftCPU, f.nftCPU)
+	if changes == 0 {
+		return
+	}
+	mon := startMonitor(b, p.ns)
+	defer mon.stop()
+	for range changes {
+		slice, ip := next()
+		d, err := w.changeEndpoint(client, slice, ip, mon)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.changes = append(p.changes, d)
+	}
+}
+
+func (p *benchProxy) summarize() {
+	p.full, p.fullNFTCPU = quantile(p.fulls, 0.5), quantile(p.nftCPU, 0.5)
+	p.change, p.changeP90 = quantile(p.changes, 0.5), quantile(p.changes, 0.9)
 }
 
 func quantile(ds []time.Duration, q float64) time.Duration {
@@ -196,9 +219,9 @@ func benchNS(b *testing.B) ns.NetNS {
 	return n
 }
 
-// upstreamKubeconfig is the API server's kubeconfig pointed at server, written for
-// kube-proxy.
-func upstreamKubeconfig(b *testing.B, path, server string) string {
+// proxyKubeconfig is the API server's kubeconfig pointed at server, written for one of
+// the proxies.
+func proxyKubeconfig(b *testing.B, path, proxy, server string) string {
 	cfg, err := clientcmd.LoadFromFile(path)
 	if err != nil {
 		b.Fatal(err)
@@ -206,7 +229,7 @@ func upstreamKubeconfig(b *testing.B, path, server string) string {
 	for _, c := range cfg.Clusters {
 		c.Server = server
 	}
-	out := filepath.Join(b.TempDir(), "kube-proxy.kubeconfig")
+	out := filepath.Join(b.TempDir(), proxy+".kubeconfig")
 	if err := clientcmd.WriteToFile(*cfg, out); err != nil {
 		b.Fatal(err)
 	}
@@ -349,9 +372,22 @@ func startMonitor(b *testing.B, n ns.NetNS) *monitor {
 			m.lines <- timedLine{time.Now(), sc.Text()}
 		}
 	}()
-	// nft monitor subscribes before it reads; a change made now would be seen.
-	time.Sleep(200 * time.Millisecond)
-	return m
+	// The monitor is ready once it shows a table made and deleted for the purpose.
+	probe := regexp.MustCompile(`table ip proxybench-probe`)
+	for range 60 {
+		if out, err := exec.Command("nsenter", "--net="+n.Path(), "nft",
+			"add table ip proxybench-probe; delete table ip proxybench-probe").CombinedOutput(); err != nil {
+			m.stop()
+			b.Fatalf("probe the monitor: %v: %s", err, out)
+		}
+		if _, err := m.waitFor(probe, time.Second); err == nil {
+			m.drain()
+			return m
+		}
+	}
+	m.stop()
+	b.Fatal("nft monitor shows nothing")
+	return nil
 }
 
 func (m *monitor) drain() {
@@ -385,50 +421,111 @@ func (m *monitor) stop() {
 	_ = m.cmd.Wait()
 }
 
-// startKubelab runs kubelab's proxy in n.
-func startKubelab(b *testing.B, srv *apiservertest.Server, n ns.NetNS, nodeName string) (func() (time.Duration, error), func()) {
-	client := kubernetes.NewForConfigOrDie(srv.Config)
-	p, err := New(Config{NodeName: nodeName, NodeIPs: []string{nodeIP}, ClusterCIDR: testCluster, NetNS: n.Path(),
-		MinSyncPeriod: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, client)
+// Environment of TestBenchProxyProcess.
+const (
+	benchKubeconfigEnv = "KUBELAB_PROXYBENCH_KUBECONFIG"
+	benchNodeEnv       = "KUBELAB_PROXYBENCH_NODE"
+)
+
+// TestBenchProxyProcess is kubelab's proxy as a process of its own for
+// BenchmarkAgainstKubeProxy, which runs the test binary so, like kube-proxy, in the
+// namespace it proxies for: it writes "full-sync <nanoseconds>" for each full sync, and
+// runs until SIGTERM.
+func TestBenchProxyProcess(t *testing.T) {
+	kubeconfig := os.Getenv(benchKubeconfigEnv)
+	if kubeconfig == "" {
+		t.Skip("run by BenchmarkAgainstKubeProxy")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(Config{NodeName: os.Getenv(benchNodeEnv), NodeIPs: []string{nodeIP}, ClusterCIDR: testCluster,
+		MinSyncPeriod: -1, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}, kubernetes.NewForConfigOrDie(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	p.onSync = func(full bool, d time.Duration) {
+		if full {
+			mu.Lock()
+			fmt.Printf("full-sync %d\n", d.Nanoseconds())
+			mu.Unlock()
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	if err := p.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startKubelab runs kubelab's proxy in n, as a process of its own (TestBenchProxyProcess)
+// that reaches the API server through kubeconfig.
+func startKubelab(b *testing.B, kubeconfig string, n ns.NetNS, nodeName string) (func() (fullSync, error), func()) {
+	logPath := filepath.Join(b.TempDir(), "kubelab-proxy.log")
+	logFile, err := os.Create(logPath)
 	if err != nil {
 		b.Fatal(err)
 	}
-	fulls := make(chan time.Duration, 1)
-	p.onSync = func(full bool, d time.Duration) {
-		if full {
-			select {
-			case fulls <- d:
-			default:
+	cmd := exec.Command("nsenter", "--net="+n.Path(), os.Args[0], "-test.run=^TestBenchProxyProcess$", "-test.timeout=0")
+	cmd.Env = append(os.Environ(), benchKubeconfigEnv+"="+kubeconfig, benchNodeEnv+"="+nodeName)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	fulls := make(chan time.Duration, 100)
+	exited := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "full-sync "); ok {
+				if d, err := strconv.ParseInt(v, 10, 64); err == nil {
+					fulls <- time.Duration(d)
+				}
 			}
 		}
+		exited <- cmd.Wait()
+	}()
+	fail := func(err error) error {
+		out, _ := os.ReadFile(logPath)
+		if len(out) > 4000 {
+			out = out[len(out)-4000:]
+		}
+		return fmt.Errorf("%w; kubelab proxy log ends:\n%s", err, out)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	first := func() (time.Duration, error) {
+	first := func() (fullSync, error) {
 		select {
 		case d := <-fulls:
-			return d, nil
-		case err := <-done:
-			return 0, fmt.Errorf("kubelab proxy stopped: %v", err)
+			cpu, err := waitedChildrenCPU(cmd.Process.Pid)
+			return fullSync{d, cpu}, err
+		case err := <-exited:
+			return fullSync{}, fail(fmt.Errorf("kubelab proxy exited: %v", err))
 		case <-time.After(10 * time.Minute):
-			return 0, errors.New("kubelab proxy: no full sync within 10m")
+			return fullSync{}, fail(errors.New("kubelab proxy: no full sync within 10m"))
 		}
 	}
 	stop := func() {
-		cancel()
+		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-done:
-		case <-time.After(time.Minute):
-			b.Error("kubelab proxy did not stop")
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
 		}
+		logFile.Close()
 	}
 	return first, stop
 }
 
 // startKubeProxy runs upstream kube-proxy in nftables mode in n, where it reaches the API
 // server through kubeconfig.
-func startKubeProxy(b *testing.B, bin, kubeconfig string, n ns.NetNS, nodeName string) (func() (time.Duration, error), func()) {
+func startKubeProxy(b *testing.B, bin, kubeconfig string, n ns.NetNS, nodeName string) (func() (fullSync, error), func()) {
 	logPath := filepath.Join(b.TempDir(), "kube-proxy.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -436,7 +533,8 @@ func startKubeProxy(b *testing.B, bin, kubeconfig string, n ns.NetNS, nodeName s
 	}
 	cmd := exec.Command("nsenter", "--net="+n.Path(), bin,
 		"--kubeconfig="+kubeconfig, "--proxy-mode=nftables", "--hostname-override="+nodeName,
-		"--cluster-cidr="+testCluster, "--min-sync-period=0s", "--sync-period=1h",
+		// The iptables- flags set the sync periods of every mode but ipvs.
+		"--cluster-cidr="+testCluster, "--iptables-min-sync-period=0s", "--iptables-sync-period=1h",
 		"--conntrack-max-per-core=0", "--conntrack-min=0",
 		"--conntrack-tcp-timeout-established=0s", "--conntrack-tcp-timeout-close-wait=0s",
 		"--metrics-bind-address=127.0.0.1:10249", "--healthz-bind-address=127.0.0.1:10256", "--v=1")
@@ -454,20 +552,21 @@ func startKubeProxy(b *testing.B, bin, kubeconfig string, n ns.NetNS, nodeName s
 		}
 		return fmt.Errorf("%w; kube-proxy log ends:\n%s", err, out)
 	}
-	first := func() (time.Duration, error) {
+	first := func() (fullSync, error) {
 		deadline := time.Now().Add(10 * time.Minute)
 		for time.Now().Before(deadline) {
 			select {
 			case err := <-exited:
-				return 0, fail(fmt.Errorf("kube-proxy exited: %v", err))
+				return fullSync{}, fail(fmt.Errorf("kube-proxy exited: %v", err))
 			case <-time.After(100 * time.Millisecond):
 			}
 			count, sum, err := fullSyncMetric(n)
 			if err == nil && count >= 1 {
-				return time.Duration(sum * float64(time.Second)), nil
+				cpu, err := waitedChildrenCPU(cmd.Process.Pid)
+				return fullSync{time.Duration(sum * float64(time.Second)), cpu}, err
 			}
 		}
-		return 0, fail(errors.New("kube-proxy: no full sync within 10m"))
+		return fullSync{}, fail(errors.New("kube-proxy: no full sync within 10m"))
 	}
 	stop := func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -480,6 +579,27 @@ func startKubeProxy(b *testing.B, bin, kubeconfig string, n ns.NetNS, nodeName s
 		logFile.Close()
 	}
 	return first, stop
+}
+
+// waitedChildrenCPU is the user and system time of the children process pid waited for
+// (cutime and cstime of /proc/<pid>/stat, in ticks of 10 ms).
+func waitedChildrenCPU(pid int) (time.Duration, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name in parentheses, from the third (state) on.
+	_, rest, _ := strings.Cut(string(stat), ") ")
+	f := strings.Fields(rest)
+	if len(f) < 15 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	cu, err1 := strconv.Atoi(f[13])
+	cs, err2 := strconv.Atoi(f[14])
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return time.Duration(cu+cs) * 10 * time.Millisecond, nil
 }
 
 // fullSyncMetric reads kube-proxy's count and sum of full syncs of IPv4 rules.

@@ -67,7 +67,7 @@ func benchSyncer(b *testing.B) *syncer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := newSyncer(nft, []string{"172.31.0.5"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s := newSyncer(nft, []string{"172.31.0.5"}, testCluster, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	s.joinElements = true
 	return s
 }
@@ -99,7 +99,7 @@ func BenchmarkSync(b *testing.B) {
 					if err := s.nft.Run(ctx, tx); err != nil {
 						b.Fatal(err)
 					}
-					s = newSyncer(s.nft, s.nodeIPs, s.log)
+					s = newSyncer(s.nft, s.nodeIPs, s.clusterCIDR, s.log)
 					s.joinElements = true
 					b.StartTimer()
 					var err error
@@ -157,7 +157,7 @@ func BenchmarkComputeServiceStates(b *testing.B) {
 	b.Run("compute+fake-full-sync", func(b *testing.B) {
 		ctx := context.Background()
 		for b.Loop() {
-			s := newSyncer(knftables.NewFake(knftables.IPv4Family, DefaultTable), []string{"172.31.0.5"},
+			s := newSyncer(knftables.NewFake(knftables.IPv4Family, DefaultTable), []string{"172.31.0.5"}, testCluster,
 				slog.New(slog.NewTextHandler(io.Discard, nil)))
 			if _, err := s.fullSync(ctx, c.desired()); err != nil {
 				b.Fatal(err)

@@ -103,3 +103,10 @@ func isLBMap(m string) bool {
 
 // isAffinitySet reports whether set is a per-endpoint affinity set.
 func isAffinitySet(set string) bool { return strings.HasPrefix(set, affinitySetPrefix) }
+
+// dnatMapName is the DNAT map of the chain "<prefix>-<hash>-…": "dnat-<prefix>-<hash>".
+// Short, as the kernel finds a set by comparing its name with every set's of the table.
+func dnatMapName(chain string) string {
+	prefix, rest, _ := strings.Cut(chain, "-")
+	return dnatMapPrefix + prefix + "-" + rest[:min(8, len(rest))]
+}

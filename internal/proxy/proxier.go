@@ -95,7 +95,7 @@ func newProxier(cfg Config, client kubernetes.Interface, nft knftables.Interface
 		cfg:    cfg,
 		client: client,
 		log:    log,
-		syncer: newSyncer(nft, cfg.NodeIPs, log),
+		syncer: newSyncer(nft, cfg.NodeIPs, cfg.ClusterCIDR, log),
 		dirty:  map[types.NamespacedName]bool{},
 		kick:   make(chan struct{}, 1),
 		health: &healthServers{netns: cfg.NetNS, log: log},

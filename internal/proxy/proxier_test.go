@@ -88,7 +88,7 @@ func TestRunFollowsServicesAndSlices(t *testing.T) {
 	}
 	webChain := chainName(clusterChainPrefix, "ns", "web")
 	testutil.Eventually(t, "two endpoints", func() bool {
-		return hasLine(nft, prefix+webChain+" meta l4proto tcp dnat ip addr . port to numgen random mod 2 map @dnat-"+webChain) &&
+		return hasLine(nft, prefix+webChain+" meta l4proto tcp dnat ip addr . port to numgen random mod 2 map @"+dnatMapName(webChain)) &&
 			!hasLine(nft, reject)
 	})
 
@@ -98,7 +98,7 @@ func TestRunFollowsServicesAndSlices(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, "one endpoint", func() bool {
-		return hasLine(nft, prefix+webChain+" meta l4proto tcp dnat ip addr . port to numgen random mod 1 map @dnat-"+webChain) &&
+		return hasLine(nft, prefix+webChain+" meta l4proto tcp dnat ip addr . port to numgen random mod 1 map @"+dnatMapName(webChain)) &&
 			!strings.Contains(nft.Dump(), "10.244.2.2")
 	})
 
@@ -113,7 +113,7 @@ func TestRunFollowsServicesAndSlices(t *testing.T) {
 	}
 	otherChain := chainName(clusterChainPrefix, "ns", "other")
 	testutil.Eventually(t, "slice moved", func() bool {
-		return hasLine(nft, prefix+otherChain+" meta l4proto tcp dnat ip addr . port to numgen random mod 1 map @dnat-"+otherChain) &&
+		return hasLine(nft, prefix+otherChain+" meta l4proto tcp dnat ip addr . port to numgen random mod 1 map @"+dnatMapName(otherChain)) &&
 			hasLine(nft, reject)
 	})
 
@@ -158,8 +158,8 @@ func TestRunStartsFromExistingObjectsAndResyncs(t *testing.T) {
 		t.Error("a second Run was accepted")
 	}
 	webChain := chainName(clusterChainPrefix, "ns", "web")
-	dnat := prefix + webChain + " meta l4proto tcp dnat ip addr . port to numgen random mod 1 map @dnat-" + webChain
-	requireLines(t, nft, dnat, element+"dnat-"+webChain+" { 0 : 10.244.1.2 . 8080 }")
+	dnat := prefix + webChain + " meta l4proto tcp dnat ip addr . port to numgen random mod 1 map @" + dnatMapName(webChain)
+	requireLines(t, nft, dnat, element+dnatMapName(webChain)+" { 0 : 10.244.1.2 . 8080 }")
 	forbidLines(t, nft, "ns/gone/")
 
 	// Someone empties a chain; the periodic full resync puts it back.

@@ -78,15 +78,16 @@ func (e *Element) id() string {
 //
 // Per port: the ClusterIP . protocol . port element of service-ips goes to the port's
 // cluster chain "service-…" (or to its local chain "local-…" with internalTrafficPolicy
-// Local), which masquerades traffic from outside the cluster CIDR and DNATs with `dnat ip
-// addr . port to numgen random mod N map @dnat-<chain>`, a map of the chain's own from
-// index to endpoint "ip . port", so that an endpoint change rewrites only that map (and
-// the rule when N changes) and no chain is jumped to per endpoint. A NodePort's protocol .
-// nodePort element of service-nodeports goes to the external chain "external-…", which
-// masquerades and continues to the cluster chain, or with externalTrafficPolicy Local
-// keeps the client's address and continues to the local chain (pods and the node itself
-// still reach every endpoint). Every endpoint's "ip . ip" pair is an element of the shared
-// set hairpin, which masquerades an endpoint reaching itself through the Service.
+// Local), which DNATs with `dnat ip addr . port to numgen random mod N map @dnat-…`, a map
+// of the chain's own from index to endpoint "ip . port", so that an endpoint change
+// rewrites only that map (and the rule when N changes) and no chain is jumped to per
+// endpoint. (Traffic to any ClusterIP from outside the cluster CIDR is masqueraded by one
+// rule of the table's own.) A NodePort's protocol . nodePort element of service-nodeports
+// goes to the external chain "external-…", which masquerades and continues to the cluster
+// chain, or with externalTrafficPolicy Local keeps the client's address and continues to
+// the local chain (pods and the node itself still reach every endpoint). Every endpoint's
+// "ip . ip" pair is an element of the shared set hairpin, which masquerades an endpoint
+// reaching itself through the Service.
 //
 // ClientIP affinity needs to know the endpoint chosen, so such a port load-balances with
 // `numgen random mod N vmap @lb-<chain>` over one chain "endpoint-…" per endpoint instead,
@@ -164,11 +165,6 @@ func (st *ServiceState) addPort(sp *servicePort, eps []endpoint, p Params, hairp
 		}
 	}
 
-	// Traffic from outside the cluster CIDR to the ClusterIP (the node itself, another
-	// node) is masqueraded so that the endpoint's reply comes back here to be un-DNATed.
-	masqOffCluster := fmt.Sprintf("ip daddr %s %s dport %s ip saddr != %s jump %s",
-		sp.clusterIP, proto, port, p.ClusterCIDR, markMasqChain)
-
 	if usesExternalChain {
 		var rules []string
 		if !sp.externalLocal {
@@ -203,10 +199,7 @@ func (st *ServiceState) addPort(sp *servicePort, eps []endpoint, p Params, hairp
 	if sp.affinity == 0 {
 		loadBalance := func(chain string, eps []endpoint) {
 			var rules []string
-			if hasInternal && chain == internalChain {
-				rules = append(rules, masqOffCluster)
-			}
-			m := LBMap{Name: dnatMapPrefix + chain, Type: "ip daddr . " + proto + " dport"}
+			m := LBMap{Name: dnatMapName(chain), Type: "ip daddr . " + proto + " dport"}
 			for _, e := range eps {
 				m.Values = append(m.Values, e.ip.String()+" . "+strconv.Itoa(int(e.port)))
 			}
@@ -233,9 +226,6 @@ func (st *ServiceState) addPort(sp *servicePort, eps []endpoint, p Params, hairp
 	affinitySet := func(e endpoint) string { return affinitySetPrefix + bases[e] }
 	loadBalance := func(chain string, eps []endpoint) {
 		var rules []string
-		if hasInternal && chain == internalChain {
-			rules = append(rules, masqOffCluster)
-		}
 		for _, e := range eps {
 			rules = append(rules, fmt.Sprintf("ip saddr @%s goto %s", affinitySet(e), endpointChain(e)))
 		}

@@ -54,10 +54,9 @@ func TestComputeClusterIP(t *testing.T) {
 	svcChain := chainName(clusterChainPrefix, "ns", "web")
 	want := &ServiceState{
 		Chains: []Chain{{Name: svcChain, Rules: []string{
-			"ip daddr 10.96.0.10 tcp dport 80 ip saddr != 10.244.0.0/16 jump mark-for-masquerade",
-			"meta l4proto tcp dnat ip addr . port to numgen random mod 2 map @dnat-" + svcChain,
+			"meta l4proto tcp dnat ip addr . port to numgen random mod 2 map @" + dnatMapName(svcChain),
 		}}},
-		Maps: []LBMap{{Name: "dnat-" + svcChain, Type: "ip daddr . tcp dport",
+		Maps: []LBMap{{Name: dnatMapName(svcChain), Type: "ip daddr . tcp dport",
 			Values: []string{"10.244.1.2 . 8080", "10.244.2.2 . 8080"}}},
 		Elements: []Element{
 			{Set: "cluster-ips", Key: []string{"10.96.0.10"}},
@@ -102,13 +101,13 @@ func TestComputeNodePortLocal(t *testing.T) {
 	}
 	// The local chain balances over this node's endpoint only and does not masquerade.
 	if got := chainRules(st, localChain); !reflect.DeepEqual(got, []string{
-		"meta l4proto tcp dnat ip addr . port to numgen random mod 1 map @dnat-" + localChain}) {
+		"meta l4proto tcp dnat ip addr . port to numgen random mod 1 map @" + dnatMapName(localChain)}) {
 		t.Errorf("local chain = %q", got)
 	}
-	if m := mapOf(st, "dnat-"+localChain); !reflect.DeepEqual(m, []string{"10.244.2.2 . 8080"}) {
+	if m := mapOf(st, dnatMapName(localChain)); !reflect.DeepEqual(m, []string{"10.244.2.2 . 8080"}) {
 		t.Errorf("local map = %q", m)
 	}
-	if m := mapOf(st, "dnat-"+svcChain); !reflect.DeepEqual(m, []string{"10.244.1.2 . 8080", "10.244.2.2 . 8080"}) {
+	if m := mapOf(st, dnatMapName(svcChain)); !reflect.DeepEqual(m, []string{"10.244.1.2 . 8080", "10.244.2.2 . 8080"}) {
 		t.Errorf("cluster map = %q", m)
 	}
 
@@ -157,7 +156,6 @@ func TestComputeAffinity(t *testing.T) {
 			t.Errorf("timeout %d: sets = %+v", c.seconds, st.Sets)
 		}
 		if got := chainRules(st, svcChain); !reflect.DeepEqual(got, []string{
-			"ip daddr 10.96.0.10 tcp dport 80 ip saddr != 10.244.0.0/16 jump mark-for-masquerade",
 			"ip saddr @" + set1 + " goto " + ep1,
 			"ip saddr @" + set2 + " goto " + ep2,
 			"numgen random mod 2 vmap @lb-" + svcChain,
@@ -213,17 +211,17 @@ func TestComputeUDPAndTwoPorts(t *testing.T) {
 	tcpChain := clusterChainPrefix + hashed("kube-system/kube-dns/tcp/dns-tcp")
 	requireElement(t, st, Element{Map: "service-ips", Key: []string{"10.96.0.10", "udp", "53"}, Value: "goto " + udpChain})
 	requireElement(t, st, Element{Map: "service-ips", Key: []string{"10.96.0.10", "tcp", "53"}, Value: "goto " + tcpChain})
-	if got := mapOf(st, "dnat-"+udpChain); !reflect.DeepEqual(got, []string{"172.31.0.2 . 53"}) {
+	if got := mapOf(st, dnatMapName(udpChain)); !reflect.DeepEqual(got, []string{"172.31.0.2 . 53"}) {
 		t.Errorf("udp map = %q", got)
 	}
-	if got := mapOf(st, "dnat-"+tcpChain); !reflect.DeepEqual(got, []string{"172.31.0.2 . 1053"}) {
+	if got := mapOf(st, dnatMapName(tcpChain)); !reflect.DeepEqual(got, []string{"172.31.0.2 . 1053"}) {
 		t.Errorf("tcp map = %q", got)
 	}
-	if got := chainRules(st, udpChain); len(got) != 2 || got[1] != "meta l4proto udp dnat ip addr . port to numgen random mod 1 map @dnat-"+udpChain {
+	if got := chainRules(st, udpChain); len(got) != 1 || got[0] != "meta l4proto udp dnat ip addr . port to numgen random mod 1 map @"+dnatMapName(udpChain) {
 		t.Errorf("udp chain = %q", got)
 	}
 	for _, m := range st.Maps {
-		want := map[string]string{"dnat-" + udpChain: "ip daddr . udp dport", "dnat-" + tcpChain: "ip daddr . tcp dport"}[m.Name]
+		want := map[string]string{dnatMapName(udpChain): "ip daddr . udp dport", dnatMapName(tcpChain): "ip daddr . tcp dport"}[m.Name]
 		if m.Type != want {
 			t.Errorf("map %s of type %q, want %q", m.Name, m.Type, want)
 		}

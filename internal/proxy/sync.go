@@ -21,7 +21,10 @@ import (
 type syncer struct {
 	nft     knftables.Interface
 	nodeIPs []string
-	log     *slog.Logger
+	// clusterCIDR is the pods' range: traffic to a ClusterIP from outside it is
+	// masqueraded, so that the endpoint's reply comes back through this node.
+	clusterCIDR string
+	log         *slog.Logger
 
 	// applied is the state of each Service as the table holds it.
 	applied map[types.NamespacedName]*ServiceState
@@ -39,15 +42,16 @@ type syncer struct {
 	baseRecreated bool
 }
 
-func newSyncer(nft knftables.Interface, nodeIPs []string, log *slog.Logger) *syncer {
+func newSyncer(nft knftables.Interface, nodeIPs []string, clusterCIDR string, log *slog.Logger) *syncer {
 	return &syncer{
-		nft:      nft,
-		nodeIPs:  nodeIPs,
-		log:      log,
-		applied:  map[types.NamespacedName]*ServiceState{},
-		owners:   map[string]types.NamespacedName{},
-		sharers:  map[string]map[types.NamespacedName]bool{},
-		needFull: true,
+		nft:         nft,
+		nodeIPs:     nodeIPs,
+		clusterCIDR: clusterCIDR,
+		log:         log,
+		applied:     map[types.NamespacedName]*ServiceState{},
+		owners:      map[string]types.NamespacedName{},
+		sharers:     map[string]map[types.NamespacedName]bool{},
+		needFull:    true,
 	}
 }
 
@@ -505,6 +509,8 @@ func (s *syncer) writeBase(tx *knftables.Transaction) {
 		Comment: ptr.To("ClusterIP traffic")})
 	tx.Add(&knftables.Map{Name: serviceNodePortsMap, Type: "inet_proto . inet_service : verdict",
 		Comment: ptr.To("NodePort traffic")})
+	tx.Add(&knftables.Rule{Chain: servicesChain, Rule: "ip daddr @" + clusterIPsSet + " ip saddr != " + s.clusterCIDR +
+		" jump " + markMasqChain, Comment: ptr.To("ClusterIP traffic from outside the cluster CIDR")})
 	tx.Add(&knftables.Rule{Chain: servicesChain, Rule: "ip daddr . meta l4proto . th dport vmap @" + serviceIPsMap})
 	tx.Add(&knftables.Rule{Chain: servicesChain, Rule: nodePortMatch + " meta l4proto . th dport vmap @" + serviceNodePortsMap})
 

@@ -18,7 +18,7 @@ const table = "kubelab-proxy"
 // fakeSyncer is a syncer writing into a knftables fake; NodePorts answer on 172.31.0.5.
 func fakeSyncer(t *testing.T) (*syncer, *knftables.Fake) {
 	fake := knftables.NewFake(knftables.IPv4Family, table)
-	return newSyncer(fake, []string{"172.31.0.5"}, testLogger(t)), fake
+	return newSyncer(fake, []string{"172.31.0.5"}, testCluster, testLogger(t)), fake
 }
 
 // world is a set of Services and their slices, turned into states.
@@ -97,6 +97,7 @@ func TestFullSyncContent(t *testing.T) {
 		prefix+"nat-prerouting jump services",
 		prefix+"nat-output jump services",
 		prefix+"nat-postrouting jump masquerading",
+		prefix+`services ip daddr @cluster-ips ip saddr != 10.244.0.0/16 jump mark-for-masquerade comment "ClusterIP traffic from outside the cluster CIDR"`,
 		prefix+"services ip daddr . meta l4proto . th dport vmap @service-ips",
 		prefix+"services ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports",
 		element+"nodeport-ips { 172.31.0.5 }",
@@ -119,11 +120,10 @@ func TestFullSyncContent(t *testing.T) {
 		element+"cluster-ips { 10.96.0.10 }",
 		prefix+webExt+" jump mark-for-masquerade",
 		prefix+webExt+" goto "+webChain,
-		prefix+webChain+" ip daddr 10.96.0.10 tcp dport 80 ip saddr != 10.244.0.0/16 jump mark-for-masquerade",
-		prefix+webChain+" meta l4proto tcp dnat ip addr . port to numgen random mod 2 map @dnat-"+webChain,
-		"add map ip kubelab-proxy dnat-"+webChain+" { typeof numgen random mod 1 : ip daddr . tcp dport ; }",
-		element+"dnat-"+webChain+" { 0 : 10.244.1.2 . 8080 }",
-		element+"dnat-"+webChain+" { 1 : 10.244.2.2 . 8080 }",
+		prefix+webChain+" meta l4proto tcp dnat ip addr . port to numgen random mod 2 map @"+dnatMapName(webChain),
+		"add map ip kubelab-proxy "+dnatMapName(webChain)+" { typeof numgen random mod 1 : ip daddr . tcp dport ; }",
+		element+dnatMapName(webChain)+" { 0 : 10.244.1.2 . 8080 }",
+		element+dnatMapName(webChain)+" { 1 : 10.244.2.2 . 8080 }",
 		element+"hairpin { 10.244.1.2 . 10.244.1.2 }",
 		element+"hairpin { 10.244.2.2 . 10.244.2.2 }",
 		element+"hairpin { 10.244.1.5 . 10.244.1.5 }",
@@ -146,7 +146,7 @@ func TestFullSyncContent(t *testing.T) {
 
 func TestFullSyncWithoutNodeIPs(t *testing.T) {
 	fake := knftables.NewFake(knftables.IPv4Family, table)
-	s := newSyncer(fake, nil, testLogger(t))
+	s := newSyncer(fake, nil, testCluster, testLogger(t))
 	mustFull(t, s, nil)
 	requireLines(t, fake,
 		prefix+"services fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports",
@@ -165,9 +165,9 @@ func TestReadinessChangeDropsEndpoint(t *testing.T) {
 
 	webChain := chainName(clusterChainPrefix, "ns", "web")
 	requireLines(t, fake,
-		prefix+webChain+" meta l4proto tcp dnat ip addr . port to numgen random mod 2 map @dnat-"+webChain,
-		element+"dnat-"+webChain+" { 0 : 10.244.1.2 . 8080 }",
-		element+"dnat-"+webChain+" { 1 : 10.244.3.2 . 8080 }")
+		prefix+webChain+" meta l4proto tcp dnat ip addr . port to numgen random mod 2 map @"+dnatMapName(webChain),
+		element+dnatMapName(webChain)+" { 0 : 10.244.1.2 . 8080 }",
+		element+dnatMapName(webChain)+" { 1 : 10.244.3.2 . 8080 }")
 	forbidLines(t, fake, "10.244.2.2", "mod 3")
 
 	// The change rewrote the Service's chain and map and deleted the endpoint's hairpin
@@ -184,8 +184,8 @@ func TestReadinessChangeDropsEndpoint(t *testing.T) {
 	w.add(web, makeSlice(web, "web-1", 8080, ep{ip: "10.244.1.2"}, ep{ip: "10.244.2.2"}, ep{ip: "10.244.3.2"}))
 	mustPartial(t, s, w.state(web))
 	requireLines(t, fake,
-		prefix+webChain+" meta l4proto tcp dnat ip addr . port to numgen random mod 3 map @dnat-"+webChain,
-		element+"dnat-"+webChain+" { 1 : 10.244.2.2 . 8080 }",
+		prefix+webChain+" meta l4proto tcp dnat ip addr . port to numgen random mod 3 map @"+dnatMapName(webChain),
+		element+dnatMapName(webChain)+" { 1 : 10.244.2.2 . 8080 }",
 		element+"hairpin { 10.244.2.2 . 10.244.2.2 }")
 
 	// None ready: the ClusterIP is rejected instead.
@@ -250,7 +250,7 @@ func TestServiceDeleteRemovesItsObjects(t *testing.T) {
 	forbidLines(t, fake, "ns/gone/", "10.96.0.20", "30020", "10.244.1.20", "10.244.2.20")
 	requireLines(t, fake,
 		element+"cluster-ips { 10.96.0.21 }",
-		element+"dnat-"+chainName(clusterChainPrefix, "ns", "stay")+" { 0 : 10.244.1.21 . 8080 }",
+		element+dnatMapName(chainName(clusterChainPrefix, "ns", "stay"))+" { 0 : 10.244.1.21 . 8080 }",
 		element+"hairpin { 10.244.1.21 . 10.244.1.21 }")
 	if _, ok := s.applied[nn(gone)]; ok {
 		t.Error("deleted Service still in the applied state")
@@ -260,7 +260,7 @@ func TestServiceDeleteRemovesItsObjects(t *testing.T) {
 func TestFullSyncRemovesLeftovers(t *testing.T) {
 	fake := knftables.NewFake(knftables.IPv4Family, table)
 	// What an earlier run left: a Service that is gone since.
-	old := newSyncer(fake, []string{"172.31.0.5"}, testLogger(t))
+	old := newSyncer(fake, []string{"172.31.0.5"}, testCluster, testLogger(t))
 	w := world{}
 	gone := makeService("ns", "gone", "10.96.0.20", affinity(0))
 	w.add(gone, makeSlice(gone, "gone-1", 8080, ep{ip: "10.244.1.20"}))
@@ -270,10 +270,10 @@ func TestFullSyncRemovesLeftovers(t *testing.T) {
 	requireLines(t, fake, prefix+endpointChain("ns", "gone", "10.244.1.20:8080")+" meta l4proto tcp dnat to 10.244.1.20:8080")
 
 	delete(w, nn(gone))
-	s := newSyncer(fake, []string{"172.31.0.5"}, testLogger(t))
+	s := newSyncer(fake, []string{"172.31.0.5"}, testCluster, testLogger(t))
 	mustFull(t, s, w.states())
 	forbidLines(t, fake, "ns/gone/", "10.96.0.20")
-	requireLines(t, fake, element+"dnat-"+chainName(clusterChainPrefix, "ns", "stay")+" { 0 : 10.244.1.21 . 8080 }")
+	requireLines(t, fake, element+dnatMapName(chainName(clusterChainPrefix, "ns", "stay"))+" { 0 : 10.244.1.21 . 8080 }")
 
 	// Once known, a chain that exists is flushed rather than added again.
 	mustFull(t, s, w.states())
@@ -300,7 +300,7 @@ func (f *failingNFT) Run(ctx context.Context, tx *knftables.Transaction) error {
 
 func TestFailedSyncNeedsFullSync(t *testing.T) {
 	fake := &failingNFT{Fake: knftables.NewFake(knftables.IPv4Family, table)}
-	s := newSyncer(fake, []string{"172.31.0.5"}, testLogger(t))
+	s := newSyncer(fake, []string{"172.31.0.5"}, testCluster, testLogger(t))
 	w := world{}
 	web := makeService("ns", "web", "10.96.0.10")
 	w.add(web, makeSlice(web, "web-1", 8080, ep{ip: "10.244.1.2"}))
@@ -322,7 +322,7 @@ func TestFailedSyncNeedsFullSync(t *testing.T) {
 		t.Errorf("applied state changed by a failed sync:\n%s", describe(got))
 	}
 	mustFull(t, s, w.states())
-	requireLines(t, fake.Fake, element+"dnat-"+chainName(clusterChainPrefix, "ns", "web")+" { 0 : 10.244.1.3 . 8080 }")
+	requireLines(t, fake.Fake, element+dnatMapName(chainName(clusterChainPrefix, "ns", "web"))+" { 0 : 10.244.1.3 . 8080 }")
 	forbidLines(t, fake.Fake, "10.244.1.2")
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,8 @@ type Proxier struct {
 	synced  atomic.Bool
 
 	health *healthServers
+	// conntrack: delete stale UDP conntrack entries in cfg.NetNS after each sync.
+	conntrack bool
 
 	// onSync, when set (by benchmarks), learns of each sync that wrote the table: whether
 	// it was full and how long it took from reading the informers' caches to nft's end.
@@ -70,6 +73,7 @@ func New(cfg Config, client kubernetes.Interface) (*Proxier, error) {
 		return nil, err
 	}
 	p.syncer.joinElements = true
+	p.conntrack = true
 	return p, nil
 }
 
@@ -209,6 +213,9 @@ func (p *Proxier) syncOnce(ctx context.Context) (full bool, err error) {
 	start := time.Now()
 	full = p.syncer.needFull
 	var stats syncStats
+	// What the table held, and what it holds after the sync, of the Services written.
+	before := maps.Clone(p.syncer.applied)
+	var after map[types.NamespacedName]*ServiceState
 	if full {
 		svcs, err := p.services.List(labels.Everything())
 		if err != nil {
@@ -223,6 +230,12 @@ func (p *Proxier) syncOnce(ctx context.Context) (full bool, err error) {
 		}
 		if stats, err = p.syncer.fullSync(ctx, desired); err != nil {
 			return true, err
+		}
+		after = desired
+		for k := range before {
+			if _, ok := after[k]; !ok {
+				after[k] = nil
+			}
 		}
 	} else {
 		if len(dirty) == 0 {
@@ -242,6 +255,7 @@ func (p *Proxier) syncOnce(ctx context.Context) (full bool, err error) {
 		if stats, err = p.syncer.partialSync(ctx, changes); err != nil {
 			return false, err
 		}
+		after = changes
 	}
 	level := slog.LevelDebug
 	if !p.synced.Load() {
@@ -254,8 +268,25 @@ func (p *Proxier) syncOnce(ctx context.Context) (full bool, err error) {
 		p.onSync(full, elapsed)
 	}
 	p.synced.Store(true)
+	p.deleteStaleUDPFlows(before, after)
 	p.updateHealthChecks()
 	return full, nil
+}
+
+// deleteStaleUDPFlows deletes the UDP conntrack entries the sync from before to after made
+// stale (staleUDPFlows), as kube-proxy does, in the node's namespace; a failure is logged
+// and not retried. A proxier writing to a fake table (NewWithNFTables) has no conntrack.
+func (p *Proxier) deleteStaleUDPFlows(before, after map[types.NamespacedName]*ServiceState) {
+	if !p.conntrack {
+		return
+	}
+	var flows []staleFlow
+	for k, cur := range after {
+		flows = append(flows, staleUDPFlows(before[k], cur)...)
+	}
+	if err := deleteUDPFlows(p.cfg.NetNS, flows); err != nil {
+		p.log.Warn("UDP conntrack cleanup failed", "err", err)
+	}
 }
 
 // updateHealthChecks serves the health check node ports of the Services as they are now.

@@ -17,6 +17,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/containernetworking/plugins/pkg/testutils"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -352,8 +353,18 @@ func TestRealServiceTraffic(t *testing.T) {
 	onlyA := func() error { return reachesOnly(client, cip, "pod-a", 20) }
 
 	t.Run("an endpoint not ready gets no traffic", func(t *testing.T) {
+		if n := udpFlows(t, tn.node, "10.96.0.50", 53, podIP(1)); n == 0 {
+			t.Fatal("no UDP conntrack entry to pod-b to begin with")
+		}
 		update(t, ep{ip: podIP(0), node: testNode}, ep{ip: podIP(1), node: "node-b", notReady: true})
 		testutil.EventuallyWithin(t, 15*time.Second, "pod-b dropped", onlyA)
+		// UDP has no connection to end: the entries that send a client to pod-b go.
+		testutil.EventuallyWithin(t, 15*time.Second, "UDP conntrack entries to pod-b deleted", func() error {
+			if n := udpFlows(t, tn.node, "10.96.0.50", 53, podIP(1)); n > 0 {
+				return fmt.Errorf("%d UDP conntrack entries to 10.96.0.50:53 answered by pod-b", n)
+			}
+			return nil
+		})
 	})
 
 	t.Run("ClientIP affinity sticks to one endpoint", func(t *testing.T) {
@@ -412,6 +423,26 @@ func TestRealServiceTraffic(t *testing.T) {
 			t.Errorf("Cleanup of a missing table: %v", err)
 		}
 	})
+}
+
+// udpFlows counts the UDP conntrack entries in n to ip:port answered by endpoint.
+func udpFlows(t *testing.T, n ns.NetNS, ip string, port uint16, endpoint string) int {
+	t.Helper()
+	count := 0
+	inNS(t, n, func() error {
+		flows, err := netlink.ConntrackTableList(netlink.ConntrackTable, unix.AF_INET)
+		if err != nil {
+			return err
+		}
+		for _, f := range flows {
+			if f.Forward.Protocol == unix.IPPROTO_UDP && f.Forward.DstIP.String() == ip &&
+				f.Forward.DstPort == port && f.Reverse.SrcIP.String() == endpoint {
+				count++
+			}
+		}
+		return nil
+	})
+	return count
 }
 
 // nftIn runs nft in n; with "-f -" the last argument is its input.

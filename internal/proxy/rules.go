@@ -31,6 +31,8 @@ type ServiceState struct {
 	Sets []AffinitySet
 	// Elements go into the table's shared maps and sets.
 	Elements []Element
+	// UDP are the Service's UDP ports, for the conntrack cleanup (nothing in nft).
+	UDP []UDPPort
 }
 
 // Chain is a regular chain and its rules in order.
@@ -188,6 +190,16 @@ func (st *ServiceState) addPort(sp *servicePort, eps []endpoint, p Params, hairp
 		st.Chains = append(st.Chains, Chain{Name: externalChain, Rules: rules})
 	}
 
+	if sp.protocol == v1.ProtocolUDP {
+		u := UDPPort{ClusterIP: sp.clusterIP.String(), Port: sp.port}
+		if sp.externallyAccessible() {
+			u.NodePort = sp.nodePort
+		}
+		for _, e := range reachable {
+			u.Endpoints = append(u.Endpoints, e.ip.String())
+		}
+		st.UDP = append(st.UDP, u)
+	}
 	for _, e := range reachable {
 		ip := e.ip.String()
 		if !hairpins[ip] {

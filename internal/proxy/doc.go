@@ -11,16 +11,23 @@
 //     which looks up `ip daddr . meta l4proto . th dport` in the verdict map service-ips
 //     (ClusterIPs) and, for the node's addresses (set nodeport-ips), `meta l4proto . th
 //     dport` in service-nodeports;
-//   - per Service port a chain "service-<hash>-<ns>/<name>/<proto>/<port>" that marks
-//     traffic from outside the cluster CIDR for masquerade and load-balances with `numgen
-//     random mod N vmap @lb-<chain>` over one chain "endpoint-…" per endpoint, which marks
-//     hairpin traffic (a pod reaching itself) for masquerade and DNATs to the endpoint's
-//     ip:port (the port EndpointSlices report, a named targetPort resolved);
+//   - per Service port a chain "service-<hash>-<ns>/<name>/<proto>/<port>" that DNATs with
+//     `dnat ip addr . port to numgen random mod N map @dnat-service-<hash>`, a map of its own
+//     from index to endpoint "ip . port" (the port EndpointSlices report, a named
+//     targetPort resolved): an endpoint change rewrites that map's elements, and the rule
+//     only when N changes, and no chain exists per endpoint;
+//   - in "services", one rule that marks traffic to any ClusterIP (set cluster-ips) from
+//     outside the cluster CIDR for masquerade, and in "masquerading" one that marks DNATed
+//     traffic whose source is its destination (an endpoint reaching itself through its
+//     Service; the set hairpin holds every endpoint's "ip . ip", an element shared by the
+//     Services that have the endpoint);
 //   - for a NodePort, a chain "external-…" that masquerades and goes on to the Service
 //     chain, or with externalTrafficPolicy Local keeps the client address and goes on to
 //     "local-…", which balances over the endpoints on this node only (pods and the node
 //     itself still reach every endpoint);
-//   - for sessionAffinity ClientIP, a set "affinity-…" per endpoint, keyed by client
+//   - for sessionAffinity ClientIP, which needs to know the endpoint chosen, the Service
+//     chain balances instead with `numgen random mod N vmap @lb-<chain>` over one chain
+//     "endpoint-…" per endpoint, with a set "affinity-…" per endpoint keyed by client
 //     address with the Service's timeout (default 10800 s): the endpoint chain records the
 //     client, the Service chain sends a recorded client back to the same endpoint;
 //   - for Service ports without usable endpoints, elements of no-endpoint-services and
@@ -40,9 +47,11 @@
 //
 // Contract: ComputeServiceState is the pure function from a Service and its EndpointSlices
 // to the objects the Service needs. Run watches Services and EndpointSlices; each sync is
-// one nft transaction. The first sync, one every SyncPeriod and one after a failed sync are
-// full (every chain rewritten, leftovers of earlier runs deleted); the others rewrite only
-// the chains, maps and elements of the Services that changed, and delete those of Services
-// that are gone. The table stays when Run returns, so Services keep working across a
-// restart of the proxy; Cleanup deletes it at the node's teardown.
+// one nft transaction, in which the elements of one set or map go in one command. The
+// first sync, one every SyncPeriod and one after a failed sync are full (every chain
+// rewritten, leftovers of earlier runs deleted); the others rewrite only the chains, maps
+// and elements of the Services that changed, and delete those of Services that are gone.
+// After each sync, UDP conntrack entries the change made stale are deleted (conntrack.go).
+// The table stays when Run returns, so Services keep working across a restart of the
+// proxy; Cleanup deletes it at the node's teardown.
 package proxy

@@ -355,7 +355,7 @@ type timedLine struct {
 }
 
 func startMonitor(b *testing.B, n ns.NetNS) *monitor {
-	cmd := exec.Command("nsenter", "--net="+n.Path(), "nft", "monitor")
+	cmd := exec.Command("nsenter", "--net="+n.Path(), "nft", "monitor", "new")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -372,9 +372,10 @@ func startMonitor(b *testing.B, n ns.NetNS) *monitor {
 			m.lines <- timedLine{time.Now(), sc.Text()}
 		}
 	}()
-	// The monitor is ready once it shows a table made and deleted for the purpose.
+	// The monitor is ready once it shows a table made and deleted for the purpose (it
+	// first reads the whole ruleset, which takes a while at 10,000 Services).
 	probe := regexp.MustCompile(`table ip proxybench-probe`)
-	for range 60 {
+	for range 300 {
 		if out, err := exec.Command("nsenter", "--net="+n.Path(), "nft",
 			"add table ip proxybench-probe; delete table ip proxybench-probe").CombinedOutput(); err != nil {
 			m.stop()

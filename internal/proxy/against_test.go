@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,11 +19,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/containernetworking/plugins/pkg/ns"
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,8 +50,8 @@ import (
 //   - full-nft-cpu-ms: the CPU time of the nft commands each ran until then (the
 //     process's children), which the load of the machine does not inflate;
 //   - change-ms: the wall time from the write of an EndpointSlice in which one endpoint's
-//     address changed to the first event of the namespace's `nft monitor` that names the
-//     new address, median (and p90) of the changes;
+//     address changed to the first nftables event of the proxy's namespace (the netlink
+//     group `nft monitor` reads) that names the new address, median (and p90);
 //
 // and kubelab's figures over kube-proxy's. Both sync without rate limit (kube-proxy
 // --iptables-min-sync-period=0s, kubelab MinSyncPeriod -1).
@@ -165,7 +168,8 @@ type fullSync struct{ elapsed, nftCPU time.Duration }
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // run starts the proxy on an empty table, takes the duration of its first full sync, and
-// times changes endpoint changes until the namespace's nft monitor shows the new address.
+// times changes endpoint changes until the namespace's nftables events name the new
+// address.
 func (p *benchProxy) run(b *testing.B, client kubernetes.Interface, w *benchWorld, changes int,
 	next func() (*discovery.EndpointSlice, string)) {
 	b.Helper()
@@ -327,7 +331,6 @@ func (w *benchWorld) changeEndpoint(client kubernetes.Interface, slice *discover
 	idx := slices.Index(w.slices, slice)
 	s := slice.DeepCopy()
 	s.Endpoints[3].Addresses = []string{ip}
-	re := regexp.MustCompile(`(^|[^0-9.])` + regexp.QuoteMeta(ip) + `($|[^0-9])`)
 	mon.drain()
 	start := time.Now()
 	got, err := client.DiscoveryV1().EndpointSlices(s.Namespace).Update(context.Background(), s, metav1.UpdateOptions{})
@@ -335,47 +338,58 @@ func (w *benchWorld) changeEndpoint(client kubernetes.Interface, slice *discover
 		return 0, err
 	}
 	w.slices[idx] = got
-	at, err := mon.waitFor(re, 2*time.Minute)
+	at, err := mon.waitFor(names(ip), 2*time.Minute)
 	if err != nil {
 		return 0, fmt.Errorf("endpoint %s of %s/%s: %w", ip, s.Namespace, s.Name, err)
 	}
 	return at.Sub(start), nil
 }
 
-// monitor is `nft monitor` in a namespace: its lines as they come, with their time.
+// monitor follows the nftables events of a namespace (the netlink group nft monitor
+// reads, without nft, whose reading of the whole ruleset first takes minutes at 10,000
+// Services): each message as it comes, with its time.
 type monitor struct {
-	cmd   *exec.Cmd
-	lines chan timedLine
-	done  chan struct{}
+	fd       int
+	msgs     chan timedMsg
+	done     chan struct{}
+	stopping atomic.Bool
 }
 
-type timedLine struct {
+type timedMsg struct {
 	at   time.Time
-	text string
+	data []byte
 }
 
 func startMonitor(b *testing.B, n ns.NetNS) *monitor {
-	cmd := exec.Command("nsenter", "--net="+n.Path(), "nft", "monitor", "new")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
+	var fd int
+	if err := n.Do(func(ns.NetNS) (err error) {
+		if fd, err = unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER); err != nil {
+			return err
+		}
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20)
+		_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Usec: 200000})
+		return unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: 1 << (unix.NFNLGRP_NFTABLES - 1)})
+	}); err != nil {
+		b.Fatalf("nftables events: %v", err)
 	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	m := &monitor{cmd: cmd, lines: make(chan timedLine, 100000), done: make(chan struct{})}
+	m := &monitor{fd: fd, msgs: make(chan timedMsg, 100000), done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 1<<20), 1<<24)
-		for sc.Scan() {
-			m.lines <- timedLine{time.Now(), sc.Text()}
+		buf := make([]byte, 1<<20)
+		for !m.stopping.Load() {
+			k, _, err := unix.Recvfrom(fd, buf, 0)
+			switch {
+			case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) || errors.Is(err, unix.ENOBUFS):
+				continue
+			case err != nil:
+				return
+			}
+			m.msgs <- timedMsg{time.Now(), bytes.Clone(buf[:k])}
 		}
 	}()
-	// The monitor is ready once it shows a table made and deleted for the purpose (it
-	// first reads the whole ruleset, which takes a while at 10,000 Services).
-	probe := regexp.MustCompile(`table ip proxybench-probe`)
-	for range 300 {
+	// The monitor is ready once it sees a table made and deleted for the purpose.
+	probe := func(msg []byte) bool { return bytes.Contains(msg, []byte("proxybench-probe")) }
+	for range 30 {
 		if out, err := exec.Command("nsenter", "--net="+n.Path(), "nft",
 			"add table ip proxybench-probe; delete table ip proxybench-probe").CombinedOutput(); err != nil {
 			m.stop()
@@ -387,39 +401,48 @@ func startMonitor(b *testing.B, n ns.NetNS) *monitor {
 		}
 	}
 	m.stop()
-	b.Fatal("nft monitor shows nothing")
+	b.Fatal("no nftables event seen")
 	return nil
+}
+
+// names is a matcher of messages naming ip: as text (in a chain's name) or as the four
+// bytes of an address (in an element or a rule).
+func names(ip string) func([]byte) bool {
+	text := regexp.MustCompile(`(^|[^0-9.])` + regexp.QuoteMeta(ip) + `($|[^0-9])`)
+	binary := net.ParseIP(ip).To4()
+	return func(msg []byte) bool { return bytes.Contains(msg, binary) || text.Match(msg) }
 }
 
 func (m *monitor) drain() {
 	for {
 		select {
-		case <-m.lines:
+		case <-m.msgs:
 		default:
 			return
 		}
 	}
 }
 
-func (m *monitor) waitFor(re *regexp.Regexp, timeout time.Duration) (time.Time, error) {
+func (m *monitor) waitFor(match func([]byte) bool, timeout time.Duration) (time.Time, error) {
 	deadline := time.After(timeout)
 	for {
 		select {
-		case l := <-m.lines:
-			if re.MatchString(l.text) {
-				return l.at, nil
+		case msg := <-m.msgs:
+			if match(msg.data) {
+				return msg.at, nil
 			}
 		case <-m.done:
-			return time.Time{}, errors.New("nft monitor ended")
+			return time.Time{}, errors.New("nftables events ended")
 		case <-deadline:
-			return time.Time{}, fmt.Errorf("not in nft monitor within %v", timeout)
+			return time.Time{}, fmt.Errorf("no nftables event within %v", timeout)
 		}
 	}
 }
 
 func (m *monitor) stop() {
-	_ = m.cmd.Process.Kill()
-	_ = m.cmd.Wait()
+	m.stopping.Store(true)
+	<-m.done
+	unix.Close(m.fd)
 }
 
 // Environment of TestBenchProxyProcess.

@@ -143,19 +143,38 @@ func setupBench(b testing.TB, c kubernetes.Interface, nodes, pods int, withPVC b
 	}
 }
 
-// boundCounter counts pods that got a node, from a watch of its own.
-func boundCounter(b *testing.B, c kubernetes.Interface, ctx context.Context) (*atomic.Int64, chan struct{}) {
-	var bound atomic.Int64
-	tick := make(chan struct{}, 1)
+// bindWatch follows, from a watch of its own, the pods that get a node: how many, on which
+// node, and when the first and the last did.
+type bindWatch struct {
+	bound atomic.Int64
+	tick  chan struct{}
+
+	mu          sync.Mutex
+	nodeOf      map[string]string // pod name → node
+	first, last time.Time
+}
+
+func watchBinds(b *testing.B, c kubernetes.Interface, ctx context.Context) *bindWatch {
+	w := &bindWatch{tick: make(chan struct{}, 1), nodeOf: map[string]string{}}
 	f := informers.NewSharedInformerFactory(c, 0)
 	inf := f.Core().V1().Pods().Informer()
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(o, n any) {
-		if o.(*corev1.Pod).Spec.NodeName == "" && n.(*corev1.Pod).Spec.NodeName != "" {
-			bound.Add(1)
-			select {
-			case tick <- struct{}{}:
-			default:
-			}
+		old, pod := o.(*corev1.Pod), n.(*corev1.Pod)
+		if old.Spec.NodeName != "" || pod.Spec.NodeName == "" {
+			return
+		}
+		now := time.Now()
+		w.mu.Lock()
+		if w.first.IsZero() {
+			w.first = now
+		}
+		w.last = now
+		w.nodeOf[pod.Name] = pod.Spec.NodeName
+		w.mu.Unlock()
+		w.bound.Add(1)
+		select {
+		case w.tick <- struct{}{}:
+		default:
 		}
 	}})
 	if err != nil {
@@ -163,16 +182,20 @@ func boundCounter(b *testing.B, c kubernetes.Interface, ctx context.Context) (*a
 	}
 	f.Start(ctx.Done())
 	f.WaitForCacheSync(ctx.Done())
-	return &bound, tick
+	return w
 }
 
-func waitCount(b *testing.B, n *atomic.Int64, tick chan struct{}, want int) {
+// wait returns when want pods are bound; it fails the benchmark after 15 minutes or when
+// died (the scheduler's end, nil for none) says something first.
+func (w *bindWatch) wait(b *testing.B, want int, died <-chan error) {
 	deadline := time.After(15 * time.Minute)
-	for n.Load() < int64(want) {
+	for w.bound.Load() < int64(want) {
 		select {
-		case <-tick:
+		case <-w.tick:
+		case err := <-died:
+			b.Fatalf("the scheduler ended with %d of %d pods bound: %v", w.bound.Load(), want, err)
 		case <-deadline:
-			b.Fatalf("only %d of %d pods bound", n.Load(), want)
+			b.Fatalf("only %d of %d pods bound", w.bound.Load(), want)
 		}
 	}
 }
@@ -195,7 +218,7 @@ func BenchmarkSchedulingThroughput(b *testing.B) {
 				c := benchClient(b, api.Config)
 				setupBench(b, c, nodes, pods, tc.withPVC)
 				ctx, cancel := context.WithCancel(context.Background())
-				bound, tick := boundCounter(b, c, ctx)
+				w := watchBinds(b, c, ctx)
 				var elapsed time.Duration
 				if tc.bare {
 					start := time.Now()
@@ -208,7 +231,7 @@ func BenchmarkSchedulingThroughput(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					waitCount(b, bound, tick, pods)
+					w.wait(b, pods, nil)
 					b.StopTimer()
 					elapsed = time.Since(start)
 				} else {
@@ -223,7 +246,7 @@ func BenchmarkSchedulingThroughput(b *testing.B) {
 					start := time.Now()
 					b.StartTimer()
 					go func() { done <- s.Run(ctx) }()
-					waitCount(b, bound, tick, pods)
+					w.wait(b, pods, nil)
 					b.StopTimer()
 					elapsed = time.Since(start)
 					cancel()

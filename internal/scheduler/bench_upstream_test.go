@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubelab/kubelab/internal/apiserver/apiservertest"
 )
@@ -51,14 +53,16 @@ type placement struct {
 // BenchmarkAgainstKubeScheduler schedules, in the same run, the same pending pods onto
 // the same Nodes with kubelab's scheduler and with the upstream kube-scheduler the
 // KUBELAB_KUBE_SCHEDULER variable names, each against a fresh kubelab API server of its
-// own set up identically (setupBench: Nodes only, 3 zones; plain pods, or pods with a
-// bound ebs.csi.aws.com claim whose PV is pinned to one zone). kubelab's scheduler runs in
-// this process beside the API server, as in `kubelab up`; kube-scheduler runs as its own
-// process with a KubeSchedulerConfiguration (leader election off, no serving, its default
-// profile). Both clients use protobuf and QPS compareQPS, burst compareBurst. Reported:
-// pods/s of each (all pods over the time from the scheduler's start to the last bind),
-// the steady rate (first to last bind), kubelab/kube-scheduler ratios, CPU seconds, and
-// the skew of each placement over zones and over nodes.
+// own (in this process) set up identically by setupBench: Nodes only, 3 zones; plain pods,
+// or pods with a bound ebs.csi.aws.com claim whose PV is pinned to one zone. Each scheduler
+// runs in a process of its own with its defaults: kubelab's as TestSchedulerProcess of this
+// binary, kube-scheduler with a KubeSchedulerConfiguration (leader election off, no
+// serving, its default profile). Both clients use protobuf, QPS compareQPS and burst
+// compareBurst. Reported: pods/s of each (all pods over the time from the process's start,
+// informers' sync included, to the last bind), the steady rate (first to last bind), the
+// kubelab/kube-scheduler ratios, the CPU seconds of this process (API server, etcd, the
+// watch counting binds) and the scheduler's, and the skew of each placement over zones and
+// over nodes.
 //
 //	KUBELAB_KUBE_SCHEDULER=/tmp/kubelab-upstream/kube-scheduler go test ./internal/scheduler \
 //	  -run '^$' -bench AgainstKubeScheduler -benchtime 1x -timeout 90m
@@ -192,31 +196,47 @@ func compareClient(cfg *rest.Config) kubernetes.Interface {
 	return kubernetes.NewForConfigOrDie(cfg)
 }
 
-// runKubelab runs kubelab's scheduler with its defaults in this process.
-func runKubelab(b *testing.B, api *apiservertest.Server) (func(), <-chan error) {
-	c := compareClient(api.Config)
-	ctx, cancel := context.WithCancel(context.Background())
+// schedulerProcessEnv hands TestSchedulerProcess the kubeconfig of the API server to
+// schedule against.
+const schedulerProcessEnv = "KUBELAB_SCHEDULER_PROCESS_KUBECONFIG"
+
+// TestSchedulerProcess is kubelab's scheduler in a process of its own, with its defaults
+// and compareClient, for BenchmarkAgainstKubeScheduler; it runs until SIGTERM.
+func TestSchedulerProcess(t *testing.T) {
+	kubeconfig := os.Getenv(schedulerProcessEnv)
+	if kubeconfig == "" {
+		t.Skip("run by BenchmarkAgainstKubeScheduler")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer cancel()
+	c := compareClient(cfg)
 	factory := informers.NewSharedInformerFactory(c, 0)
 	s, err := New(Config{}, c, factory)
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
 	factory.Start(ctx.Done())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	died := make(chan error, 1)
-	go func() {
-		err := <-done
-		if ctx.Err() == nil {
-			died <- fmt.Errorf("Run returned: %v", err)
-		}
-		close(died)
-	}()
-	return func() {
-		cancel()
-		<-died
-		factory.Shutdown()
-	}, died
+	defer factory.Shutdown()
+	if err := s.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runKubelab runs kubelab's scheduler in a process of its own (TestSchedulerProcess of
+// this test binary), as kube-scheduler runs; KUBELAB_BENCH_CPUPROFILE names a CPU profile
+// for it to write.
+func runKubelab(b *testing.B, api *apiservertest.Server) (func(), <-chan error) {
+	args := []string{"-test.run=^TestSchedulerProcess$"}
+	if p := os.Getenv("KUBELAB_BENCH_CPUPROFILE"); p != "" {
+		args = append(args, "-test.cpuprofile="+p)
+	}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), schedulerProcessEnv+"="+api.Kubeconfig)
+	return runProcess(b, "kubelab's scheduler", cmd)
 }
 
 // kubeSchedulerConfig is the KubeSchedulerConfiguration the comparison gives kube-scheduler.
@@ -233,42 +253,45 @@ leaderElection:
 `, kubeconfig, compareQPS, compareBurst)
 }
 
-// runKubeScheduler runs the kube-scheduler binary bin against api, its log in a
-// temporary file shown when it ends early.
+// runKubeScheduler runs the kube-scheduler binary bin against api.
 func runKubeScheduler(bin string) schedulerRun {
 	return func(b *testing.B, api *apiservertest.Server) (func(), <-chan error) {
-		dir := b.TempDir()
-		config := filepath.Join(dir, "config.yaml")
+		config := filepath.Join(b.TempDir(), "config.yaml")
 		if err := os.WriteFile(config, []byte(kubeSchedulerConfig(api.Kubeconfig)), 0o600); err != nil {
 			b.Fatal(err)
 		}
-		var log bytes.Buffer
-		cmd := exec.Command(bin, "--config", config, "--secure-port=0")
-		cmd.Stdout, cmd.Stderr = &log, &log
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		died := make(chan error, 1)
-		stopping := make(chan struct{})
-		go func() {
-			select {
-			case err := <-exited:
-				died <- fmt.Errorf("kube-scheduler exited (%v): %s", err, tail(log.String(), 2000))
-			case <-stopping:
-				_ = cmd.Process.Signal(syscall.SIGTERM)
-				select {
-				case <-exited:
-				case <-time.After(30 * time.Second):
-					_ = cmd.Process.Kill()
-					<-exited
-				}
-			}
-			close(died)
-		}()
-		return func() { close(stopping); <-died }, died
+		return runProcess(b, "kube-scheduler", exec.Command(bin, "--config", config, "--secure-port=0"))
 	}
+}
+
+// runProcess starts a scheduler's process, its output kept to show when it ends early;
+// stopping it sends SIGTERM (SIGKILL 30 seconds later).
+func runProcess(b *testing.B, name string, cmd *exec.Cmd) (func(), <-chan error) {
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	died := make(chan error, 1)
+	stopping := make(chan struct{})
+	go func() {
+		select {
+		case err := <-exited:
+			died <- fmt.Errorf("%s exited (%v): %s", name, err, tail(log.String(), 2000))
+		case <-stopping:
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-exited: // kube-scheduler exits 1 on SIGTERM
+			case <-time.After(30 * time.Second):
+				_ = cmd.Process.Kill()
+				<-exited
+			}
+		}
+		close(died)
+	}()
+	return func() { close(stopping); <-died }, died
 }
 
 func tail(s string, n int) string {

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
@@ -701,5 +704,37 @@ func TestResizedPodHoldsTheLarger(t *testing.T) {
 				t.Errorf("scaled down = %v, want %v", down, tc.scaleDown)
 			}
 		})
+	}
+}
+
+// Every cycle on nodes that all fit starts where the previous one's kept nodes end, however
+// far the parallel filter ran past the count it wanted, so that each node is looked at as
+// often as the others.
+func TestFindFeasibleRotatesByKeptNodes(t *testing.T) {
+	c := fake.NewClientset()
+	s, err := New(Config{Parallelism: 16}, c, informers.NewSharedInformerFactory(c, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const nodes = 1000
+	for i := 0; i < nodes; i++ {
+		s.cache.SetNode(makeNode(fmt.Sprintf("node-%04d", i), "4"))
+	}
+	want := numFeasibleNodesToFind(nodes, 0)
+	pi := NewPodInfo(makePod("p", cpu("100m")))
+	for cycle := 1; cycle <= 20; cycle++ {
+		state := NewCycleState()
+		snap, release := s.cache.readSnapshot()
+		if st := s.profile.RunPreFilter(context.Background(), state, pi, snap); !st.IsSuccess() {
+			t.Fatal(st.AsError())
+		}
+		feasible, _, err := s.findFeasible(context.Background(), state, pi, snap)
+		release()
+		if err != nil || len(feasible) != want {
+			t.Fatalf("cycle %d: %d feasible nodes, %v; want %d", cycle, len(feasible), err, want)
+		}
+		if got := s.nextStart; got != cycle*want%nodes {
+			t.Fatalf("cycle %d starts the next at node %d, want %d", cycle, got, cycle*want%nodes)
+		}
 	}
 }

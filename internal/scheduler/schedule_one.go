@@ -148,7 +148,7 @@ func (s *Scheduler) findFeasible(ctx context.Context, state *CycleState, pi *Pod
 	want := numFeasibleNodesToFind(n, s.cfg.PercentageOfNodesToScore)
 	feasible := make([]*NodeInfo, want)
 	rejected := make([]*Status, n)
-	var found, processed atomic.Int32
+	var found atomic.Int32
 	var firstErr error
 	var errOnce sync.Once
 	fctx, cancel := context.WithCancel(ctx)
@@ -161,7 +161,6 @@ func (s *Scheduler) findFeasible(ctx context.Context, state *CycleState, pi *Pod
 	workqueue.ParallelizeUntil(fctx, s.cfg.Parallelism, n, func(i int) {
 		ni := snap.Nodes[(start+i)%n]
 		st := s.runFilterWithNominated(fctx, state, pi, ni)
-		processed.Add(1)
 		switch {
 		case st.IsSuccess():
 			k := found.Add(1)
@@ -182,7 +181,6 @@ func (s *Scheduler) findFeasible(ctx context.Context, state *CycleState, pi *Pod
 	if firstErr != nil {
 		return nil, nil, firstErr
 	}
-	s.nextStart = (start + int(processed.Load())) % n
 	k := int(found.Load())
 	if k > want {
 		k = want
@@ -193,7 +191,20 @@ func (s *Scheduler) findFeasible(ctx context.Context, state *CycleState, pi *Pod
 			statuses[snap.Nodes[i].Name()] = st
 		}
 	}
+	s.nextStart = nextStartAfter(start, k+len(statuses), n)
 	return feasible[:k], statuses, nil
+}
+
+// nextStartAfter is where the cycle after one that started at start on n nodes begins:
+// past the nodes it kept (the feasible ones it scored and the rejected ones). Nodes the
+// parallel filter found fit beyond the count it wanted are not counted, so the next cycle
+// looks at them first; skipping them would leave some nodes out of more cycles than others
+// and spread pods unevenly over nodes.
+func nextStartAfter(start, kept, n int) int {
+	if n == 0 {
+		return 0
+	}
+	return (start + kept) % n
 }
 
 // runFilterWithNominated runs the filters as if the pods nominated to the node that come

@@ -35,15 +35,16 @@ const (
 	compareBurst = 5000
 )
 
-// schedulerRun starts one scheduler against api and returns how to stop it and a channel
-// that says when it ended by itself.
-type schedulerRun func(b *testing.B, api *apiservertest.Server) (stop func(), died <-chan error)
+// schedulerRun starts one scheduler's process against api and returns how to stop it
+// (which returns the process's CPU time) and a channel that says when it ended by itself.
+type schedulerRun func(b *testing.B, api *apiservertest.Server) (stop func() time.Duration, died <-chan error)
 
 // placement is where and how fast one scheduler put a run's pods.
 type placement struct {
 	elapsed   time.Duration // from the scheduler's start (informers included) to the last bind
 	steady    time.Duration // from the first bind to the last
 	cpu       time.Duration // user+system CPU of this process and the scheduler's over elapsed
+	schedCPU  time.Duration // the scheduler process's own
 	zoneCount map[string]int
 	zoneSkew  int // max − min pods over the zones
 	nodeSkew  int // max − min pods over all nodes, empty ones included
@@ -61,8 +62,8 @@ type placement struct {
 // compareBurst. Reported: pods/s of each (all pods over the time from the process's start,
 // informers' sync included, to the last bind), the steady rate (first to last bind), the
 // kubelab/kube-scheduler ratios, the CPU seconds of this process (API server, etcd, the
-// watch counting binds) and the scheduler's, and the skew of each placement over zones and
-// over nodes.
+// watch counting binds) and the scheduler's together and of the scheduler's process
+// alone, and the skew of each placement over zones and over nodes.
 //
 //	KUBELAB_KUBE_SCHEDULER=/tmp/kubelab-upstream/kube-scheduler go test ./internal/scheduler \
 //	  -run '^$' -bench AgainstKubeScheduler -benchtime 1x -timeout 90m
@@ -103,6 +104,8 @@ func BenchmarkAgainstKubeScheduler(b *testing.B) {
 					b.ReportMetric(steady(kl)/steady(up), "steady-ratio")
 					b.ReportMetric(kl.cpu.Seconds(), "kubelab-cpu-s")
 					b.ReportMetric(up.cpu.Seconds(), "kube-scheduler-cpu-s")
+					b.ReportMetric(kl.schedCPU.Seconds(), "kubelab-process-cpu-s")
+					b.ReportMetric(up.schedCPU.Seconds(), "kube-scheduler-process-cpu-s")
 					b.ReportMetric(float64(kl.zoneSkew), "kubelab-zone-skew")
 					b.ReportMetric(float64(up.zoneSkew), "kube-scheduler-zone-skew")
 					b.ReportMetric(float64(kl.nodeSkew), "kubelab-node-skew")
@@ -129,7 +132,6 @@ func runPlacement(b *testing.B, nodes, pods int, withPVC bool, run schedulerRun)
 	defer cancel()
 	w := watchBinds(b, c, ctx)
 	cpu0 := cpuTime(syscall.RUSAGE_SELF)
-	children0 := cpuTime(syscall.RUSAGE_CHILDREN)
 	start := time.Now()
 	b.StartTimer()
 	stop, died := run(b, api)
@@ -137,11 +139,10 @@ func runPlacement(b *testing.B, nodes, pods int, withPVC bool, run schedulerRun)
 	b.StopTimer()
 	elapsed := time.Since(start)
 	cpu := cpuTime(syscall.RUSAGE_SELF) - cpu0
-	stop()
-	cpu += cpuTime(syscall.RUSAGE_CHILDREN) - children0 // a child counts once waited for
+	schedCPU := stop()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	p := placement{elapsed: elapsed, steady: w.last.Sub(w.first), cpu: cpu}
+	p := placement{elapsed: elapsed, steady: w.last.Sub(w.first), cpu: cpu + schedCPU, schedCPU: schedCPU}
 	p.zoneCount, p.zoneSkew, p.nodeSkew, p.wrongZone = spread(w.nodeOf, nodes, pods, withPVC)
 	return p
 }
@@ -229,7 +230,7 @@ func TestSchedulerProcess(t *testing.T) {
 // runKubelab runs kubelab's scheduler in a process of its own (TestSchedulerProcess of
 // this test binary), as kube-scheduler runs; KUBELAB_BENCH_CPUPROFILE names a CPU profile
 // for it to write.
-func runKubelab(b *testing.B, api *apiservertest.Server) (func(), <-chan error) {
+func runKubelab(b *testing.B, api *apiservertest.Server) (func() time.Duration, <-chan error) {
 	args := []string{"-test.run=^TestSchedulerProcess$"}
 	if p := os.Getenv("KUBELAB_BENCH_CPUPROFILE"); p != "" {
 		args = append(args, "-test.cpuprofile="+p)
@@ -255,7 +256,7 @@ leaderElection:
 
 // runKubeScheduler runs the kube-scheduler binary bin against api.
 func runKubeScheduler(bin string) schedulerRun {
-	return func(b *testing.B, api *apiservertest.Server) (func(), <-chan error) {
+	return func(b *testing.B, api *apiservertest.Server) (func() time.Duration, <-chan error) {
 		config := filepath.Join(b.TempDir(), "config.yaml")
 		if err := os.WriteFile(config, []byte(kubeSchedulerConfig(api.Kubeconfig)), 0o600); err != nil {
 			b.Fatal(err)
@@ -265,8 +266,8 @@ func runKubeScheduler(bin string) schedulerRun {
 }
 
 // runProcess starts a scheduler's process, its output kept to show when it ends early;
-// stopping it sends SIGTERM (SIGKILL 30 seconds later).
-func runProcess(b *testing.B, name string, cmd *exec.Cmd) (func(), <-chan error) {
+// stopping it sends SIGTERM (SIGKILL 30 seconds later) and returns its CPU time.
+func runProcess(b *testing.B, name string, cmd *exec.Cmd) (func() time.Duration, <-chan error) {
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
@@ -291,7 +292,11 @@ func runProcess(b *testing.B, name string, cmd *exec.Cmd) (func(), <-chan error)
 		}
 		close(died)
 	}()
-	return func() { close(stopping); <-died }, died
+	return func() time.Duration {
+		close(stopping)
+		<-died
+		return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}, died
 }
 
 func tail(s string, n int) string {

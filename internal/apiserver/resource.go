@@ -36,6 +36,12 @@ type resource struct {
 	// selectableFields are the field-selector labels beyond metadata.name/namespace.
 	selectableFields []string
 	fields           func(obj runtime.Object) fields.Set
+	// indexedField is a selectable field the watch cache indexes (lists with an exact
+	// match read one index bucket) and triggers on (an event reaches only the watches
+	// whose exact match is the object's value or its previous value), and indexValue its
+	// value in an object; empty: none.
+	indexedField string
+	indexValue   func(obj runtime.Object) string
 
 	columns []metav1.TableColumnDefinition
 	row     func(obj runtime.Object) []interface{}

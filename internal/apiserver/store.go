@@ -13,6 +13,8 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
@@ -31,10 +33,34 @@ func newStore(scheme *runtime.Scheme, r *resource, optsGetter generic.RESTOption
 		TableConvertor:            tableConvertor{r: r, fallback: rest.NewDefaultTableConvertor(r.groupResource())},
 	}
 	opts := &generic.StoreOptions{RESTOptions: tooLargeOptions{optsGetter}, AttrFunc: attrFunc(r)}
+	if r.indexedField != "" {
+		opts.TriggerFunc, opts.Indexers = watchCacheIndex(r)
+		attrs, indexFields := attrFunc(r), []string{r.indexedField}
+		store.PredicateFunc = func(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
+			return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: attrs, IndexFields: indexFields}
+		}
+	}
 	if err := store.CompleteWithOptions(opts); err != nil {
 		return nil, fmt.Errorf("store for %s: %w", r.groupResource(), err)
 	}
 	return store, nil
+}
+
+// watchCacheIndex is the trigger and the index of row r's indexed field in the watch
+// cache: with them an event is handed only to the watches selecting its value (a node's
+// kubelet's pod watch sees its own pods' events, not every pod's), and a list selecting
+// one value reads that value's objects only.
+func watchCacheIndex(r *resource) (storage.IndexerFuncs, *cache.Indexers) {
+	value := r.indexValue
+	triggers := storage.IndexerFuncs{r.indexedField: value}
+	indexers := &cache.Indexers{storage.FieldIndex(r.indexedField): func(obj any) ([]string, error) {
+		o, ok := obj.(runtime.Object)
+		if !ok {
+			return nil, fmt.Errorf("not a %s: %T", r.kind, obj)
+		}
+		return []string{value(o)}, nil
+	}}
+	return triggers, indexers
 }
 
 // attrFunc returns the labels and selectable fields of an object of row r.

@@ -292,3 +292,14 @@ func TestStatusPatch(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueName: a real node's work queue is named after it in the workqueue metrics; a
+// hollow node's has no name, so no metrics series and no goroutine updating them.
+func TestQueueName(t *testing.T) {
+	if got := queueName(Config{NodeName: "n1"}); got != "kubelet-n1" {
+		t.Errorf("real node: %q, want kubelet-n1", got)
+	}
+	if got := queueName(Config{NodeName: "n1", Hollow: true}); got != "" {
+		t.Errorf("hollow node: %q, want none", got)
+	}
+}

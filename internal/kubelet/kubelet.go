@@ -136,7 +136,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		pods: map[string]*podState{}, registered: make(chan struct{}),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 10*time.Second),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "kubelet-" + cfg.NodeName}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: queueName(cfg)}),
 		volumeRetry: workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, volumeRetryMax),
 	}
 	k.podFactory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -168,11 +168,16 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	}{
 		{pods.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue}},
 		{nodes.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: k.onNode, UpdateFunc: func(_, o any) { k.onNode(o) }}},
-		{drivers.Informer(), cache.ResourceEventHandlerFuncs{}},
+		// The CSIDrivers are read from the lister only: no handler, whose listener would
+		// hold a buffer and two goroutines per kubelet on an informer the hollow kubelets
+		// of a process share.
+		{drivers.Informer(), nil},
 	}
 	for _, h := range handlers {
-		if _, err := h.inf.AddEventHandler(h.h); err != nil {
-			return nil, fmt.Errorf("kubelet %s: register handler: %w", cfg.NodeName, err)
+		if h.h != nil {
+			if _, err := h.inf.AddEventHandler(h.h); err != nil {
+				return nil, fmt.Errorf("kubelet %s: register handler: %w", cfg.NodeName, err)
+			}
 		}
 		k.synced = append(k.synced, h.inf.HasSynced)
 	}
@@ -202,6 +207,16 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		}
 	}
 	return k, nil
+}
+
+// queueName names the kubelet's work queue in the process's workqueue metrics: a real
+// node's kubelet-<node>; a hollow node's queue has no name, so no metrics series and no
+// goroutine updating them twice a second, thousands of which a hollow cluster would run.
+func queueName(cfg Config) string {
+	if cfg.Hollow {
+		return ""
+	}
+	return "kubelet-" + cfg.NodeName
 }
 
 // onNode takes the node's podCIDR; pods that started before it was assigned get their

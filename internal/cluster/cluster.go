@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubelab/kubelab/internal/apiserver"
@@ -380,9 +381,24 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 			return ctx.Err()
 		}
 	}
+	var clusterObjects informers.SharedInformerFactory
+	if c.cfg.Hollow && len(nodes) > 0 {
+		// The cluster-wide objects the hollow kubelets read (CSIDrivers) come from one
+		// informer of the process rather than a watch of each node's.
+		client, err := c.clientset("kubelet/cluster-objects", nodeIdentity(nodes[0].Name))
+		if err != nil {
+			return err
+		}
+		clusterObjects = informers.NewSharedInformerFactory(client, 0)
+		g.Go(func() error {
+			<-ctx.Done()
+			clusterObjects.Shutdown()
+			return nil
+		})
+	}
 	for _, n := range nodes {
 		if c.cfg.Hollow {
-			start("kubelet/"+n.Name, c.runKubelet(n))
+			start("kubelet/"+n.Name, c.runKubelet(n, clusterObjects, ctx.Done()))
 			continue
 		}
 		if err := c.startRealNode(ctx, g, start, n); err != nil {

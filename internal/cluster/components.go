@@ -68,8 +68,9 @@ func (c *Cluster) runControllerManager(ctx context.Context) error {
 		Logger: c.cfg.Logger.With("component", "controller-manager")}, leClient, func(ctx context.Context) error {
 		cm, err := controllermanager.New(controllermanager.Config{Logger: c.cfg.Logger.With("component", "controller-manager"), RootCA: rootCA,
 			ClusterSigningCertFile: c.cp.APIServer.PKI().CACert(), ClusterSigningKeyFile: c.cp.APIServer.PKI().CAKey(),
-			NodeCIDRMaskSize: c.cfg.NodeCIDRMaskSize, NodeMonitorGracePeriod: c.cfg.NodeMonitorGracePeriod,
-			PodGCQuarantine: c.cfg.PodGCQuarantine,
+			ClusterCIDR: podCIDRRange(c.cfg.Hollow, c.cfg.Nodes, c.cfg.NodeCIDRMaskSize), NodeCIDRMaskSize: c.cfg.NodeCIDRMaskSize,
+			NodeMonitorGracePeriod: c.cfg.NodeMonitorGracePeriod,
+			PodGCQuarantine:        c.cfg.PodGCQuarantine,
 			// Each controller is its service account in kube-system.
 			ControllerConfig: func(sa string) (*rest.Config, error) {
 				return c.restConfig("kube-controller-manager/"+sa, serviceAccountIdentity(metav1.NamespaceSystem, sa))
@@ -245,10 +246,11 @@ func (w runWith) Run(ctx context.Context) error {
 	return w.r.Run(ctx)
 }
 
-// runKubelet runs the node's kubelet (hollow: a fake runtime and mounter, the mounter
+// runKubelet runs the node's hollow kubelet (a fake runtime and mounter, the mounter
 // logging as the node's CSI plugin to the add-on's node pod), with a kubelet server that
-// serves the add-on pods' logs.
-func (c *Cluster) runKubelet(n Node) func(ctx context.Context) error {
+// serves the add-on pods' logs. factory, shared by the hollow kubelets, is started until
+// stop.
+func (c *Cluster) runKubelet(n Node, factory informers.SharedInformerFactory, stop <-chan struct{}) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		client, err := c.clientset("kubelet/"+n.Name, nodeIdentity(n.Name))
 		if err != nil {
@@ -261,14 +263,12 @@ func (c *Cluster) runKubelet(n Node) func(ctx context.Context) error {
 			CSIDriverName: DriverName, PodStartDelay: c.cfg.PodStartDelay,
 			StatusUpdateInterval: c.cfg.NodeStatusInterval, PodEvents: true,
 		}
-		factory := informers.NewSharedInformerFactory(client, 0)
-		defer factory.Shutdown()
 		return c.serveKubelet(ctx, n, fakecri.New(), func(ctx context.Context, port int32) (*kubelet.Kubelet, error) {
 			cfg.ServerPort, cfg.Addresses = port, kubeletServerAddresses
 			k, err := kubelet.New(cfg, client, factory, kubelet.Deps{Logger: c.cfg.Logger.With("component", "kubelet", "node", n.Name),
 				NodePluginLogger: c.addonOnlyLogger("ebs-csi-node/"+n.Name, "component", "ebs-csi-node", "node", n.Name)})
 			if err == nil {
-				factory.Start(ctx.Done())
+				factory.Start(stop)
 			}
 			return k, err
 		})

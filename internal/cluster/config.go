@@ -75,7 +75,8 @@ type Config struct {
 	// reached at their own address.
 	ImageUpstreams map[string]string
 	// NodeCIDRMaskSize is the size of each node's podCIDR out of 10.244.0.0/16 (24 when
-	// zero): a larger one gives each node fewer pod addresses.
+	// zero): a larger one gives each node fewer pod addresses. Hollow nodes too many for
+	// that range take theirs from hollowPodRange.
 	NodeCIDRMaskSize int
 	// NodeMonitorGracePeriod is how long a node's kubelet may stay silent before the
 	// controller-manager marks it NotReady (40 s when zero, as upstream).
@@ -110,6 +111,24 @@ const (
 )
 
 // vpcPods says whether real nodes' pods are on the VPC (Config.PodNetwork "vpc").
+// hollowPodRange is where the podCIDRs of more hollow nodes than 10.244.0.0/16 holds come
+// from: 32,768 /24s, clear of the Service range 10.96.0.0/12 and the VPC 172.31.0.0/16.
+// Hollow pods' addresses are records only; no route or rule carries them.
+const hollowPodRange = "10.128.0.0/9"
+
+// podCIDRRange is the range the controller-manager gives podCIDRs from: its default
+// (empty) unless the cluster has more hollow nodes than that range has podCIDRs of mask
+// bits (24 when zero).
+func podCIDRRange(hollow bool, nodes, mask int) string {
+	if mask == 0 {
+		mask = 24
+	}
+	if !hollow || mask < 16 || mask > 30 || nodes <= 1<<(mask-16) {
+		return ""
+	}
+	return hollowPodRange
+}
+
 func (c *Config) vpcPods() bool { return !c.Hollow && c.PodNetwork == PodNetworkVPC }
 
 // DriverName is the CSI driver every node runs.

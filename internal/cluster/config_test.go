@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -105,5 +106,32 @@ func TestConfigPodNetwork(t *testing.T) {
 		if c.want == "" && err != nil && strings.Contains(err.Error(), "pod network") || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("validate(%q, hollow %v) = %v, want %q", c.cfg.PodNetwork, c.cfg.Hollow, err, c.want)
 		}
+	}
+}
+
+// TestPodCIDRRange: a hollow cluster with more nodes than 10.244.0.0/16 has podCIDRs of
+// the mask takes them from the wider hollow range; real clusters and smaller hollow ones
+// keep the controller-manager's default.
+func TestPodCIDRRange(t *testing.T) {
+	for _, tc := range []struct {
+		hollow      bool
+		nodes, mask int
+		want        string
+	}{
+		{true, 256, 0, ""},
+		{true, 257, 0, hollowPodRange},
+		{true, 5000, 24, hollowPodRange},
+		{true, 1000, 26, ""},
+		{true, 1025, 26, hollowPodRange},
+		{false, 5000, 0, ""},
+	} {
+		if got := podCIDRRange(tc.hollow, tc.nodes, tc.mask); got != tc.want {
+			t.Errorf("podCIDRRange(hollow %v, %d nodes, /%d) = %q, want %q", tc.hollow, tc.nodes, tc.mask, got, tc.want)
+		}
+	}
+	// The hollow range must hold 5,000 /24s and stay clear of the Service range.
+	p := netip.MustParsePrefix(hollowPodRange)
+	if 1<<(24-p.Bits()) < 5000 || p.Overlaps(netip.MustParsePrefix("10.96.0.0/12")) || p.Overlaps(netip.MustParsePrefix("10.244.0.0/16")) {
+		t.Fatalf("hollow pod range %s: too small or overlapping the Service or default pod range", p)
 	}
 }

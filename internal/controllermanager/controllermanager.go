@@ -69,8 +69,10 @@ type Config struct {
 	// (--cluster-signing-duration, a year when zero).
 	ClusterSigningCertFile, ClusterSigningKeyFile string
 	ClusterSigningDuration                        time.Duration
-	// NodeCIDRMaskSize is the size of each node's podCIDR (kube-controller-manager's
-	// --node-cidr-mask-size; 24 when zero).
+	// ClusterCIDR is the range the nodes' podCIDRs come from (kube-controller-manager's
+	// --cluster-cidr; 10.244.0.0/16 when empty) and NodeCIDRMaskSize the size of each
+	// (--node-cidr-mask-size; 24 when zero).
+	ClusterCIDR      string
 	NodeCIDRMaskSize int
 	// NodeMonitorGracePeriod is how long a node's kubelet may stay silent before the node
 	// is marked NotReady (kube-controller-manager's --node-monitor-grace-period; 40 s when
@@ -357,7 +359,7 @@ func New(cfg Config, restConfig *rest.Config) (*ControllerManager, error) {
 			if err != nil {
 				return add("node-controller", nil, err)
 			}
-			c, err := nodeipam.New(nodeipam.Config{NodeCIDRMaskSize: cfg.NodeCIDRMaskSize}, cl, factory)
+			c, err := nodeipam.New(nodeipam.Config{ClusterCIDR: cfg.ClusterCIDR, NodeCIDRMaskSize: cfg.NodeCIDRMaskSize}, cl, factory)
 			return add("nodeipam", c, err)
 		},
 		func() error {

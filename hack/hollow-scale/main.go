@@ -382,7 +382,7 @@ func createPods(ctx context.Context, client kubernetes.Interface, o options, w *
 	var next atomic.Int64
 	var failed atomic.Pointer[error]
 	var wg sync.WaitGroup
-	workers := max(4, int(o.rate/10))
+	workers := max(8, int(o.rate/2))
 	last := time.Now()
 	var lastMu sync.Mutex
 	for range workers {
@@ -437,7 +437,7 @@ func saveRaw(ctx context.Context, client kubernetes.Interface, path, file string
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	body, err := client.CoreV1().RESTClient().Get().AbsPath(strings.SplitN(path, "?", 2)[0]).
-		Timeout(3 * time.Minute).Param("seconds", queryValue(path, "seconds")).Stream(ctx)
+		Timeout(3*time.Minute).Param("seconds", queryValue(path, "seconds")).Stream(ctx)
 	if err != nil {
 		return err
 	}

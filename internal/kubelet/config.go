@@ -51,7 +51,7 @@ type Config struct {
 	StatusUpdateInterval, StatusReportInterval time.Duration
 	// PodStartDelay is how long a hollow pod's containers take to start.
 	PodStartDelay time.Duration
-	// Workers sync pods concurrently (4).
+	// Workers sync pods concurrently (4; hollow nodes 2).
 	Workers int
 	// PodEvents enables the kubelet's Pulled/Created/Started/Killing events.
 	PodEvents bool
@@ -138,6 +138,11 @@ func (c *Config) defaults() {
 	}
 	if c.StatusReportInterval == 0 {
 		c.StatusReportInterval = 5 * time.Minute
+	}
+	if c.Workers == 0 && c.Hollow {
+		// A hollow sync waits for its API calls only (and PodStartDelay): two workers
+		// keep a node's pods moving, and thousands of nodes hold fewer idle goroutines.
+		c.Workers = 2
 	}
 	if c.Workers == 0 {
 		c.Workers = 4

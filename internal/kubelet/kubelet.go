@@ -47,6 +47,10 @@ type Deps struct {
 	Objects *Objects
 	// Logger defaults to slog.Default() with the node's name.
 	Logger *slog.Logger
+	// Events, when set, is the process's shared event broadcaster the kubelet records
+	// through (with Config.PodEvents, it writes them with the kubelet's client); nil: a
+	// broadcaster of the kubelet's own.
+	Events *SharedEvents
 	// NodePluginLogger, in hollow mode, is where the hollow mounter, which stands in for
 	// the node's CSI plugin, logs each call as the plugin would ("NodeStageVolume: called",
 	// "NodeStageVolume: done" with the volume and the duration). Nil: it logs nothing.
@@ -77,7 +81,8 @@ type Kubelet struct {
 	// volumeRetry spaces the retries of a pod whose volumes are not ready.
 	volumeRetry workqueue.TypedRateLimiter[string]
 
-	broadcaster record.EventBroadcaster
+	broadcaster record.EventBroadcaster // nil with a shared one (events)
+	events      *SharedEvents
 	recorder    record.EventRecorder
 
 	mu   sync.Mutex
@@ -181,8 +186,12 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		}
 		k.synced = append(k.synced, h.inf.HasSynced)
 	}
-	k.broadcaster = record.NewBroadcaster()
-	k.recorder = k.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: cfg.NodeName})
+	if deps.Events != nil {
+		k.events, k.recorder = deps.Events, deps.Events.recorder(cfg.NodeName)
+	} else {
+		k.broadcaster = record.NewBroadcaster()
+		k.recorder = k.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: cfg.NodeName})
+	}
 	k.metrics = newKubeletMetrics()
 	k.metrics.registry.MustRegister(podCollector{k})
 	if p, ok := deps.Runtime.(ContainerProber); ok && !cfg.Hollow {
@@ -254,10 +263,16 @@ func (k *Kubelet) Registered() <-chan struct{} { return k.registered }
 // Run registers the node and runs its pods until ctx ends.
 func (k *Kubelet) Run(ctx context.Context) error {
 	defer k.queue.ShutDown()
-	if k.cfg.PodEvents {
-		k.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.client.CoreV1().Events("")})
+	switch {
+	case k.events != nil && k.cfg.PodEvents:
+		k.events.start(k.cfg.NodeName, k.client)
+		defer k.events.stop(k.cfg.NodeName)
+	case k.broadcaster != nil:
+		if k.cfg.PodEvents {
+			k.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.client.CoreV1().Events("")})
+		}
+		defer k.broadcaster.Shutdown()
 	}
-	defer k.broadcaster.Shutdown()
 	// A node whose runtime is starting with it does not report the runtime down: its first
 	// status waits (briefly) for the runtime to answer. It does not wait for the runtime's
 	// network: the CNI configuration of a node may wait for the node's podCIDR, which it

@@ -27,3 +27,26 @@ func TestServiceAccountIssuerFlags(t *testing.T) {
 		t.Errorf("issuers %q, jwks uri %q", cfg.ServiceAccountIssuers, cfg.ServiceAccountJWKSURI)
 	}
 }
+
+// TestUpGCPercent: a hollow `kubelab up` collects at Go's 100 unless --gc-percent or GOGC
+// says otherwise; real clusters keep the API server's default (0 here).
+func TestUpGCPercent(t *testing.T) {
+	none := func(string) (string, bool) { return "", false }
+	gogc := func(k string) (string, bool) { return "200", k == "GOGC" }
+	for _, tc := range []struct {
+		hollow bool
+		flag   int
+		getenv func(string) (string, bool)
+		want   int
+	}{
+		{true, 0, none, hollowGCPercent},
+		{true, 0, gogc, 0},
+		{true, 300, none, 300},
+		{false, 0, none, 0},
+		{false, 250, none, 250},
+	} {
+		if got := upGCPercent(tc.hollow, tc.flag, tc.getenv); got != tc.want {
+			t.Errorf("upGCPercent(hollow %v, flag %d) = %d, want %d", tc.hollow, tc.flag, got, tc.want)
+		}
+	}
+}

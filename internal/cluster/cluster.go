@@ -23,6 +23,7 @@ import (
 	"github.com/kubelab/kubelab/internal/cloud"
 	"github.com/kubelab/kubelab/internal/controller/cloudnode"
 	"github.com/kubelab/kubelab/internal/image"
+	"github.com/kubelab/kubelab/internal/kubelet"
 	"github.com/kubelab/kubelab/internal/natgateway"
 	"github.com/kubelab/kubelab/internal/util/rundir"
 	"github.com/kubelab/kubelab/internal/vpc"
@@ -381,6 +382,7 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 		}
 	}
 	var clusterObjects informers.SharedInformerFactory
+	var events *kubelet.SharedEvents
 	if c.cfg.Hollow && len(nodes) > 0 {
 		// The cluster-wide objects the hollow kubelets read (CSIDrivers) come from one
 		// informer of the process rather than a watch of each node's.
@@ -389,15 +391,18 @@ func (c *Cluster) boot(ctx context.Context, g *errgroup.Group) error {
 			return err
 		}
 		clusterObjects = informers.NewSharedInformerFactory(client, 0)
+		// And one event broadcaster, each event written with its node's client.
+		events = kubelet.NewSharedEvents()
 		g.Go(func() error {
 			<-ctx.Done()
 			clusterObjects.Shutdown()
+			events.Shutdown()
 			return nil
 		})
 	}
 	for _, n := range nodes {
 		if c.cfg.Hollow {
-			start("kubelet/"+n.Name, c.runKubelet(n, clusterObjects, ctx.Done()))
+			start("kubelet/"+n.Name, c.runKubelet(n, clusterObjects, events, ctx.Done()))
 			continue
 		}
 		if err := c.startRealNode(ctx, g, start, n); err != nil {
@@ -444,8 +449,7 @@ func waitNodesReady(ctx context.Context, client kubernetes.Interface, nodes []No
 	lister := factory.Core().V1().Nodes().Lister()
 	factory.Start(ctx.Done())
 	told := map[string]bool{}
-	timeout := max(2*time.Minute, time.Duration(len(nodes))*50*time.Millisecond)
-	return waitFor(ctx, "nodes", 200*time.Millisecond, timeout, func(ctx context.Context) string {
+	return waitFor(ctx, "nodes", 200*time.Millisecond, nodesWait(2*time.Minute, len(nodes)), func(ctx context.Context) string {
 		var waiting []string
 		for _, n := range nodes {
 			if told[n.Name] {

@@ -248,9 +248,9 @@ func (w runWith) Run(ctx context.Context) error {
 
 // runKubelet runs the node's hollow kubelet (a fake runtime and mounter, the mounter
 // logging as the node's CSI plugin to the add-on's node pod), with a kubelet server that
-// serves the add-on pods' logs. factory, shared by the hollow kubelets, is started until
-// stop.
-func (c *Cluster) runKubelet(n Node, factory informers.SharedInformerFactory, stop <-chan struct{}) func(ctx context.Context) error {
+// serves the add-on pods' logs. factory and events are shared by the hollow kubelets;
+// factory is started until stop.
+func (c *Cluster) runKubelet(n Node, factory informers.SharedInformerFactory, events *kubelet.SharedEvents, stop <-chan struct{}) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		client, err := c.clientset("kubelet/"+n.Name, nodeIdentity(n.Name))
 		if err != nil {
@@ -265,7 +265,7 @@ func (c *Cluster) runKubelet(n Node, factory informers.SharedInformerFactory, st
 		}
 		return c.serveKubelet(ctx, n, fakecri.New(), func(ctx context.Context, port int32) (*kubelet.Kubelet, error) {
 			cfg.ServerPort, cfg.Addresses = port, kubeletServerAddresses
-			k, err := kubelet.New(cfg, client, factory, kubelet.Deps{Logger: c.cfg.Logger.With("component", "kubelet", "node", n.Name),
+			k, err := kubelet.New(cfg, client, factory, kubelet.Deps{Logger: c.cfg.Logger.With("component", "kubelet", "node", n.Name), Events: events,
 				NodePluginLogger: c.addonOnlyLogger("ebs-csi-node/"+n.Name, "component", "ebs-csi-node", "node", n.Name)})
 			if err == nil {
 				factory.Start(stop)

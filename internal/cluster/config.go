@@ -112,9 +112,10 @@ const (
 
 // vpcPods says whether real nodes' pods are on the VPC (Config.PodNetwork "vpc").
 // hollowPodRange is where the podCIDRs of more hollow nodes than 10.244.0.0/16 holds come
-// from: 32,768 /24s, clear of the Service range 10.96.0.0/12 and the VPC 172.31.0.0/16.
-// Hollow pods' addresses are records only; no route or rule carries them.
-const hollowPodRange = "10.128.0.0/9"
+// from: 16,384 /24s, clear of the Service range 10.96.0.0/12, of 10.244.0.0/16 and of
+// the VPC 172.31.0.0/16. Hollow pods' addresses are records only; no route or rule
+// carries them.
+const hollowPodRange = "10.0.0.0/10"
 
 // podCIDRRange is the range the controller-manager gives podCIDRs from: its default
 // (empty) unless the cluster has more hollow nodes than that range has podCIDRs of mask

@@ -11,7 +11,9 @@ import (
 	mdns "github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubelab/kubelab/internal/controller/rootcacertpublisher"
@@ -56,13 +58,23 @@ func (c *Cluster) waitUsable(ctx context.Context, client kubernetes.Interface, n
 		return err
 	}
 	if len(nodes) > 0 {
-		if err := waitFor(ctx, "the EBS CSI add-on's pods", 500*time.Millisecond, 3*time.Minute, func(ctx context.Context) string {
-			pods, err := client.CoreV1().Pods(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: addonPodSelector})
+		// From a watch: a list of every node's plugin pod twice a second would load the
+		// API server of thousands of hollow nodes more than their pods do.
+		ctx, cancel := context.WithCancel(ctx)
+		factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(metav1.NamespaceSystem),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = addonPodSelector }))
+		lister := factory.Core().V1().Pods().Lister()
+		factory.Start(ctx.Done())
+		err := waitFor(ctx, "the EBS CSI add-on's pods", 500*time.Millisecond, nodesWait(3*time.Minute, len(nodes)), func(ctx context.Context) string {
+			pods, err := lister.List(labels.Everything())
 			if err != nil {
 				return err.Error()
 			}
-			return addonPodsWaiting(pods.Items, names)
-		}); err != nil {
+			return addonPodsWaiting(pods, names)
+		})
+		cancel()
+		factory.Shutdown()
+		if err != nil {
 			return err
 		}
 		c.cfg.Progress("the EBS CSI add-on's pods Ready (kube-system ebs-csi-controller, ebs-csi-node)")
@@ -88,15 +100,22 @@ func (c *Cluster) waitUsable(ctx context.Context, client kubernetes.Interface, n
 	return nil
 }
 
+// nodesWait is how long a wait on every node may take: base, or 50 ms a node when
+// longer (beyond 2,400 nodes for 2 minutes), as thousands of hollow nodes take that long
+// to register and have their pods made.
+func nodesWait(base time.Duration, nodes int) time.Duration {
+	return max(base, time.Duration(nodes)*50*time.Millisecond)
+}
+
 // addonPodsWaiting says what the EBS CSI add-on's pods still lack ("" when nothing): a
 // Ready controller pod, a Ready node plugin pod on each of nodes, and every other pod of
-// theirs that is not terminating Ready too (a rollout under way).
-func addonPodsWaiting(pods []corev1.Pod, nodes []string) string {
+// theirs that is not terminating Ready too (a rollout under way). At most ten nodes'
+// lacks are named.
+func addonPodsWaiting(pods []*corev1.Pod, nodes []string) string {
 	controller := false
 	plugins := map[string]bool{}
 	var notReady []string
-	for i := range pods {
-		p := &pods[i]
+	for _, p := range pods {
 		if p.DeletionTimestamp != nil {
 			continue
 		}
@@ -115,10 +134,16 @@ func addonPodsWaiting(pods []corev1.Pod, nodes []string) string {
 	if !controller {
 		lack = append(lack, "no Ready "+appCSIController+" pod")
 	}
+	missing := 0
 	for _, n := range nodes {
 		if !plugins[n] {
-			lack = append(lack, "no Ready "+appCSINode+" pod on "+n)
+			if missing++; missing <= 10 {
+				lack = append(lack, "no Ready "+appCSINode+" pod on "+n)
+			}
 		}
+	}
+	if missing > 10 {
+		lack = append(lack, fmt.Sprintf("nor on %d more nodes", missing-10))
 	}
 	if len(notReady) > 0 {
 		slices.Sort(notReady)

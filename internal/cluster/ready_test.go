@@ -43,7 +43,11 @@ func TestAddonPodsWaiting(t *testing.T) {
 		{"pending", []corev1.Pod{ctrl, n1, {ObjectMeta: metav1.ObjectMeta{Name: "node-b", Labels: map[string]string{"app": appCSINode}},
 			Spec: corev1.PodSpec{NodeName: "n2"}, Status: corev1.PodStatus{Phase: corev1.PodPending}}}, "no Ready ebs-csi-node pod on n2; not Ready: node-b"},
 	} {
-		got := addonPodsWaiting(c.pods, nodes)
+		ptrs := make([]*corev1.Pod, len(c.pods))
+		for i := range c.pods {
+			ptrs[i] = &c.pods[i]
+		}
+		got := addonPodsWaiting(ptrs, nodes)
 		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
 			t.Errorf("%s: waiting for %q, want %q", c.name, got, c.want)
 		}
@@ -68,5 +72,24 @@ func TestWaitFor(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), `the default ServiceAccount not ready after 20ms (serviceaccounts "default" not found)`) {
 		t.Errorf("waitFor timing out: %v", err)
+	}
+}
+
+// Beyond ten nodes without their plugin pod, the wait names ten and counts the rest; and
+// a wait on every node grows with thousands of them.
+func TestAddonPodsWaitingManyNodes(t *testing.T) {
+	var nodes []string
+	for i := range 25 {
+		nodes = append(nodes, "n"+strings.Repeat("x", i))
+	}
+	got := addonPodsWaiting(nil, nodes)
+	if strings.Count(got, "no Ready ebs-csi-node pod on") != 10 || !strings.Contains(got, "nor on 15 more nodes") {
+		t.Fatalf("waiting for %q: want ten nodes named and 15 more counted", got)
+	}
+	if w := nodesWait(2*time.Minute, 100); w != 2*time.Minute {
+		t.Errorf("100 nodes: %v, want 2m", w)
+	}
+	if w := nodesWait(2*time.Minute, 5000); w != 250*time.Second {
+		t.Errorf("5000 nodes: %v, want 250s", w)
 	}
 }

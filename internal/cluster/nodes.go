@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubelab/kubelab/internal/cloud"
@@ -71,13 +72,29 @@ func (c *Cluster) ensureInstances(ctx context.Context) ([]Node, error) {
 				"remove", "aws ec2 terminate-instances --instance-ids "+aws.ToString(inst.InstanceId)+" and kubectl delete node "+aws.ToString(inst.PrivateDnsName))
 		}
 	}
+	// The missing instances are launched a few at a time: one by one, each waiting to
+	// run, thousands of hollow nodes took minutes.
+	launched := make([]ec2types.Instance, c.cfg.Nodes)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(launchParallel)
+	for i := range launched {
+		if _, ok := existing[i]; ok {
+			continue
+		}
+		g.Go(func() error {
+			inst, err := c.launch(gctx, client, i)
+			launched[i] = inst
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
 	nodes := make([]Node, c.cfg.Nodes)
 	for i := range nodes {
 		inst, ok := existing[i]
 		if !ok {
-			if inst, err = c.launch(ctx, client, i); err != nil {
-				return nil, err
-			}
+			inst = launched[i]
 		}
 		nodes[i] = Node{Name: aws.ToString(inst.PrivateDnsName), Zone: aws.ToString(inst.Placement.AvailabilityZone),
 			InstanceID: aws.ToString(inst.InstanceId), InstanceType: string(inst.InstanceType), IP: aws.ToString(inst.PrivateIpAddress), DeviceDir: slotDeviceDir(c.cfg.DataDir, i)}
@@ -92,6 +109,9 @@ func (c *Cluster) ensureInstances(ctx context.Context) ([]Node, error) {
 	}
 	return nodes, nil
 }
+
+// launchParallel is how many instances ensureInstances launches at once.
+const launchParallel = 16
 
 // slotInstances maps node slots to their pending or running instances.
 func (c *Cluster) slotInstances(ctx context.Context, client *ec2.Client) (map[int]ec2types.Instance, error) {

@@ -30,11 +30,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,7 +81,10 @@ func main() {
 }
 
 func run(o options) error {
-	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	// An interrupt ends the run with kubelab up stopped.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	if o.dataDir == "" {
 		d, err := os.MkdirTemp("", "kubelab-hollow-scale-")

@@ -59,7 +59,13 @@ type Cluster struct {
 	// devices are released only once nothing mounts them.
 	nodesRunning sync.WaitGroup
 	bootDone     chan struct{}
+
+	// hollowRegistering holds a place for each hollow kubelet registering its node.
+	hollowRegistering chan struct{}
 }
+
+// hollowRegisterParallel is how many hollow kubelets register their nodes at once.
+const hollowRegisterParallel = 50
 
 // Node is one node of the cluster and the instance it runs on.
 type Node struct {
@@ -134,7 +140,8 @@ func New(cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	cl := &Cluster{cfg: cfg, cp: cp, cloud: c, vpc: v, network: network, ready: make(chan struct{}), bootDone: make(chan struct{})}
+	cl := &Cluster{cfg: cfg, cp: cp, cloud: c, vpc: v, network: network, ready: make(chan struct{}), bootDone: make(chan struct{}),
+		hollowRegistering: make(chan struct{}, hollowRegisterParallel)}
 	if !cfg.Hollow {
 		ic := image.Config{Dir: filepath.Join(cfg.DataDir, "images"), PauseBinary: cfg.PauseBinary,
 			Offline: cfg.Offline, Upstreams: cfg.ImageUpstreams, Keychain: authn.DefaultKeychain,

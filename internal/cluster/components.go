@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
 	"google.golang.org/grpc"
@@ -263,12 +264,29 @@ func (c *Cluster) runKubelet(n Node, factory informers.SharedInformerFactory, ev
 			CSIDriverName: DriverName, PodStartDelay: c.cfg.PodStartDelay,
 			StatusUpdateInterval: c.cfg.NodeStatusInterval, PodEvents: true,
 		}
+		// Only so many nodes register at once: thousands starting together time out
+		// their own requests and retry them.
+		select {
+		case c.hollowRegistering <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		var once sync.Once
+		release := func() { once.Do(func() { <-c.hollowRegistering }) }
+		defer release()
 		return c.serveKubelet(ctx, n, fakecri.New(), func(ctx context.Context, port int32) (*kubelet.Kubelet, error) {
 			cfg.ServerPort, cfg.Addresses = port, kubeletServerAddresses
 			k, err := kubelet.New(cfg, client, factory, kubelet.Deps{Logger: c.cfg.Logger.With("component", "kubelet", "node", n.Name), Events: events,
 				NodePluginLogger: c.addonOnlyLogger("ebs-csi-node/"+n.Name, "component", "ebs-csi-node", "node", n.Name)})
 			if err == nil {
 				factory.Start(stop)
+				go func() {
+					select {
+					case <-k.Registered():
+					case <-ctx.Done():
+					}
+					release()
+				}()
 			}
 			return k, err
 		})

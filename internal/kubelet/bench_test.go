@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -92,6 +93,9 @@ func BenchmarkHollowNodes(b *testing.B) {
 					}
 				}
 				running := countRunning(b, c, ctx)
+				// The API server's metrics are the process's: the run's calls are the
+				// difference.
+				callsBefore, _ := apiCalls(ctx, c)
 				start := time.Now()
 				b.StartTimer()
 				created := make([]*corev1.Pod, pods)
@@ -124,6 +128,12 @@ func BenchmarkHollowNodes(b *testing.B) {
 					b.Fatalf("%d of %d pods Running", running.Load(), pods)
 				}
 				b.ReportMetric(float64(pods)/time.Since(start).Seconds(), "pods/s")
+				b.StopTimer()
+				if calls, err := apiCalls(ctx, c); err == nil {
+					for _, m := range []struct{ key, unit string }{{"pods/status", "status-writes/pod"}, {"mutating", "writes/pod"}} {
+						b.ReportMetric(float64(calls[m.key]-callsBefore[m.key])/float64(pods), m.unit)
+					}
+				}
 				cancel()
 				wg.Wait()
 				factory.Shutdown()
@@ -131,6 +141,42 @@ func BenchmarkHollowNodes(b *testing.B) {
 			}
 		})
 	}
+}
+
+// apiCalls counts the API server's requests so far from its /metrics
+// (apiserver_request_total): writes of pods/status and all writes.
+func apiCalls(ctx context.Context, c kubernetes.Interface) (map[string]int, error) {
+	raw, err := c.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		n, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		label := func(k string) string {
+			_, v, ok := strings.Cut(line, k+`="`)
+			if !ok {
+				return ""
+			}
+			v, _, _ = strings.Cut(v, `"`)
+			return v
+		}
+		switch label("verb") {
+		case "POST", "PUT", "PATCH", "DELETE", "APPLY":
+			out["mutating"] += int(n)
+			if label("resource") == "pods" && label("subresource") == "status" {
+				out["pods/status"] += int(n)
+			}
+		}
+	}
+	return out, nil
 }
 
 func countRunning(b *testing.B, c kubernetes.Interface, ctx context.Context) *atomic.Int64 {

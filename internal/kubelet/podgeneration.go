@@ -19,7 +19,10 @@ var kubeletConditions = map[corev1.PodConditionType]bool{
 // metadata.generation: status.observedGeneration and the observedGeneration of the
 // kubelet's conditions become the pod's generation. The pod in the kubelet's cache may
 // lag the status the kubelet last wrote (base), so the status's observedGeneration never
-// goes back. A pod without PodScheduled gets it True, as the kubelet runs it.
+// goes back. A pod without PodScheduled gets it True, as the kubelet runs it, first among
+// the conditions, where the next status computed from the written one keeps it (the
+// kubelet's own conditions follow the others): a condition appended last would move on
+// the next sync, and the move alone be written again.
 func observeGeneration(pod *corev1.Pod, base *corev1.PodStatus, status *corev1.PodStatus, now metav1.Time) {
 	gen := pod.Generation
 	status.ObservedGeneration = max(gen, status.ObservedGeneration, base.ObservedGeneration)
@@ -34,7 +37,7 @@ func observeGeneration(pod *corev1.Pod, base *corev1.PodStatus, status *corev1.P
 		}
 	}
 	if !scheduled {
-		status.Conditions = append(status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled,
-			Status: corev1.ConditionTrue, LastTransitionTime: now, ObservedGeneration: gen})
+		status.Conditions = append([]corev1.PodCondition{{Type: corev1.PodScheduled,
+			Status: corev1.ConditionTrue, LastTransitionTime: now, ObservedGeneration: gen}}, status.Conditions...)
 	}
 }

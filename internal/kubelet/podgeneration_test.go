@@ -131,3 +131,28 @@ func TestWriteStatusMessageAndGeneration(t *testing.T) {
 		t.Errorf("observedGeneration %d, want 2", got.Status.ObservedGeneration)
 	}
 }
+
+// TestStatusOfBoundPodStable: the status of a running pod that was created bound to the
+// node (no PodScheduled from a scheduler), computed again from the status written, is
+// the same status: the kubelet writes it once, not again for the conditions' order.
+func TestStatusOfBoundPodStable(t *testing.T) {
+	now := metav1.Now()
+	pod := testPod("bound", "n1")
+	pod.Generation = 1
+	states := []ContainerState{{Name: "app", Image: "nginx:1.27", StartedAt: now.Time}}
+	first := runtimeStatus(pod, states, "172.31.0.1", "10.244.0.2", true, now)
+	observeGeneration(pod, &pod.Status, &first, now)
+	pod.Status = first
+	second := runtimeStatus(pod, states, "172.31.0.1", "10.244.0.2", true, now)
+	observeGeneration(pod, &first, &second, now)
+	if !statusEqual(&first, &second) {
+		var a, b []corev1.PodConditionType
+		for _, c := range first.Conditions {
+			a = append(a, c.Type)
+		}
+		for _, c := range second.Conditions {
+			b = append(b, c.Type)
+		}
+		t.Fatalf("the second sync's status differs from the first's (conditions %v, then %v)", a, b)
+	}
+}

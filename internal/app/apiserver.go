@@ -46,7 +46,7 @@ func (f *controlPlaneFlags) register(cmd *cobra.Command) {
 	fs.IntVar(&f.gcPercent, "gc-percent", 0, "garbage collector target of the process (0: the API server's default, 400 falling to 50 as the live heap grows past 128 MiB, or $GOGC; -1: Go's own)")
 	fs.StringArrayVar(&f.saIssuers, "service-account-issuer", nil, "issuer of service account tokens, their iss and the discovery document's issuer; repeatable: the first signs, all are accepted (default: kubelab up, the API server's URL on the cluster network, then https://kubernetes.default.svc.cluster.local; kubelab apiserver, the latter)")
 	fs.StringVar(&f.saJWKSURI, "service-account-jwks-uri", "", "jwks_uri of the issuer's discovery document, an https URL (default: the key set's path at the API server's advertised or listening address)")
-	fs.StringVar(&f.memoryLimit, "memory-limit", "", "soft memory limit of the process, a quantity such as 4Gi (default $GOMEMLIMIT, or none; kubelab up --hollow: half the machine's memory)")
+	fs.StringVar(&f.memoryLimit, "memory-limit", "", "soft memory limit of the process, a quantity such as 4Gi (default $GOMEMLIMIT, or none)")
 }
 
 // config is the control plane these flags describe.

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -72,7 +71,6 @@ The components log to stderr in klog's text format, as the Kubernetes components
 				return err
 			}
 			cfg.ControlPlaneConfig = cp
-			cfg.MemoryLimit = upMemoryLimit(cfg.Hollow, cp.MemoryLimit, os.LookupEnv, machineMemory())
 			if zones != "" {
 				cfg.Zones = strings.Split(zones, ",")
 			}
@@ -162,33 +160,6 @@ func printUp(cmd *cobra.Command, c *cluster.Cluster, took time.Duration) {
 	fmt.Fprintf(out, "\nUse it with the real kubectl:\n  export KUBECONFIG=%s\n  kubectl get nodes\nor with the embedded one:\n  %s\n", c.Kubeconfig(), embedded)
 	fmt.Fprintf(out, "and the cloud with the AWS CLI (aws ec2 …, aws elbv2 … on the same endpoint):\n  AWS_CONFIG_FILE=%s AWS_SHARED_CREDENTIALS_FILE=%s aws ec2 describe-volumes --endpoint-url %s\n",
 		c.CloudConfigFile(), c.CloudCredentialsFile(), c.CloudEndpoint())
-}
-
-// upMemoryLimit is the soft memory limit `kubelab up` runs with: --memory-limit when
-// given, then GOMEMLIMIT's (which the runtime applies itself); otherwise, with hollow
-// nodes, half the machine's memory. A hollow cluster's live heap is mostly its kubelets'
-// informers, clients and connections, long-lived and growing with the nodes (about 1 MB
-// a node): at the API server's GC target of 400 the heap may grow to five times that
-// between collections, 25 GB for 5,000 nodes. The limit has the collector run sooner
-// only when the heap nears it, where a lower target would have it run more often at
-// every size (at 100, a fifth more of the process's CPU at 1,000 nodes).
-func upMemoryLimit(hollow bool, flag int64, getenv func(string) (string, bool), machine int64) int64 {
-	if flag != 0 || !hollow {
-		return flag
-	}
-	if _, ok := getenv("GOMEMLIMIT"); ok {
-		return 0
-	}
-	return machine / 2
-}
-
-// machineMemory is the machine's total memory (0 when it cannot be read).
-func machineMemory() int64 {
-	var si syscall.Sysinfo_t
-	if err := syscall.Sysinfo(&si); err != nil {
-		return 0
-	}
-	return int64(si.Totalram) * int64(si.Unit)
 }
 
 // upTime is how long `kubelab up` took, as printed: tenths of a second under ten seconds,

@@ -303,3 +303,14 @@ func TestQueueName(t *testing.T) {
 		t.Errorf("hollow node: %q, want none", got)
 	}
 }
+
+// TestNodeStatusGet: the node status reads the Node from the API server's cache first,
+// and from etcd after a conflict.
+func TestNodeStatusGet(t *testing.T) {
+	if rv := nodeStatusGet(1).ResourceVersion; rv != "0" {
+		t.Errorf("first try: resourceVersion %q, want 0 (the cache)", rv)
+	}
+	if rv := nodeStatusGet(2).ResourceVersion; rv != "" {
+		t.Errorf("second try: resourceVersion %q, want none (etcd)", rv)
+	}
+}

@@ -277,9 +277,11 @@ func (k *Kubelet) syncNodeStatus(ctx context.Context, force bool) error {
 	runtimeVersion, _ := k.runtime.Version(ctx)
 	wrote := false
 	var events []string
+	try := 0
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		events = nil
-		node, err := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
+		try++
+		node, err := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, nodeStatusGet(try))
 		if err != nil {
 			return err
 		}
@@ -307,6 +309,17 @@ func (k *Kubelet) syncNodeStatus(ctx context.Context, force bool) error {
 		k.volumes.markReported(inUse)
 	}
 	return nil
+}
+
+// nodeStatusGet are the options of the node status's read of the Node on try n (from 1):
+// the first is served from the API server's cache (resourceVersion 0), as upstream's
+// kubelet reads it, rather than from etcd; thousands of nodes read every 10 s. A stale
+// Node makes the write conflict, and the next tries read from etcd.
+func nodeStatusGet(n int) metav1.GetOptions {
+	if n == 1 {
+		return metav1.GetOptions{ResourceVersion: "0"}
+	}
+	return metav1.GetOptions{}
 }
 
 // runNodeStatus keeps the node status current until ctx ends.

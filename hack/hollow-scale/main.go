@@ -25,6 +25,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -92,6 +93,11 @@ func run(o options) error {
 			return err
 		}
 		o.dataDir = d
+		if o.out != "" {
+			// The run's own data dir goes once kubelab up has stopped (deferred
+			// before the stop, so run after it); the figures are in out.
+			defer os.RemoveAll(d)
+		}
 	}
 	if o.out == "" {
 		o.out = o.dataDir
@@ -118,15 +124,22 @@ func run(o options) error {
 		return err
 	}
 	say("kubelab %s (pid %d)", strings.Join(args, " "), cmd.Process.Pid)
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// Once kubelab up exits, ctx ends too, so that nothing waits on its API server.
+	exited := &upExit{done: make(chan struct{})}
+	ctx, cancelUp := context.WithCancel(ctx)
+	defer cancelUp()
+	go func() {
+		exited.err = cmd.Wait()
+		close(exited.done)
+		cancelUp()
+	}()
 	defer func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {
-		case <-exited:
+		case <-exited.done:
 		case <-time.After(60 * time.Second):
 			_ = cmd.Process.Kill()
-			<-exited
+			<-exited.done
 		}
 	}()
 	rss := &rssSampler{pid: cmd.Process.Pid}
@@ -210,6 +223,22 @@ func run(o options) error {
 	return os.WriteFile(filepath.Join(o.out, "report.txt"), []byte(text), 0o644)
 }
 
+// upExit is closed when kubelab up has exited, with how.
+type upExit struct {
+	done chan struct{}
+	err  error // set before done is closed
+}
+
+// ended is the error saying kubelab up exited, nil while it runs.
+func (u *upExit) ended() error {
+	select {
+	case <-u.done:
+		return fmt.Errorf("kubelab up exited: %v", u.err)
+	default:
+		return nil
+	}
+}
+
 // freeishPort is a port for the embedded etcd's client (and the next for its peer) that
 // nothing listens on now.
 func freeishPort() int {
@@ -223,7 +252,7 @@ func freeishPort() int {
 
 func mb(kb int64) string { return fmt.Sprintf("%.0f MB", float64(kb)/1000) }
 
-func waitClient(ctx context.Context, kubeconfig string, rate float64, exited <-chan error) (kubernetes.Interface, error) {
+func waitClient(ctx context.Context, kubeconfig string, rate float64, exited *upExit) (kubernetes.Interface, error) {
 	for {
 		if _, err := os.Stat(kubeconfig); err == nil {
 			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -239,17 +268,18 @@ func waitClient(ctx context.Context, kubeconfig string, rate float64, exited <-c
 				}
 			}
 		}
+		if err := exited.ended(); err != nil {
+			return nil, fmt.Errorf("before its API server answered, %w", err)
+		}
 		select {
-		case err := <-exited:
-			return nil, fmt.Errorf("kubelab up exited before its API server answered: %v", err)
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, errors.Join(ctx.Err(), exited.ended())
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
 }
 
-func waitNodesReady(ctx context.Context, client kubernetes.Interface, n int, exited <-chan error) error {
+func waitNodesReady(ctx context.Context, client kubernetes.Interface, n int, exited *upExit) error {
 	ctx, cancel := context.WithCancel(ctx)
 	f := informers.NewSharedInformerFactory(client, 0)
 	defer f.Shutdown()
@@ -269,11 +299,12 @@ func waitNodesReady(ctx context.Context, client kubernetes.Interface, n int, exi
 		if ready >= n {
 			return nil
 		}
+		if err := exited.ended(); err != nil {
+			return fmt.Errorf("with %d of %d nodes Ready, %w", ready, n, err)
+		}
 		select {
-		case err := <-exited:
-			return fmt.Errorf("kubelab up exited with %d of %d nodes Ready: %v", ready, n, err)
 		case <-ctx.Done():
-			return fmt.Errorf("%d of %d nodes Ready: %w", ready, n, ctx.Err())
+			return fmt.Errorf("%d of %d nodes Ready: %w", ready, n, errors.Join(ctx.Err(), exited.ended()))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -328,14 +359,15 @@ func watchPods(ctx context.Context, client kubernetes.Interface, want int) (*pod
 	return w, nil
 }
 
-func (w *podWatch) wait(ctx context.Context, exited <-chan error, say func(string, ...any)) error {
+func (w *podWatch) wait(ctx context.Context, exited *upExit, say func(string, ...any)) error {
 	last := time.Now()
 	for w.count.Load() < int64(w.want) {
+		if err := exited.ended(); err != nil {
+			return fmt.Errorf("with %d of %d pods Running, %w", w.count.Load(), w.want, err)
+		}
 		select {
-		case err := <-exited:
-			return fmt.Errorf("kubelab up exited with %d of %d pods Running: %v", w.count.Load(), w.want, err)
 		case <-ctx.Done():
-			return fmt.Errorf("%d of %d pods Running: %w", w.count.Load(), w.want, ctx.Err())
+			return fmt.Errorf("%d of %d pods Running: %w", w.count.Load(), w.want, errors.Join(ctx.Err(), exited.ended()))
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Since(last) > 30*time.Second {

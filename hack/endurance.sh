@@ -314,7 +314,7 @@ check_service() { # ns name -> 0 when it answers from a node
 load_step() {
 	local i="$1" ns name r
 	ns="${NS[$((RANDOM % ${#NS[@]}))]}"
-	case $((RANDOM % 8)) in
+	case $((RANDOM % 9)) in
 	0 | 1) # Deployment + Service
 		if [ "$(obj_n deploy)" -lt 4 ]; then
 			name="web-$i"
@@ -351,7 +351,8 @@ load_step() {
 			local p pods
 			pods="$("${K[@]}" get pods -n "$ns" -l app="$name" --field-selector=status.phase=Running -o name 2>/dev/null | sed 's|pod/||')"
 			for p in $pods; do
-				verify_pod "$ns" "$p" && count "data-check ok" || count "data-check skipped-or-failed"
+				verify_pod "$ns" "$p"
+				case $? in 0) count "data-check ok" ;; 1) count "data-check FAILED" ;; *) count "data-check not-reached" ;; esac
 			done
 			if "${K[@]}" delete -n "$ns" statefulset/"$name" --wait=false --ignore-not-found >>"$out/load.log" 2>&1 &&
 				"${K[@]}" delete -n "$ns" pvc -l app="$name" --wait=false --ignore-not-found >>"$out/load.log" 2>&1; then
@@ -376,6 +377,11 @@ load_step() {
 				count "delete-error job"
 			fi
 		fi
+		;;
+	8) # a StatefulSet pod deleted: made again, its claim mounted again, its data checked
+		[ "$(obj_n sts)" -gt 0 ] || return 0
+		read -r ns name <<<"$(shuf -n1 "$out/objs/sts")"
+		"${K[@]}" delete -n "$ns" pod "$name-0" --wait=false >>"$out/load.log" 2>&1 && count "restart statefulset-pod" || count "restart-error statefulset-pod"
 		;;
 	7) # a client asks a Service
 		[ "$(obj_n deploy)" -gt 0 ] || return 0
@@ -572,10 +578,12 @@ check_leaks() {
 	local p procs=""
 	for p in /proc/[0-9]*; do
 		[ "${p#/proc/}" != "$$" ] || continue
-		if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -e "$data" -e "/run/kubelab/$hash" ||
-			grep -qF "/kubelab/$hash" "$p/cgroup" 2>/dev/null; then
-			procs+="${p#/proc/}:$(tr '\0' ' ' <"$p/cmdline" | cut -c1-80) "
-		fi
+		{
+			if tr '\0' ' ' <"$p/cmdline" | grep -qF -e "$data" -e "/run/kubelab/$hash" ||
+				grep -qF "/kubelab/$hash" "$p/cgroup"; then
+				procs+="${p#/proc/}:$(tr '\0' ' ' <"$p/cmdline" | cut -c1-80) "
+			fi
+		} 2>/dev/null
 	done
 	[ -z "$procs" ] || fail "processes left: $procs"
 	# Host-wide: kubelab adds no veth, address or nft table to the host's namespace. Other

@@ -316,7 +316,7 @@ load_step() {
 	ns="${NS[$((RANDOM % ${#NS[@]}))]}"
 	case $((RANDOM % 9)) in
 	0 | 1) # Deployment + Service
-		if [ "$(obj_n deploy)" -lt 4 ]; then
+		if [ "$(obj_n deploy)" -lt 5 ]; then
 			name="web-$i"
 			r=$((1 + RANDOM % 3))
 			obj_add deploy "$ns" "$name"
@@ -341,7 +341,7 @@ load_step() {
 		fi
 		;;
 	3 | 4) # StatefulSet with claims
-		if [ "$(obj_n sts)" -lt 3 ]; then
+		if [ "$(obj_n sts)" -lt 4 ]; then
 			name="db-$i"
 			r=$((1 + RANDOM % 2))
 			obj_add sts "$ns" "$name"
@@ -483,7 +483,7 @@ rss_loop() {
 		local pid rss
 		pid="$(cat "$out/up.pid")"
 		rss="$(awk '/^VmRSS/{print $2}' "/proc/$pid/status" 2>/dev/null)"
-		echo "$((SECONDS - t_start)) $pid ${rss:-0}" >>"$out/rss"
+		echo "$((SECONDS - t_start)) $pid ${rss:-0} $(cut -d' ' -f1 /proc/loadavg)" >>"$out/rss"
 		sleep 60
 	done
 }
@@ -561,6 +561,35 @@ check_ips() {
 	leaked="$(comm -23 <(echo "$held") <(echo "$pods"))"
 	[ -z "$leaked" ] || fail "pod addresses held by IPAM with no pod: $(echo "$leaked" | tr '\n' ' ')"
 	echo "IPAM addresses $(echo "$held" | grep -c .), pod addresses $(echo "$pods" | grep -c .)"
+}
+
+# While the cluster runs, nothing of a deleted pod or claim is left on the nodes: mounts
+# and cgroups only of pods the API has, one loop device per attached volume, one
+# containerd per node.
+check_nodes() {
+	local uids what t0=$SECONDS loops attached n nodes
+	uids="$("${K[@]}" get pods -A -o jsonpath='{range .items[*]}{.metadata.uid}{"\n"}{end}' | sort -u)"
+	[ -n "$uids" ] || { fail "node check: no pods listed"; return; }
+	what="$(findmnt -rn -o TARGET | grep -F "$data/nodes/" | grep -o '/pods/[0-9a-f-]\{36\}/' | cut -d/ -f3 | sort -u |
+		comm -23 - <(echo "$uids"))"
+	[ -z "$what" ] || fail "mounts of pods the API does not have: $(echo "$what" | tr '\n' ' ')"
+	what="$(find /sys/fs/cgroup/*/kubelab/"$hash" -maxdepth 2 -type d -name 'pod*' 2>/dev/null | sed 's|.*/pod||' | sort -u |
+		comm -23 - <(echo "$uids"))"
+	[ -z "$what" ] || fail "cgroups of pods the API does not have: $(echo "$what" | tr '\n' ' ')"
+	while :; do
+		loops="$(losetup -l -n -O NAME,BACK-FILE | awk -v d="$data/" 'index($2, d) == 1' | grep -c .)"
+		attached="$("${K[@]}" get volumeattachments -o json | jq '[.items[] | select(.status.attached == true)] | length')"
+		[ "$loops" != "$attached" ] || break
+		if [ $((SECONDS - t0)) -gt 120 ]; then
+			fail "loop devices over the data dir's volumes: $loops, attached volumes: $attached"
+			break
+		fi
+		sleep 10
+	done
+	nodes="$("${K[@]}" get nodes -o name | wc -l)"
+	n="$(for p in /proc/[0-9]*; do { [ "$(cat "$p/comm")" = containerd ] && tr '\0' ' ' <"$p/cmdline" | grep -F "$data/nodes/"; } 2>/dev/null; done | grep -c .)"
+	[ "$n" = "$nodes" ] || fail "containerd processes of this cluster: $n, nodes: $nodes"
+	echo "loop devices $loops = attached volumes $attached; containerds $n = nodes $nodes"
 }
 
 check_leaks() {
@@ -688,7 +717,8 @@ while read -r ns name; do
 done <"$out/objs/deploy"
 vols="$(check_volumes)"
 ips="$(check_ips)"
-log "$vols; $ips"
+nodes_state="$(check_nodes)"
+log "$vols; $ips; $nodes_state"
 remounts="$(awk '{sum += substr($3, 8)} END {print sum + 0}' "$out/data-checks" 2>/dev/null)"
 
 stop_all
@@ -705,9 +735,9 @@ rss="$(check_rss)" || fail "RSS grew: $rss"
 	echo "  kubelab up starts: $starts, seconds to up: $(tr '\n' ' ' <"$out/up-times")"
 	echo "live at the end: $(obj_n deploy) Deployments (Services answering: $svc_ok), $(obj_n sts) StatefulSets, $(obj_n job) Jobs, $(wc -l <"$out/claims.final") claims"
 	echo "converged in ${converge_s}s; claims' data checked: $(wc -l <"$out/data-checks.final") at the end, $(grep -c . "$out/data-checks" 2>/dev/null) in all (checks recorded by the pods in them: $remounts)"
-	echo "$vols; $ips"
+	echo "$vols; $ips; $nodes_state"
 	echo "$rss"
-	echo "RSS series (seconds, pid, KiB): $(awk '{printf "%s/%s/%s ", $1, $2, $3}' "$out/rss")"
+	echo "RSS series (seconds/pid/MiB/load average): $(awk '{printf "%s/%s/%.0f/%s ", $1, $2, $3 / 1024, $4}' "$out/rss")"
 	if [ "$(nfail)" = 0 ]; then
 		echo "RESULT: PASS"
 	else

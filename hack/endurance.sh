@@ -680,7 +680,10 @@ log "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # Faults cleared, the cluster up: everything converges.
 cloud_call /_kubelab/faults -X DELETE >/dev/null
-kill -0 "$up_pid" 2>/dev/null || { fail "kubelab up is not running at the end"; exit 1; }
+if ! kill -0 "$up_pid" 2>/dev/null; then
+	fail "kubelab up is not running at the end"
+	start_up || exit 1
+fi
 log "waiting up to ${CONVERGE_TIMEOUT}s for every object to converge"
 t0=$SECONDS
 while :; do

@@ -487,24 +487,16 @@ func TestBenchProxyProcess(t *testing.T) {
 // startKubelab runs kubelab's proxy in n, as a process of its own (TestBenchProxyProcess)
 // that reaches the API server through kubeconfig.
 func startKubelab(b *testing.B, kubeconfig string, n ns.NetNS, nodeName string) (func() (fullSync, error), func()) {
-	logPath := filepath.Join(b.TempDir(), "kubelab-proxy.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		b.Fatal(err)
-	}
+	proc := newProxyProcess(b, "kubelab proxy")
 	cmd := exec.Command("nsenter", "--net="+n.Path(), os.Args[0], "-test.run=^TestBenchProxyProcess$", "-test.timeout=0")
 	cmd.Env = append(os.Environ(), benchKubeconfigEnv+"="+kubeconfig, benchNodeEnv+"="+nodeName)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd.Stderr = logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
+	cmd.Stderr = proc.log
+	proc.start(b, cmd)
 	fulls := make(chan time.Duration, 100)
-	exited := make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
@@ -514,47 +506,26 @@ func startKubelab(b *testing.B, kubeconfig string, n ns.NetNS, nodeName string) 
 				}
 			}
 		}
-		exited <- cmd.Wait()
+		proc.exited <- cmd.Wait()
 	}()
-	fail := func(err error) error {
-		out, _ := os.ReadFile(logPath)
-		if len(out) > 4000 {
-			out = out[len(out)-4000:]
-		}
-		return fmt.Errorf("%w; kubelab proxy log ends:\n%s", err, out)
-	}
 	first := func() (fullSync, error) {
 		select {
 		case d := <-fulls:
 			cpu, err := waitedChildrenCPU(cmd.Process.Pid)
 			return fullSync{d, cpu}, err
-		case err := <-exited:
-			return fullSync{}, fail(fmt.Errorf("kubelab proxy exited: %v", err))
+		case err := <-proc.exited:
+			return fullSync{}, proc.fail(fmt.Errorf("exited: %v", err))
 		case <-time.After(10 * time.Minute):
-			return fullSync{}, fail(errors.New("kubelab proxy: no full sync within 10m"))
+			return fullSync{}, proc.fail(errors.New("no full sync within 10m"))
 		}
 	}
-	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		logFile.Close()
-	}
-	return first, stop
+	return first, proc.stop
 }
 
 // startKubeProxy runs upstream kube-proxy in nftables mode in n, where it reaches the API
 // server through kubeconfig.
 func startKubeProxy(b *testing.B, bin, kubeconfig string, n ns.NetNS, nodeName string) (func() (fullSync, error), func()) {
-	logPath := filepath.Join(b.TempDir(), "kube-proxy.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		b.Fatal(err)
-	}
+	proc := newProxyProcess(b, "kube-proxy")
 	cmd := exec.Command("nsenter", "--net="+n.Path(), bin,
 		"--kubeconfig="+kubeconfig, "--proxy-mode=nftables", "--hostname-override="+nodeName,
 		// The iptables- flags set the sync periods of every mode but ipvs.
@@ -562,26 +533,15 @@ func startKubeProxy(b *testing.B, bin, kubeconfig string, n ns.NetNS, nodeName s
 		"--conntrack-max-per-core=0", "--conntrack-min=0",
 		"--conntrack-tcp-timeout-established=0s", "--conntrack-tcp-timeout-close-wait=0s",
 		"--metrics-bind-address=127.0.0.1:10249", "--healthz-bind-address=127.0.0.1:10256", "--v=1")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	fail := func(err error) error {
-		out, _ := os.ReadFile(logPath)
-		if len(out) > 4000 {
-			out = out[len(out)-4000:]
-		}
-		return fmt.Errorf("%w; kube-proxy log ends:\n%s", err, out)
-	}
+	cmd.Stdout, cmd.Stderr = proc.log, proc.log
+	proc.start(b, cmd)
+	go func() { proc.exited <- cmd.Wait() }()
 	first := func() (fullSync, error) {
 		deadline := time.Now().Add(10 * time.Minute)
 		for time.Now().Before(deadline) {
 			select {
-			case err := <-exited:
-				return fullSync{}, fail(fmt.Errorf("kube-proxy exited: %v", err))
+			case err := <-proc.exited:
+				return fullSync{}, proc.fail(fmt.Errorf("exited: %v", err))
 			case <-time.After(100 * time.Millisecond):
 			}
 			count, sum, err := fullSyncMetric(n)
@@ -590,19 +550,60 @@ func startKubeProxy(b *testing.B, bin, kubeconfig string, n ns.NetNS, nodeName s
 				return fullSync{time.Duration(sum * float64(time.Second)), cpu}, err
 			}
 		}
-		return fullSync{}, fail(errors.New("kube-proxy: no full sync within 10m"))
+		return fullSync{}, proc.fail(errors.New("no full sync within 10m"))
 	}
-	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		logFile.Close()
+	return first, proc.stop
+}
+
+// proxyProcess is a proxy the benchmark runs as a process of its own, logging to a file
+// of the benchmark's; the caller starts it and sends its Wait's result to exited.
+type proxyProcess struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	log     *os.File
+	exited  chan error
+}
+
+func newProxyProcess(b *testing.B, name string) *proxyProcess {
+	p := &proxyProcess{name: name, logPath: filepath.Join(b.TempDir(), strings.ReplaceAll(name, " ", "-")+".log"), exited: make(chan error, 1)}
+	f, err := os.Create(p.logPath)
+	if err != nil {
+		b.Fatal(err)
 	}
-	return first, stop
+	p.log = f
+	return p
+}
+
+// start starts cmd, which dies with the benchmark's process.
+func (p *proxyProcess) start(b *testing.B, cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		p.log.Close()
+		b.Fatal(err)
+	}
+	p.cmd = cmd
+}
+
+// fail is err naming the proxy, with the end of its log.
+func (p *proxyProcess) fail(err error) error {
+	out, _ := os.ReadFile(p.logPath)
+	if len(out) > 4000 {
+		out = out[len(out)-4000:]
+	}
+	return fmt.Errorf("%s: %w; its log ends:\n%s", p.name, err, out)
+}
+
+// stop ends the proxy with SIGTERM, or SIGKILL after 30 s, and closes its log.
+func (p *proxyProcess) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	p.log.Close()
 }
 
 // waitedChildrenCPU is the user and system time of the children process pid waited for

@@ -490,26 +490,29 @@ rss_loop() {
 
 # --- the end -------------------------------------------------------------------------
 
+# not_ready KIND FILE READY STATUS prints each object of KIND listed in FILE ("ns name"
+# lines) that is gone or for which the jq test READY fails, with the jq filter STATUS of
+# its .status.
+not_ready() {
+	local kind=$1 file=$2 ready=$3 status=$4 ns name j
+	while read -r ns name; do
+		[ -n "$name" ] || continue
+		j="$("${K[@]}" get "$kind" -n "$ns" "$name" -o json 2>/dev/null)" || { echo "$kind $ns/$name: not found"; continue; }
+		echo "$j" | jq -e "$ready" >/dev/null || echo "$kind $ns/$name: $(echo "$j" | jq -c ".status | $status")"
+	done <"$file"
+}
+
 not_converged() { # prints what is not converged yet
-	local ns kind name j
-	while read -r ns name; do
-		[ -n "$name" ] || continue
-		j="$("${K[@]}" get deployment -n "$ns" "$name" -o json 2>/dev/null)" || { echo "deployment $ns/$name: not found"; continue; }
-		echo "$j" | jq -e '.status.observedGeneration == .metadata.generation and (.status.availableReplicas // 0) == .spec.replicas and (.status.updatedReplicas // 0) == .spec.replicas and (.status.replicas // 0) == .spec.replicas' >/dev/null ||
-			echo "deployment $ns/$name: $(echo "$j" | jq -c '.status | {replicas, updatedReplicas, availableReplicas}')"
-	done <"$out/objs/deploy"
-	while read -r ns name; do
-		[ -n "$name" ] || continue
-		j="$("${K[@]}" get statefulset -n "$ns" "$name" -o json 2>/dev/null)" || { echo "statefulset $ns/$name: not found"; continue; }
-		echo "$j" | jq -e '(.status.readyReplicas // 0) == .spec.replicas and (.status.availableReplicas // 0) == .spec.replicas' >/dev/null ||
-			echo "statefulset $ns/$name: $(echo "$j" | jq -c '.status | {replicas, readyReplicas}')"
-	done <"$out/objs/sts"
-	while read -r ns name; do
-		[ -n "$name" ] || continue
-		j="$("${K[@]}" get job -n "$ns" "$name" -o json 2>/dev/null)" || { echo "job $ns/$name: not found"; continue; }
-		echo "$j" | jq -e '[.status.conditions[]? | select(.type=="Complete" and .status=="True")] | length == 1' >/dev/null ||
-			echo "job $ns/$name: $(echo "$j" | jq -c '.status | {succeeded, failed, active}')"
-	done <"$out/objs/job"
+	local ns
+	not_ready deployment "$out/objs/deploy" \
+		'.status.observedGeneration == .metadata.generation and (.status.availableReplicas // 0) == .spec.replicas and (.status.updatedReplicas // 0) == .spec.replicas and (.status.replicas // 0) == .spec.replicas' \
+		'{replicas, updatedReplicas, availableReplicas}'
+	not_ready statefulset "$out/objs/sts" \
+		'(.status.readyReplicas // 0) == .spec.replicas and (.status.availableReplicas // 0) == .spec.replicas' \
+		'{replicas, readyReplicas}'
+	not_ready job "$out/objs/job" \
+		'[.status.conditions[]? | select(.type=="Complete" and .status=="True")] | length == 1' \
+		'{succeeded, failed, active}'
 	for ns in "${NS[@]}"; do
 		"${K[@]}" get pvc -n "$ns" -o json 2>/dev/null | jq -r --arg ns "$ns" '.items[] | select(.status.phase != "Bound" and .metadata.deletionTimestamp == null) | "claim \($ns)/\(.metadata.name): \(.status.phase)"'
 	done
